@@ -1,0 +1,220 @@
+//! Inner-chunk codecs. Each encodes one chunk straight into a caller-provided slot of at
+//! least [`Codec::bound`] bytes and reports how many bytes it used.
+
+pub mod blosc;
+mod raw;
+mod shuffle;
+mod zstd;
+
+use serde_json::{Value, json};
+
+use crate::dtype::DataType;
+use crate::error::{Error, SpecError};
+use crate::tile::ChunkSource;
+
+/// The inner codec of every chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// No compression (`bytes` only).
+    None,
+    /// One zstd frame per chunk, with the content size in its header.
+    Zstd {
+        /// Compression level (-131072..=22; 0 = library default).
+        level: i32,
+        /// Whether the frame carries zstd's own content checksum.
+        checksum: bool,
+    },
+    /// The `blosc` codec with `cname: "lz4"` and byte shuffle (a Blosc1 container).
+    Lz4 {
+        /// Blosc compression level 0..=9 (0 stores the data uncompressed); it picks the
+        /// block size the way c-blosc does.
+        clevel: u8,
+    },
+}
+
+impl Codec {
+    /// No compression.
+    pub const fn none() -> Self {
+        Codec::None
+    }
+    /// zstd at `level`, without zstd's own checksum.
+    pub const fn zstd(level: i32) -> Self {
+        Codec::Zstd { level, checksum: false }
+    }
+    /// blosc-lz4 with byte shuffle at `clevel`.
+    pub const fn lz4(clevel: u8) -> Self {
+        Codec::Lz4 { clevel }
+    }
+
+    /// Parses `none`, `zstd[:LEVEL]`, `lz4[:CLEVEL]` (defaults: zstd 1, lz4 1).
+    pub fn parse(s: &str) -> Option<Self> {
+        let (name, level) = match s.split_once(':') {
+            Some((n, l)) => (n, Some(l.parse::<i32>().ok()?)),
+            None => (s, None),
+        };
+        match name {
+            "none" if level.is_none() => Some(Codec::None),
+            "zstd" => Some(Codec::zstd(level.unwrap_or(1))),
+            "lz4" => Some(Codec::lz4(u8::try_from(level.unwrap_or(1)).ok()?)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn validate(self) -> Result<(), SpecError> {
+        match self {
+            Codec::None => Ok(()),
+            Codec::Zstd { level, .. } => {
+                let (min, max) = (-131072, 22);
+                if (min..=max).contains(&level) {
+                    Ok(())
+                } else {
+                    Err(SpecError::LevelOutOfRange { codec: "zstd", level, min, max })
+                }
+            }
+            Codec::Lz4 { clevel } if clevel <= 9 => Ok(()),
+            Codec::Lz4 { clevel } => {
+                Err(SpecError::LevelOutOfRange { codec: "blosc", level: i32::from(clevel), min: 0, max: 9 })
+            }
+        }
+    }
+
+    /// Worst-case encoded size of a chunk of `raw` bytes, without the crc32c.
+    pub fn bound(self, raw: usize) -> usize {
+        match self {
+            Codec::None => raw,
+            Codec::Zstd { .. } => zstd::bound(raw),
+            Codec::Lz4 { .. } => blosc::bound(raw),
+        }
+    }
+
+    /// Short name for reports (`none`, `zstd:1`, `lz4:1`).
+    pub fn label(self) -> String {
+        match self {
+            Codec::None => "none".into(),
+            Codec::Zstd { level, .. } => format!("zstd:{level}"),
+            Codec::Lz4 { clevel } => format!("lz4:{clevel}"),
+        }
+    }
+
+    /// The inner `codecs` list of `sharding_indexed` (digest §11.1–2).
+    pub(crate) fn zarr_codecs(self, dtype: DataType, crc32c: bool) -> Vec<Value> {
+        let mut v = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+        match self {
+            Codec::None => {}
+            Codec::Zstd { level, checksum } => {
+                v.push(json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}));
+            }
+            Codec::Lz4 { clevel } => v.push(json!({"name": "blosc", "configuration": {
+                "cname": "lz4", "clevel": clevel, "shuffle": "shuffle",
+                "typesize": dtype.size(), "blocksize": 0}})),
+        }
+        if crc32c {
+            v.push(json!({"name": "crc32c"}));
+        }
+        v
+    }
+}
+
+/// Per-thread encoder state (compression contexts and scratch space).
+pub struct ChunkEncoder {
+    codec: Codec,
+    typesize: usize,
+    crc32c: bool,
+    zstd: Option<zstd::ZstdEncoder>,
+    scratch: Vec<u8>,
+}
+
+impl ChunkEncoder {
+    /// An encoder for `codec` over elements of `typesize` bytes.
+    pub fn new(codec: Codec, typesize: usize, crc32c: bool) -> Result<Self, Error> {
+        let zstd = match codec {
+            Codec::Zstd { level, checksum } => Some(zstd::ZstdEncoder::new(level, checksum)?),
+            _ => None,
+        };
+        Ok(ChunkEncoder { codec, typesize, crc32c, zstd, scratch: Vec::new() })
+    }
+
+    /// Slot size needed for a chunk of `raw` bytes, crc32c included.
+    pub fn slot_bound(&self, raw: usize) -> usize {
+        self.codec.bound(raw) + if self.crc32c { 4 } else { 0 }
+    }
+
+    /// Encodes one contiguous chunk of `data` (C order, little-endian elements) into
+    /// `out`, which must hold at least [`slot_bound`](Self::slot_bound) bytes.
+    ///
+    /// ```
+    /// use zarrstream::{ChunkEncoder, Codec};
+    /// let mut enc = ChunkEncoder::new(Codec::lz4(1), 2, true)?;
+    /// let data = vec![7u8; 4096];
+    /// let mut out = vec![0u8; enc.slot_bound(data.len())];
+    /// let n = enc.encode_slice(&data, &mut out)?;
+    /// assert!(n < data.len());
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn encode_slice(&mut self, data: &[u8], out: &mut [u8]) -> Result<usize, Error> {
+        let fill = crate::dtype::FillPattern::new(&[0]);
+        self.encode(&ChunkSource::contiguous(data, fill), out)
+    }
+
+    /// Encodes `src` into `out` (at least [`slot_bound`](Self::slot_bound) bytes) and
+    /// appends the crc32c when enabled; returns the bytes used.
+    pub fn encode(&mut self, src: &ChunkSource<'_>, out: &mut [u8]) -> Result<usize, Error> {
+        let n = match self.codec {
+            Codec::None => raw::encode(src, out),
+            Codec::Zstd { .. } => match &mut self.zstd {
+                Some(z) => z.encode(src, &mut self.scratch, out)?,
+                None => return Err(Error::Internal("zstd encoder missing".into())),
+            },
+            Codec::Lz4 { clevel } => blosc::encode(src, self.typesize, clevel, &mut self.scratch, out),
+        };
+        if self.crc32c {
+            let crc = crc32c::crc32c(&out[..n]);
+            out[n..n + 4].copy_from_slice(&crc.to_le_bytes());
+            Ok(n + 4)
+        } else {
+            Ok(n)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_codec_names() {
+        assert_eq!(Codec::parse("none"), Some(Codec::None));
+        assert_eq!(Codec::parse("zstd"), Some(Codec::zstd(1)));
+        assert_eq!(Codec::parse("zstd:-5"), Some(Codec::zstd(-5)));
+        assert_eq!(Codec::parse("lz4:5"), Some(Codec::lz4(5)));
+        assert_eq!(Codec::parse("lz4:-1"), None);
+        assert_eq!(Codec::parse("gzip"), None);
+    }
+
+    #[test]
+    fn metadata_matches_the_checklist() {
+        let c = Codec::lz4(1).zarr_codecs(DataType::UInt16, true);
+        assert_eq!(
+            Value::Array(c),
+            json!([{"name": "bytes", "configuration": {"endian": "little"}},
+                   {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 1, "shuffle": "shuffle",
+                                                       "typesize": 2, "blocksize": 0}},
+                   {"name": "crc32c"}])
+        );
+        let z = Codec::zstd(3).zarr_codecs(DataType::UInt8, false);
+        assert_eq!(z[1], json!({"name": "zstd", "configuration": {"level": 3, "checksum": false}}));
+        assert_eq!(z.len(), 2);
+    }
+
+    #[test]
+    fn crc32c_is_appended_little_endian() {
+        let mut enc = ChunkEncoder::new(Codec::None, 1, true).unwrap();
+        let data = b"123456789";
+        let fill = crate::dtype::FillPattern::new(&[0]);
+        let mut out = vec![0u8; enc.slot_bound(data.len())];
+        let n = enc.encode(&ChunkSource::contiguous(data, fill), &mut out).unwrap();
+        assert_eq!(n, 13);
+        // The RFC 3720 check value.
+        assert_eq!(&out[9..13], &0xE306_9283u32.to_le_bytes());
+    }
+}

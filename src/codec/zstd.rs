@@ -1,0 +1,49 @@
+//! zstd: one frame per chunk, content size in the header (numcodecs < 0.16.2 refuses
+//! frames without it; digest §4.4).
+
+use zstd::zstd_safe::{self, CCtx, CParameter};
+
+use crate::error::Error;
+use crate::tile::ChunkSource;
+
+pub(crate) fn bound(raw: usize) -> usize {
+    zstd_safe::compress_bound(raw)
+}
+
+pub(crate) struct ZstdEncoder {
+    ctx: CCtx<'static>,
+}
+
+fn err(code: usize) -> Error {
+    Error::Codec { codec: "zstd", message: zstd_safe::get_error_name(code).to_string() }
+}
+
+impl ZstdEncoder {
+    pub(crate) fn new(level: i32, checksum: bool) -> Result<Self, Error> {
+        let mut ctx = CCtx::try_create().ok_or_else(|| err(usize::MAX))?;
+        ctx.set_parameter(CParameter::CompressionLevel(level)).map_err(err)?;
+        ctx.set_parameter(CParameter::ChecksumFlag(checksum)).map_err(err)?;
+        ctx.set_parameter(CParameter::ContentSizeFlag(true)).map_err(err)?;
+        Ok(ZstdEncoder { ctx })
+    }
+
+    /// zstd compresses from one contiguous input; a strided tile is gathered into
+    /// `scratch` first (zstd's streaming mode would copy it into its window anyway).
+    pub(crate) fn encode(
+        &mut self,
+        src: &ChunkSource<'_>,
+        scratch: &mut Vec<u8>,
+        out: &mut [u8],
+    ) -> Result<usize, Error> {
+        let input = match src.as_contiguous() {
+            Some(all) => all,
+            None => {
+                scratch.resize(src.len(), 0);
+                src.copy_range(0, src.len(), scratch);
+                &scratch[..]
+            }
+        };
+        let bound = bound(input.len());
+        self.ctx.compress2(&mut out[..bound], input).map_err(err)
+    }
+}

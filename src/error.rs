@@ -1,0 +1,176 @@
+//! Error types. Every failure a caller can cause or meet is a variant here.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::dtype::DataType;
+
+/// Why an [`ArraySpec`](crate::ArraySpec) was rejected by the builder.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The array needs an append axis plus a 2-D frame.
+    #[error("rank {0} is too small: arrays need at least 3 axes (append axis, y, x)")]
+    RankTooSmall(usize),
+    /// Sharded arrays are limited to rank 31 by tensorstore.
+    #[error("rank {0} is too large: at most 31 axes are supported")]
+    RankTooLarge(usize),
+    /// A shape-like field was not given.
+    #[error("{0} was not set")]
+    Missing(&'static str),
+    /// Two shape-like fields differ in length.
+    #[error("{what} has {got} entries but the array has rank {rank}")]
+    RankMismatch {
+        /// Which field.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The array's rank.
+        rank: usize,
+    },
+    /// Only axis 0 may be 0 (unbounded).
+    #[error("axis {axis} has size 0; only axis 0 (the append axis) may be 0 (unbounded)")]
+    ZeroExtent {
+        /// The offending axis.
+        axis: usize,
+    },
+    /// Chunk and shard sizes must be at least 1.
+    #[error("{what} is 0 on axis {axis}")]
+    ZeroChunk {
+        /// `chunk_shape` or `shard_shape`.
+        what: &'static str,
+        /// The offending axis.
+        axis: usize,
+    },
+    /// The sharding codec requires inner chunks to tile the shard exactly.
+    #[error("inner chunk {chunk} does not divide shard {shard} on axis {axis}")]
+    ChunkNotDividingShard {
+        /// The offending axis.
+        axis: usize,
+        /// Inner chunk size on that axis.
+        chunk: u64,
+        /// Shard size on that axis.
+        shard: u64,
+    },
+    /// tensorstore caps shards at 2^30 inner chunks.
+    #[error("a shard would hold {0} inner chunks; at most 2^30 are allowed")]
+    TooManyChunksPerShard(u64),
+    /// A size computed from the shapes does not fit the platform or the format.
+    #[error("{0} overflows")]
+    Overflow(&'static str),
+    /// A codec parameter is out of its range.
+    #[error("{codec} level {level} is out of range {min}..={max}")]
+    LevelOutOfRange {
+        /// Codec name.
+        codec: &'static str,
+        /// Given level.
+        level: i32,
+        /// Smallest accepted level.
+        min: i32,
+        /// Largest accepted level.
+        max: i32,
+    },
+    /// The fill value cannot be stored in the data type.
+    #[error("fill value {value} is not representable as {dtype}")]
+    FillValue {
+        /// The given value.
+        value: f64,
+        /// The array's data type.
+        dtype: DataType,
+    },
+    /// Dimension names must be unique.
+    #[error("dimension name {0:?} is used twice")]
+    DuplicateDimensionName(String),
+    /// Blosc1 frames are limited to 2^31 - 17 bytes.
+    #[error("an inner chunk of {0} bytes is too large for the blosc codec (limit 2147483631)")]
+    ChunkTooLargeForBlosc(u64),
+}
+
+/// Errors of the writer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The array specification is invalid.
+    #[error("invalid array specification: {0}")]
+    Spec(#[from] SpecError),
+    /// A frame of the wrong byte length was pushed.
+    #[error("frame {frame}: expected {expected} bytes, got {got}")]
+    FrameSize {
+        /// Index of the frame (0-based, counting every push).
+        frame: u64,
+        /// Bytes per frame of this array.
+        expected: usize,
+        /// Bytes given.
+        got: usize,
+    },
+    /// A frame of a different element type than the array's was pushed.
+    #[error("frame {frame}: element type {got} does not match the array's data type {expected}")]
+    DataType {
+        /// Index of the frame.
+        frame: u64,
+        /// The array's data type.
+        expected: DataType,
+        /// The pushed element type.
+        got: DataType,
+    },
+    /// The store path exists and overwriting was not requested.
+    #[error("{path}: already exists (set overwrite to replace it)")]
+    Exists {
+        /// The store path.
+        path: PathBuf,
+    },
+    /// The filesystem is full.
+    #[error("{path}: disk full while reserving {needed} bytes")]
+    DiskFull {
+        /// The file being written.
+        path: PathBuf,
+        /// Bytes that were being reserved or written.
+        needed: u64,
+    },
+    /// Any other I/O failure, with the operation and path.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done (`"create"`, `"fallocate"`, …).
+        op: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The array's append axis is bounded and every frame has been pushed.
+    #[error("the array is full: it holds {frames} frames")]
+    ArrayFull {
+        /// Frames the array holds.
+        frames: u64,
+    },
+    /// `push` after `finish`, or after a failure closed the writer.
+    #[error("the writer is closed")]
+    Closed,
+    /// A codec failed; it carries the library's message.
+    #[error("codec {codec}: {message}")]
+    Codec {
+        /// Codec name.
+        codec: &'static str,
+        /// What failed.
+        message: String,
+    },
+    /// An internal thread died; this is a bug.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with its operation and path, turning `ENOSPC`/`EDQUOT`
+    /// into [`Error::DiskFull`] so callers can match on one variant.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error, needed: u64) -> Self {
+        let path = path.into();
+        match source.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { path, needed },
+            _ => Error::Io { op, path, source },
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,55 @@
+//! # zarrstream
+//!
+//! Records camera streams into sharded Zarr v3 arrays at the speed of the camera.
+//!
+//! Frames (2-D planes of an N-D array whose axis 0 is the append axis) are tiled into
+//! inner chunks; worker threads encode each inner chunk straight into its fixed slot of a
+//! preallocated shard file (memory-mapped, or written with `pwrite`); a finisher thread
+//! writes the shard index, compacts, renames the shard into place and republishes
+//! `zarr.json`. See `ARCHITECTURE.md` for the data flow.
+//!
+//! ```no_run
+//! use zarrstream::{ArraySpec, Codec, DataType, Writer, WriterOptions};
+//! let spec = ArraySpec::builder()
+//!     .shape([0, 2048, 2048])
+//!     .chunk_shape([1, 512, 512])
+//!     .shard_shape([32, 2048, 2048])
+//!     .dtype(DataType::UInt16)
+//!     .codec(Codec::lz4(1))
+//!     .dimension_names(["t", "y", "x"])
+//!     .build()?;
+//! let mut writer = Writer::create("run.zarr", spec, WriterOptions::default())?;
+//! # let camera: Vec<Vec<u16>> = vec![];
+//! for frame in camera {
+//!     writer.push(&frame)?;
+//! }
+//! let stats = writer.finish()?;
+//! println!("{} frames in {:.2} s", stats.frames_written, stats.seconds);
+//! # Ok::<(), zarrstream::Error>(())
+//! ```
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod codec;
+mod dtype;
+mod error;
+mod metadata;
+mod shard;
+mod sink;
+#[allow(unsafe_code)]
+mod slots;
+mod spec;
+mod stats;
+mod tile;
+mod writer;
+
+pub use codec::{ChunkEncoder, Codec};
+pub use dtype::{DataType, Element};
+pub use error::{Error, Result, SpecError};
+pub use shard::{Packing, ShardLayout};
+pub use sink::{SinkChoice, SinkKind};
+pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
+pub use stats::Stats;
+pub use tile::ChunkSource;
+pub use writer::{Backpressure, Durability, PoolBuf, Writer, WriterOptions};

@@ -1,0 +1,10 @@
+//! Shard files: the fixed slot layout, the shard index, and the finished layout.
+
+mod index;
+mod layout;
+mod plan;
+
+pub(crate) use index::{IndexEntries, encode_index, entry_bytes};
+pub use layout::ShardLayout;
+pub(crate) use plan::{FinalLayout, plan};
+pub use plan::Packing;

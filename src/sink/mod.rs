@@ -1,0 +1,115 @@
+//! Slot sinks: how encoded chunks reach a shard file. Both sinks use the same
+//! preallocated file and the same [`ShardLayout`]; they differ in how bytes get there.
+
+mod mmap;
+mod pwrite;
+mod temp;
+
+use std::path::Path;
+
+pub(crate) use temp::TempShard;
+
+use crate::error::{Error, Result};
+use crate::shard::{FinalLayout, ShardLayout};
+
+/// Which sink writes the shard files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SinkChoice {
+    /// The default for the filesystem: `mmap`, except where a reservation does not
+    /// protect a mapping (btrfs, ZFS, NFS, CIFS/SMB, FUSE), where `pwrite` is used.
+    #[default]
+    Auto,
+    /// Workers encode straight into a shared mapping of the shard (no copy). Falls back
+    /// to `pwrite` on the filesystems listed under `Auto`.
+    Mmap,
+    /// Workers encode into a per-thread buffer and `pwrite` it at the slot offset.
+    Pwrite,
+}
+
+/// The sink actually used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkKind {
+    /// Memory-mapped shard files.
+    Mmap,
+    /// Positioned writes.
+    Pwrite,
+}
+
+impl SinkKind {
+    /// `mmap` or `pwrite`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SinkKind::Mmap => "mmap",
+            SinkKind::Pwrite => "pwrite",
+        }
+    }
+}
+
+impl SinkChoice {
+    /// Parses `auto`, `mmap`, `pwrite`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => SinkChoice::Auto,
+            "mmap" => SinkChoice::Mmap,
+            "pwrite" => SinkChoice::Pwrite,
+            _ => return None,
+        })
+    }
+
+    /// Resolves the choice for the filesystem holding `dir`.
+    pub(crate) fn resolve(self, dir: &Path) -> SinkKind {
+        match self {
+            SinkChoice::Pwrite => SinkKind::Pwrite,
+            SinkChoice::Auto | SinkChoice::Mmap if mapping_is_safe(dir) => SinkKind::Mmap,
+            _ => SinkKind::Pwrite,
+        }
+    }
+}
+
+/// Filesystems where `fallocate` does not guarantee that writing a mapped page succeeds
+/// (copy-on-write or remote), so a full disk would raise SIGBUS instead of an error.
+fn mapping_is_safe(dir: &Path) -> bool {
+    const UNSAFE_FS: [u64; 7] = [
+        0x9123_683e, // btrfs
+        0x2fc1_2fc1, // zfs
+        0x6969,      // nfs
+        0xff53_4d42, // cifs
+        0xfe53_4d42, // smb2
+        0x6573_5546, // fuse
+        0x5346_414f, // afs
+    ];
+    match rustix::fs::statfs(dir) {
+        Ok(st) => !UNSAFE_FS.contains(&(st.f_type as u64)),
+        Err(_) => false,
+    }
+}
+
+/// One shard file being filled by the workers.
+pub(crate) trait SlotSink: Send + Sync {
+    /// Encodes chunk `i` into its slot with `encode` (which returns the bytes used) and
+    /// then records its working-index entry, so a crash never leaves an entry pointing at
+    /// unwritten data. Returns the encoded length.
+    fn write_chunk(
+        &self,
+        i: usize,
+        scratch: &mut Vec<u8>,
+        encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
+    ) -> Result<u64>;
+
+    /// Moves chunks and writes the final index per `fin`, releases any mapping and cuts
+    /// the file to its final length. Called once, after every chunk was written.
+    fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard>;
+}
+
+/// Creates the temporary shard file at `path` and opens the sink of `kind` over it.
+pub(crate) fn open(kind: SinkKind, path: &Path, layout: ShardLayout) -> Result<Box<dyn SlotSink>> {
+    let temp = TempShard::create(path, layout)?;
+    Ok(match kind {
+        SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp)?),
+        _ => Box::new(pwrite::PwriteSink::new(temp)),
+    })
+}
+
+fn internal(msg: &str) -> Error {
+    Error::Internal(msg.to_string())
+}

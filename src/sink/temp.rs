@@ -1,0 +1,79 @@
+//! A shard file under its temporary name, removed unless it was committed.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::FallocateFlags;
+
+use crate::error::{Error, Result};
+use crate::shard::{ShardLayout, entry_bytes};
+
+pub(crate) struct TempShard {
+    pub file: File,
+    pub path: PathBuf,
+    pub layout: ShardLayout,
+    /// Whether `fallocate` reserved the whole file (false where it is unsupported).
+    pub reserved: bool,
+    committed: bool,
+}
+
+impl TempShard {
+    /// Creates the file, reserves its worst-case size (a full disk fails here, before
+    /// anything is mapped) and marks every working-index entry empty.
+    pub(crate) fn create(path: &Path, layout: ShardLayout) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| Error::io("create", path, e, 0))?;
+        let mut temp = TempShard { file, path: path.to_path_buf(), layout, reserved: true, committed: false };
+        match rustix::fs::fallocate(&temp.file, FallocateFlags::empty(), 0, layout.file_size) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
+                temp.reserved = false;
+                temp.file.set_len(layout.file_size).map_err(|e| Error::io("truncate", path, e, 0))?;
+            }
+            Err(e) => return Err(Error::io("fallocate", path, e.into(), layout.file_size)),
+        }
+        let empty = entry_bytes(u64::MAX, u64::MAX).repeat(layout.n as usize);
+        temp.file
+            .write_all_at(&empty, layout.index_offset)
+            .map_err(|e| Error::io("write", path, e, empty.len() as u64))?;
+        Ok(temp)
+    }
+
+    /// Punches `(offset, len)` ranges out of the file (sparse packing).
+    pub(crate) fn punch(&self, holes: &[(u64, u64)]) -> Result<()> {
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        for &(off, len) in holes {
+            match rustix::fs::fallocate(&self.file, flags, off, len) {
+                // A filesystem without hole punching keeps the bytes; still valid.
+                Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => {}
+                Err(e) => return Err(Error::io("punch hole", &self.path, e.into(), 0)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_len(&self, len: u64) -> Result<()> {
+        self.file.set_len(len).map_err(|e| Error::io("truncate", &self.path, e, 0))
+    }
+
+    /// Renames the file to `to`; from then on it is kept.
+    pub(crate) fn commit(mut self, to: &Path) -> Result<()> {
+        std::fs::rename(&self.path, to).map_err(|e| Error::io("rename", to, e, 0))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempShard {
+    fn drop(&mut self) {
+        if !self.committed {
+            // Best effort: an unused or failed temporary shard is not data anyone asked for.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

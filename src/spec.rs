@@ -1,0 +1,349 @@
+//! The array specification and its builder: every invalid combination is rejected here,
+//! so the rest of the crate can rely on the derived sizes.
+
+use crate::codec::Codec;
+use crate::dtype::{DataType, FillPattern};
+use crate::error::SpecError;
+
+/// Where the shard index sits in each shard file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexLocation {
+    /// After the inner chunks (the Zarr default).
+    #[default]
+    End,
+    /// Before the inner chunks.
+    Start,
+}
+
+impl IndexLocation {
+    /// The name used in `zarr.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexLocation::End => "end",
+            IndexLocation::Start => "start",
+        }
+    }
+}
+
+/// Largest number of inner chunks in one shard (tensorstore's limit).
+pub const MAX_CHUNKS_PER_SHARD: u64 = 1 << 30;
+
+/// A validated array specification: shape, chunking, element type and codecs.
+///
+/// Axis 0 is the append axis; frames are 2-D planes over the last two axes and arrive in
+/// C order of the leading axes.
+///
+/// ```
+/// use zarrstream::{ArraySpec, Codec, DataType};
+/// let spec = ArraySpec::builder()
+///     .shape([0, 2048, 2048])
+///     .chunk_shape([1, 512, 512])
+///     .shard_shape([32, 2048, 2048])
+///     .dtype(DataType::UInt16)
+///     .codec(Codec::lz4(1))
+///     .dimension_names(["t", "y", "x"])
+///     .build()?;
+/// assert_eq!(spec.frame_bytes(), 2048 * 2048 * 2);
+/// # Ok::<(), zarrstream::SpecError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArraySpec {
+    pub(crate) shape: Vec<u64>,
+    pub(crate) chunk: Vec<u64>,
+    pub(crate) shard: Vec<u64>,
+    pub(crate) dtype: DataType,
+    pub(crate) fill_value: f64,
+    pub(crate) fill: FillPattern,
+    pub(crate) dimension_names: Option<Vec<String>>,
+    pub(crate) codec: Codec,
+    pub(crate) crc32c: bool,
+    pub(crate) index_location: IndexLocation,
+    pub(crate) attributes: serde_json::Map<String, serde_json::Value>,
+    // Derived, checked against overflow in `build`.
+    pub(crate) chunk_bytes: usize,
+    pub(crate) frame_bytes: usize,
+    pub(crate) chunks_per_shard: usize,
+}
+
+impl ArraySpec {
+    /// Starts a builder.
+    pub fn builder() -> ArraySpecBuilder {
+        ArraySpecBuilder::default()
+    }
+
+    /// Array shape; `shape()[0] == 0` means the append axis is unbounded.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+    /// Inner chunk shape.
+    pub fn chunk_shape(&self) -> &[u64] {
+        &self.chunk
+    }
+    /// Shard shape.
+    pub fn shard_shape(&self) -> &[u64] {
+        &self.shard
+    }
+    /// Element type.
+    pub fn dtype(&self) -> DataType {
+        self.dtype
+    }
+    /// Fill value.
+    pub fn fill_value(&self) -> f64 {
+        self.fill_value
+    }
+    /// Inner codec.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+    /// Whether each inner chunk carries a trailing crc32c.
+    pub fn crc32c(&self) -> bool {
+        self.crc32c
+    }
+    /// Where the shard index is stored.
+    pub fn index_location(&self) -> IndexLocation {
+        self.index_location
+    }
+    /// Dimension names, if set.
+    pub fn dimension_names(&self) -> Option<&[String]> {
+        self.dimension_names.as_deref()
+    }
+    /// Array rank.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+    /// Bytes of one frame (one y×x plane).
+    pub fn frame_bytes(&self) -> usize {
+        self.frame_bytes
+    }
+    /// Bytes of one decoded inner chunk.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+    /// Inner chunks per shard.
+    pub fn chunks_per_shard(&self) -> usize {
+        self.chunks_per_shard
+    }
+    /// Frames per step of the append axis (product of the leading axes after axis 0).
+    pub fn frames_per_step(&self) -> u64 {
+        self.shape[1..self.rank() - 2].iter().product()
+    }
+}
+
+/// Builder of [`ArraySpec`]; see there for an example.
+#[derive(Debug, Clone)]
+pub struct ArraySpecBuilder {
+    shape: Option<Vec<u64>>,
+    chunk: Option<Vec<u64>>,
+    shard: Option<Vec<u64>>,
+    dtype: DataType,
+    fill_value: f64,
+    dimension_names: Option<Vec<String>>,
+    codec: Codec,
+    crc32c: bool,
+    index_location: IndexLocation,
+    attributes: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for ArraySpecBuilder {
+    fn default() -> Self {
+        ArraySpecBuilder {
+            shape: None,
+            chunk: None,
+            shard: None,
+            dtype: DataType::UInt16,
+            fill_value: 0.0,
+            dimension_names: None,
+            codec: Codec::lz4(1),
+            crc32c: true,
+            index_location: IndexLocation::End,
+            attributes: serde_json::Map::new(),
+        }
+    }
+}
+
+impl ArraySpecBuilder {
+    /// Array shape; axis 0 may be 0 (unbounded append axis).
+    pub fn shape(mut self, shape: impl AsRef<[u64]>) -> Self {
+        self.shape = Some(shape.as_ref().to_vec());
+        self
+    }
+    /// Inner chunk shape (same rank; divides the shard shape).
+    pub fn chunk_shape(mut self, chunk: impl AsRef<[u64]>) -> Self {
+        self.chunk = Some(chunk.as_ref().to_vec());
+        self
+    }
+    /// Shard shape (same rank).
+    pub fn shard_shape(mut self, shard: impl AsRef<[u64]>) -> Self {
+        self.shard = Some(shard.as_ref().to_vec());
+        self
+    }
+    /// Element type (default `uint16`).
+    pub fn dtype(mut self, dtype: DataType) -> Self {
+        self.dtype = dtype;
+        self
+    }
+    /// Fill value (default 0); must be representable in the data type.
+    pub fn fill_value(mut self, value: f64) -> Self {
+        self.fill_value = value;
+        self
+    }
+    /// Dimension names, one per axis, distinct.
+    pub fn dimension_names<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.dimension_names = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Inner codec (default `lz4(1)`).
+    pub fn codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+    /// Per-chunk crc32c (default on).
+    pub fn crc32c(mut self, on: bool) -> Self {
+        self.crc32c = on;
+        self
+    }
+    /// Shard index location (default end).
+    pub fn index_location(mut self, location: IndexLocation) -> Self {
+        self.index_location = location;
+        self
+    }
+    /// User attributes merged into `zarr.json` `attributes` (the writer adds its own
+    /// `zarrstream` key for progress).
+    pub fn attributes(mut self, attributes: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.attributes = attributes;
+        self
+    }
+
+    /// Validates and builds the specification.
+    pub fn build(self) -> Result<ArraySpec, SpecError> {
+        let shape = self.shape.ok_or(SpecError::Missing("shape"))?;
+        let chunk = self.chunk.ok_or(SpecError::Missing("chunk_shape"))?;
+        let shard = self.shard.ok_or(SpecError::Missing("shard_shape"))?;
+        let rank = shape.len();
+        if rank < 3 {
+            return Err(SpecError::RankTooSmall(rank));
+        }
+        if rank > 31 {
+            return Err(SpecError::RankTooLarge(rank));
+        }
+        for (what, v) in [("chunk_shape", &chunk), ("shard_shape", &shard)] {
+            if v.len() != rank {
+                return Err(SpecError::RankMismatch { what, got: v.len(), rank });
+            }
+        }
+        if let Some(names) = &self.dimension_names {
+            if names.len() != rank {
+                return Err(SpecError::RankMismatch { what: "dimension_names", got: names.len(), rank });
+            }
+            for (i, n) in names.iter().enumerate() {
+                if names[..i].contains(n) {
+                    return Err(SpecError::DuplicateDimensionName(n.clone()));
+                }
+            }
+        }
+        if let Some(axis) = (1..rank).find(|&a| shape[a] == 0) {
+            return Err(SpecError::ZeroExtent { axis });
+        }
+        for axis in 0..rank {
+            for (what, v) in [("chunk_shape", &chunk), ("shard_shape", &shard)] {
+                if v[axis] == 0 {
+                    return Err(SpecError::ZeroChunk { what, axis });
+                }
+            }
+            if shard[axis] % chunk[axis] != 0 {
+                return Err(SpecError::ChunkNotDividingShard { axis, chunk: chunk[axis], shard: shard[axis] });
+            }
+        }
+        fn product(v: impl IntoIterator<Item = u64>, what: &'static str) -> Result<u64, SpecError> {
+            v.into_iter().try_fold(1u64, |a, b| a.checked_mul(b)).ok_or(SpecError::Overflow(what))
+        }
+        let es = self.dtype.size() as u64;
+        let n_per_shard =
+            product(chunk.iter().zip(&shard).map(|(c, s)| s / c), "inner chunks per shard")?;
+        if n_per_shard > MAX_CHUNKS_PER_SHARD {
+            return Err(SpecError::TooManyChunksPerShard(n_per_shard));
+        }
+        let chunk_bytes = product(chunk.iter().copied().chain([es]), "inner chunk size")?;
+        let frame_bytes = product(shape[rank - 2..].iter().copied().chain([es]), "frame size")?;
+        product(shape[1..].iter().copied().chain([es]), "array size")?;
+        if let Codec::Lz4 { .. } = self.codec {
+            if chunk_bytes > crate::codec::blosc::MAX_NBYTES as u64 {
+                return Err(SpecError::ChunkTooLargeForBlosc(chunk_bytes));
+            }
+        }
+        self.codec.validate()?;
+        let fill = self.dtype.fill_bytes(self.fill_value)?;
+        let to_usize = |v: u64, what| usize::try_from(v).map_err(|_| SpecError::Overflow(what));
+        let spec = ArraySpec {
+            chunk_bytes: to_usize(chunk_bytes, "inner chunk size")?,
+            frame_bytes: to_usize(frame_bytes, "frame size")?,
+            chunks_per_shard: to_usize(n_per_shard, "inner chunks per shard")?,
+            shape,
+            chunk,
+            shard,
+            dtype: self.dtype,
+            fill_value: self.fill_value,
+            fill,
+            dimension_names: self.dimension_names,
+            codec: self.codec,
+            crc32c: self.crc32c,
+            index_location: self.index_location,
+            attributes: self.attributes,
+        };
+        // The worst-case shard file must be addressable with u64 offsets.
+        crate::shard::ShardLayout::new(&spec).map_err(|_| SpecError::Overflow("worst-case shard size"))?;
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> ArraySpecBuilder {
+        ArraySpec::builder().shape([0, 64, 64]).chunk_shape([1, 32, 32]).shard_shape([4, 64, 64])
+    }
+
+    #[test]
+    fn valid_spec_derives_sizes() {
+        let s = base().build().unwrap();
+        assert_eq!(s.frame_bytes(), 64 * 64 * 2);
+        assert_eq!(s.chunk_bytes(), 32 * 32 * 2);
+        assert_eq!(s.chunks_per_shard(), 16);
+        assert_eq!(s.frames_per_step(), 1);
+    }
+
+    #[test]
+    fn every_invalid_combination_has_its_error() {
+        use SpecError::*;
+        let cases: Vec<(ArraySpecBuilder, SpecError)> = vec![
+            (ArraySpec::builder().shape([0, 4]).chunk_shape([1, 4]).shard_shape([1, 4]), RankTooSmall(2)),
+            (ArraySpec::builder().chunk_shape([1, 1, 1]).shard_shape([1, 1, 1]), Missing("shape")),
+            (base().chunk_shape([1, 32]), RankMismatch { what: "chunk_shape", got: 2, rank: 3 }),
+            (base().shard_shape([1, 64, 64, 1]), RankMismatch { what: "shard_shape", got: 4, rank: 3 }),
+            (base().shape([0, 0, 64]), ZeroExtent { axis: 1 }),
+            (base().chunk_shape([1, 0, 32]), ZeroChunk { what: "chunk_shape", axis: 1 }),
+            (base().chunk_shape([1, 24, 32]), ChunkNotDividingShard { axis: 1, chunk: 24, shard: 64 }),
+            (
+                base().chunk_shape([1, 1, 1]).shard_shape([1 << 10, 1 << 10, 1 << 11]),
+                TooManyChunksPerShard(1 << 31),
+            ),
+            (base().shape([0, u64::MAX, 2]), Overflow("frame size")),
+            (
+                base().codec(Codec::zstd(23)),
+                LevelOutOfRange { codec: "zstd", level: 23, min: -131072, max: 22 },
+            ),
+            (base().codec(Codec::lz4(10)), LevelOutOfRange { codec: "blosc", level: 10, min: 0, max: 9 }),
+            (base().dimension_names(["t", "y"]), RankMismatch { what: "dimension_names", got: 2, rank: 3 }),
+            (base().dimension_names(["t", "y", "y"]), DuplicateDimensionName("y".into())),
+            (base().fill_value(70000.0), FillValue { value: 70000.0, dtype: DataType::UInt16 }),
+            (
+                base().chunk_shape([1, 1 << 15, 1 << 15]).shard_shape([1, 1 << 15, 1 << 15]).shape([0, 1 << 15, 1 << 15]),
+                ChunkTooLargeForBlosc(1 << 31),
+            ),
+        ];
+        for (b, want) in cases {
+            assert_eq!(b.build().unwrap_err(), want);
+        }
+    }
+}

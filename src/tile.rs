@@ -1,0 +1,158 @@
+//! Where an inner chunk's bytes come from: rows of a frame buffer (tiling without a copy)
+//! or a contiguous staging buffer (deep chunks), padded with the fill value.
+
+use crate::dtype::FillPattern;
+
+/// A read-only view of one inner chunk in C order, as a sequence of rows.
+///
+/// Row `r < valid_rows` starts at `data[r * row_stride]` and holds `valid_row_bytes` bytes
+/// of data followed by `row_bytes - valid_row_bytes` bytes of fill; later rows are fill.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkSource<'a> {
+    data: &'a [u8],
+    row_stride: usize,
+    rows: usize,
+    valid_rows: usize,
+    row_bytes: usize,
+    valid_row_bytes: usize,
+    fill: FillPattern,
+}
+
+/// A run of chunk bytes: either data to copy or a length of fill.
+#[derive(Debug)]
+pub(crate) enum Segment<'a> {
+    Data(&'a [u8]),
+    Fill(usize),
+}
+
+impl<'a> ChunkSource<'a> {
+    /// A chunk stored contiguously (already padded).
+    pub(crate) fn contiguous(data: &'a [u8], fill: FillPattern) -> Self {
+        ChunkSource {
+            data,
+            row_stride: data.len(),
+            rows: 1,
+            valid_rows: 1,
+            row_bytes: data.len(),
+            valid_row_bytes: data.len(),
+            fill,
+        }
+    }
+
+    /// A tile of a row-major plane: `rows` rows of `row_bytes`, of which the first
+    /// `valid_rows` rows carry `valid_row_bytes` bytes read at `row_stride` intervals.
+    pub(crate) fn strided(
+        data: &'a [u8],
+        row_stride: usize,
+        rows: usize,
+        row_bytes: usize,
+        valid_rows: usize,
+        valid_row_bytes: usize,
+        fill: FillPattern,
+    ) -> Self {
+        debug_assert!(valid_rows <= rows && valid_row_bytes <= row_bytes);
+        debug_assert!(valid_rows == 0 || (valid_rows - 1) * row_stride + valid_row_bytes <= data.len());
+        ChunkSource { data, row_stride, rows, valid_rows, row_bytes, valid_row_bytes, fill }
+    }
+
+    /// Total decoded bytes of the chunk.
+    pub fn len(&self) -> usize {
+        self.rows * self.row_bytes
+    }
+
+    /// Whether the chunk is empty (never, for a valid spec).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The fill pattern used for padding.
+    pub(crate) fn fill(&self) -> FillPattern {
+        self.fill
+    }
+
+    /// The whole chunk as one slice, when it is stored that way.
+    pub(crate) fn as_contiguous(&self) -> Option<&'a [u8]> {
+        let whole = self.valid_rows == self.rows
+            && self.valid_row_bytes == self.row_bytes
+            && (self.rows == 1 || self.row_stride == self.row_bytes);
+        whole.then(|| &self.data[..self.len()])
+    }
+
+    /// Calls `f` for the runs covering bytes `start..end` of the chunk, in order.
+    pub(crate) fn segments(&self, start: usize, end: usize, mut f: impl FnMut(Segment<'a>)) {
+        if let Some(all) = self.as_contiguous() {
+            f(Segment::Data(&all[start..end]));
+            return;
+        }
+        let mut pos = start;
+        while pos < end {
+            let (r, off) = (pos / self.row_bytes, pos % self.row_bytes);
+            let row_end = (pos - off + self.row_bytes).min(end);
+            if r < self.valid_rows && off < self.valid_row_bytes {
+                let data_end = (pos - off + self.valid_row_bytes).min(row_end);
+                let base = r * self.row_stride;
+                f(Segment::Data(&self.data[base + off..base + off + (data_end - pos)]));
+                pos = data_end;
+            } else {
+                // Fill runs merge across rows once past the valid rows.
+                let fill_end = if r >= self.valid_rows { end } else { row_end };
+                f(Segment::Fill(fill_end - pos));
+                pos = fill_end;
+            }
+        }
+    }
+
+    /// Copies bytes `start..end` into `out` (of length `end - start`), padding with fill.
+    pub(crate) fn copy_range(&self, start: usize, end: usize, out: &mut [u8]) {
+        let mut o = 0;
+        self.segments(start, end, |s| match s {
+            Segment::Data(d) => {
+                out[o..o + d.len()].copy_from_slice(d);
+                o += d.len();
+            }
+            Segment::Fill(n) => {
+                self.fill.fill(&mut out[o..o + n]);
+                o += n;
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_tile_pads_edges_with_fill() {
+        // A 3x5 plane of u8; tile at (1, 3) of a 4x4 chunk grid: 2 valid rows, 2 valid cols.
+        let plane: Vec<u8> = (0..15).collect();
+        let src = ChunkSource::strided(&plane[5 + 3..], 5, 4, 4, 2, 2, FillPattern::new(&[0xff]));
+        let mut out = vec![0u8; src.len()];
+        src.copy_range(0, src.len(), &mut out);
+        #[rustfmt::skip]
+        assert_eq!(out, vec![
+            8, 9, 0xff, 0xff,
+            13, 14, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff,
+        ]);
+        // Any sub-range equals the same slice of the whole.
+        for s in 0..16 {
+            for e in s..=16 {
+                let mut part = vec![0u8; e - s];
+                src.copy_range(s, e, &mut part);
+                assert_eq!(part, out[s..e], "range {s}..{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn contiguous_source_is_its_slice() {
+        let d = [1u8, 2, 3, 4];
+        let src = ChunkSource::contiguous(&d, FillPattern::new(&[0]));
+        assert_eq!(src.as_contiguous(), Some(&d[..]));
+        let mut out = [0u8; 2];
+        src.copy_range(1, 3, &mut out);
+        assert_eq!(out, [2, 3]);
+    }
+}

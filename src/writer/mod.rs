@@ -1,0 +1,609 @@
+//! The writer: accepts frames on the caller's thread and drives the workers, the
+//! preparer and the finisher.
+
+mod finisher;
+mod grid;
+mod pool;
+mod preparer;
+mod shared;
+mod worker;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use hdrhistogram::Histogram;
+
+pub use pool::PoolBuf;
+
+use self::grid::Grid;
+use self::pool::Pool;
+use self::preparer::PreparedSet;
+use self::shared::{Batch, FinisherMsg, Job, OpenShard, Shared};
+use crate::dtype::{DataType, Element};
+use crate::error::{Error, Result};
+use crate::metadata::{self, Progress, State};
+use crate::shard::{Packing, ShardLayout};
+use crate::sink::{SinkChoice, SinkKind};
+use crate::spec::ArraySpec;
+use crate::stats::{Stats, histogram};
+
+/// What `push` does when every frame buffer is in use (the encoders are behind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backpressure {
+    /// Wait for a buffer: nothing is lost, the caller is slowed down.
+    #[default]
+    Block,
+    /// Drop the frame and count it; its place in the array reads as the fill value.
+    Drop,
+}
+
+/// How far data is flushed before a shard becomes visible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Each shard is `fdatasync`ed before its rename, and directories are synced, so a
+    /// visible shard survives power loss.
+    #[default]
+    Shard,
+    /// No syncs: shards survive a process crash (they are in the page cache) but not
+    /// necessarily power loss.
+    None,
+}
+
+/// Options of a [`Writer`]; `Default` gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// Worker threads (0 = one per core).
+    pub threads: usize,
+    /// Pin worker `i` to core `i mod cores`.
+    pub pin_threads: bool,
+    /// Which sink writes shard files.
+    pub sink: SinkChoice,
+    /// Frame buffers in the pool (0 = `2 × threads + 2`); bounds the memory for frames
+    /// not yet encoded.
+    pub pool_frames: usize,
+    /// Extra staging groups beyond those that must be open at once (deep chunks only;
+    /// lets the pushing thread run ahead of the encoders).
+    pub spare_groups: usize,
+    /// Behaviour when the pool is exhausted.
+    pub backpressure: Backpressure,
+    /// Flushing policy.
+    pub durability: Durability,
+    /// What happens to unused slot space when a shard is finished.
+    pub packing: Packing,
+    /// Replace an existing store at the path.
+    pub overwrite: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            threads: 0,
+            pin_threads: true,
+            sink: SinkChoice::Auto,
+            pool_frames: 0,
+            spare_groups: 1,
+            backpressure: Backpressure::Block,
+            durability: Durability::Shard,
+            packing: Packing::Compact,
+            overwrite: false,
+        }
+    }
+}
+
+/// A frame being staged for a deep inner chunk.
+struct Group {
+    buf: PoolBuf,
+    received: Vec<bool>,
+    times: Vec<Instant>,
+}
+
+/// Records frames into a sharded Zarr v3 array.
+///
+/// ```no_run
+/// use zarrstream::{ArraySpec, Codec, DataType, Writer, WriterOptions};
+/// let spec = ArraySpec::builder()
+///     .shape([0, 512, 512])
+///     .chunk_shape([1, 256, 256])
+///     .shard_shape([16, 512, 512])
+///     .dtype(DataType::UInt16)
+///     .codec(Codec::lz4(1))
+///     .build()?;
+/// let mut writer = Writer::create("run.zarr", spec, WriterOptions::default())?;
+/// let frame = vec![0u16; 512 * 512];
+/// for _ in 0..100 {
+///     writer.push(&frame)?;
+/// }
+/// let stats = writer.finish()?;
+/// assert_eq!(stats.frames_written, 100);
+/// # Ok::<(), zarrstream::Error>(())
+/// ```
+///
+/// Dropping a writer without calling [`finish`](Writer::finish) finishes it (every
+/// frame accepted so far is written and published) and ignores errors; call `finish` to
+/// see them.
+pub struct Writer {
+    shared: Arc<Shared>,
+    jobs: Option<Sender<Job>>,
+    finisher_tx: Option<Sender<FinisherMsg>>,
+    prepared: Option<Receiver<Result<PreparedSet>>>,
+    workers: Vec<JoinHandle<worker::WorkerReport>>,
+    preparer: Option<JoinHandle<()>>,
+    finisher: Option<JoinHandle<finisher::FinisherReport>>,
+    frame_pool: Pool,
+    group_pool: Option<Pool>,
+    open_sets: HashMap<Vec<u64>, Vec<Arc<OpenShard>>>,
+    open_groups: HashMap<Vec<u64>, Group>,
+    row_shards: BTreeMap<u64, usize>,
+    next_frame: u64,
+    written: u64,
+    dropped: u64,
+    backpressure: Backpressure,
+    push_latency: Histogram<u64>,
+    started: Option<Instant>,
+    closed: bool,
+}
+
+impl Writer {
+    /// Creates the store at `path` (a directory holding the array), publishes its
+    /// `zarr.json` and starts the threads.
+    pub fn create(path: impl AsRef<Path>, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
+        let dir = path.as_ref().to_path_buf();
+        prepare_dir(&dir, options.overwrite)?;
+        let tmp_dir = dir.join(".zarrstream-partial");
+        std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
+        let grid = Grid::new(&spec);
+        let layout = ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
+        let sink = options.sink.resolve(&dir);
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            options.threads
+        };
+        let shared = Arc::new(Shared::new(
+            spec,
+            grid,
+            layout,
+            dir,
+            tmp_dir,
+            sink,
+            options.packing,
+            options.durability,
+        ));
+        let progress = Progress { state: State::Running, frames_committed: 0, frames_dropped: 0, error: None };
+        finisher::publish(&shared, 0, &progress)?;
+
+        let g = &shared.grid;
+        let (frame_pool, group_pool) = if g.deep() {
+            // Groups that can be open at once: all combinations of the leading axes after
+            // the outermost one whose chunk is deeper than one frame.
+            let outer = g.chunk_lead.iter().position(|&c| c > 1).unwrap_or(0);
+            let open: u64 = (outer + 1..g.extent.len()).map(|i| g.extent[i].div_ceil(g.chunk_lead[i])).product();
+            let groups = open as usize + options.spare_groups.max(1);
+            (Pool::new(2, shared.spec.frame_bytes), Some(Pool::new(groups, g.tiles * g.chunk_bytes)))
+        } else {
+            let n = if options.pool_frames == 0 { 2 * threads + 2 } else { options.pool_frames };
+            (Pool::new(n, shared.spec.frame_bytes), None)
+        };
+        // Jobs never outnumber the chunks of all pooled buffers, so a send never waits
+        // longer than the pool already made the caller wait.
+        let pooled = group_pool.as_ref().map_or(0, |p| p.bytes() / g.chunk_bytes.max(1))
+            + frame_pool.bytes() / shared.spec.frame_bytes.max(1) * g.tiles;
+        let (jobs_tx, jobs_rx) = bounded::<Job>(pooled.max(1));
+        let (fin_tx, fin_rx) = unbounded::<FinisherMsg>();
+        let (prep_tx, prep_rx) = bounded::<Result<PreparedSet>>(1);
+
+        let cores = if options.pin_threads { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
+        let spawn = |name: String| std::thread::Builder::new().name(name);
+        let mut workers = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let (s, rx, ftx) = (Arc::clone(&shared), jobs_rx.clone(), fin_tx.clone());
+            let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+            let h = spawn(format!("zarrstream-worker-{i}"))
+                .spawn(move || worker::run(s, rx, ftx, core))
+                .map_err(|e| Error::io("spawn thread", "", e, 0))?;
+            workers.push(h);
+        }
+        let s = Arc::clone(&shared);
+        let preparer = spawn("zarrstream-preparer".into())
+            .spawn(move || preparer::run(s, prep_tx))
+            .map_err(|e| Error::io("spawn thread", "", e, 0))?;
+        let s = Arc::clone(&shared);
+        let finisher = spawn("zarrstream-finisher".into())
+            .spawn(move || finisher::run(s, fin_rx))
+            .map_err(|e| Error::io("spawn thread", "", e, 0))?;
+
+        Ok(Writer {
+            shared,
+            jobs: Some(jobs_tx),
+            finisher_tx: Some(fin_tx),
+            prepared: Some(prep_rx),
+            workers,
+            preparer: Some(preparer),
+            finisher: Some(finisher),
+            frame_pool,
+            group_pool,
+            open_sets: HashMap::new(),
+            open_groups: HashMap::new(),
+            row_shards: BTreeMap::new(),
+            next_frame: 0,
+            written: 0,
+            dropped: 0,
+            backpressure: options.backpressure,
+            push_latency: histogram(),
+            started: None,
+            closed: false,
+        })
+    }
+
+    /// The array specification.
+    pub fn spec(&self) -> &ArraySpec {
+        &self.shared.spec
+    }
+
+    /// The sink in use.
+    pub fn sink(&self) -> SinkKind {
+        self.shared.sink
+    }
+
+    /// Frames offered so far (written + dropped).
+    pub fn frames_pushed(&self) -> u64 {
+        self.next_frame
+    }
+
+    /// Pushes one frame (one copy into a pooled buffer). Returns `false` if the frame
+    /// was dropped by the [`Backpressure::Drop`] policy.
+    pub fn push<T: Element>(&mut self, frame: &[T]) -> Result<bool> {
+        self.push_at(frame, Instant::now())
+    }
+
+    /// Like [`push`](Self::push), with the frame's scheduled camera time, from which
+    /// frame latency is measured (open loop: a stall is not hidden).
+    pub fn push_at<T: Element>(&mut self, frame: &[T], scheduled: Instant) -> Result<bool> {
+        self.check_frame(T::DTYPE, std::mem::size_of_val(frame))?;
+        self.accept(Frame::Borrowed(bytemuck::cast_slice(frame)), scheduled)
+    }
+
+    /// Pushes one frame of raw little-endian bytes.
+    pub fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> Result<bool> {
+        self.check_frame(self.shared.spec.dtype, frame.len())?;
+        self.accept(Frame::Borrowed(frame), scheduled)
+    }
+
+    /// A frame buffer from the writer's pool, for zero-copy pushes: fill it (e.g. from
+    /// the camera driver) and hand it to [`push_buffer`](Self::push_buffer). Waits for a
+    /// free buffer under [`Backpressure::Block`]; `None` under `Drop` when none is free.
+    pub fn buffer(&mut self) -> Result<Option<PoolBuf>> {
+        self.check_open()?;
+        Ok(self.frame_pool.get(self.backpressure == Backpressure::Block))
+    }
+
+    /// Pushes a buffer obtained from [`buffer`](Self::buffer) without copying it
+    /// (chunks deeper than one frame still copy its rows into staging).
+    pub fn push_buffer(&mut self, buf: PoolBuf, scheduled: Instant) -> Result<bool> {
+        self.check_frame(self.shared.spec.dtype, buf.len())?;
+        self.accept(Frame::Owned(buf), scheduled)
+    }
+
+    /// Counts a frame the caller could not push (e.g. no free buffer under `Drop`) as
+    /// dropped, keeping its place in the array (it reads as the fill value).
+    pub fn skip(&mut self) -> Result<()> {
+        self.check_open()?;
+        let t = Instant::now();
+        self.accept(Frame::Skipped, t).map(|_| ())
+    }
+
+    fn check_open(&mut self) -> Result<()> {
+        if self.closed {
+            return Err(Error::Closed);
+        }
+        if self.shared.failed() {
+            self.closed = true;
+            let e = self.shared.take_error().unwrap_or(Error::Closed);
+            self.shutdown(State::Aborted, Some(e.to_string()));
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn check_frame(&mut self, dtype: DataType, nbytes: usize) -> Result<()> {
+        self.check_open()?;
+        let spec = &self.shared.spec;
+        if dtype != spec.dtype {
+            return Err(Error::DataType { frame: self.next_frame, expected: spec.dtype, got: dtype });
+        }
+        if nbytes != spec.frame_bytes {
+            return Err(Error::FrameSize { frame: self.next_frame, expected: spec.frame_bytes, got: nbytes });
+        }
+        let cap = spec.shape[0].saturating_mul(spec.frames_per_step());
+        if spec.shape[0] != 0 && self.next_frame >= cap {
+            return Err(Error::ArrayFull { frames: cap });
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<bool> {
+        let t0 = Instant::now();
+        self.started.get_or_insert(t0);
+        let k = self.next_frame;
+        self.next_frame += 1;
+        let g = &self.shared.grid;
+        let c = g.coords(k);
+        let wait = self.backpressure == Backpressure::Block;
+        let accepted = if g.deep() {
+            self.stage(&c, frame, scheduled, wait)?
+        } else {
+            let buf = match frame {
+                Frame::Owned(b) => Some(b),
+                Frame::Borrowed(bytes) => self.frame_pool.get(wait).map(|mut b| {
+                    b.copy_from_slice(bytes);
+                    b
+                }),
+                Frame::Skipped => None,
+            };
+            match buf {
+                Some(buf) => {
+                    let batch = Batch { buf, staged: false, remaining: AtomicUsize::new(g.tiles), times: vec![scheduled] };
+                    self.dispatch(&c.clone(), batch)?;
+                    true
+                }
+                None => false,
+            }
+        };
+        if accepted {
+            self.written += 1;
+        } else {
+            self.dropped += 1;
+        }
+        self.seal_completed(&c)?;
+        let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let _ = self.push_latency.record(ns);
+        Ok(accepted)
+    }
+
+    /// Copies a frame's rows into the staging buffers of its chunk group.
+    fn stage(&mut self, c: &[u64], frame: Frame<'_>, scheduled: Instant, wait: bool) -> Result<bool> {
+        let bytes: &[u8] = match &frame {
+            Frame::Owned(b) => b,
+            Frame::Borrowed(b) => b,
+            Frame::Skipped => return Ok(false),
+        };
+        let shared = Arc::clone(&self.shared);
+        let g = &shared.grid;
+        let gc = Grid::box_of(c, &g.chunk_lead);
+        if !self.open_groups.contains_key(&gc) {
+            let Some(buf) = self.group_pool.as_ref().and_then(|p| p.get(wait)) else {
+                return Ok(false);
+            };
+            let group = Group { buf, received: vec![false; g.group_frames], times: Vec::new() };
+            self.open_groups.insert(gc.clone(), group);
+        }
+        self.ensure_set(&Grid::box_of(c, &g.shard_lead))?;
+        let Some(group) = self.open_groups.get_mut(&gc) else {
+            return Err(Error::Internal("staging group vanished".into()));
+        };
+        let local = g.local_index(c);
+        let plane = g.plane_bytes();
+        for t in 0..g.tiles {
+            let dst = &mut group.buf[t * g.chunk_bytes + local * plane..][..plane];
+            g.tile_source(bytes, t).copy_range(0, plane, dst);
+        }
+        group.received[local] = true;
+        group.times.push(scheduled);
+        Ok(true)
+    }
+
+    /// Sends one job per tile of `batch`, whose frames sit at chunk-group coordinates
+    /// derived from `c` (a frame's leading coordinates, or a group's first frame).
+    fn dispatch(&mut self, c: &[u64], batch: Batch) -> Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let g = &shared.grid;
+        let set = self.ensure_set(&Grid::box_of(c, &g.shard_lead))?.clone();
+        let gc = Grid::box_of(c, &g.chunk_lead);
+        let batch = Arc::new(batch);
+        let jobs = self.jobs.as_ref().ok_or(Error::Closed)?;
+        for tile in 0..g.tiles {
+            let shard = Arc::clone(&set[g.shard_of_tile(tile)]);
+            shard.pending.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            let job = Job { batch: Arc::clone(&batch), tile, shard, slot: g.slot(&gc, tile) };
+            jobs.send(job).map_err(|_| Error::Internal("worker threads are gone".into()))?;
+        }
+        Ok(())
+    }
+
+    /// Opens the shard set at shard coordinates `sc`, taking it from the preparer.
+    fn ensure_set(&mut self, sc: &[u64]) -> Result<&Vec<Arc<OpenShard>>> {
+        if !self.open_sets.contains_key(sc) {
+            let rx = self.prepared.as_ref().ok_or(Error::Closed)?;
+            let set = loop {
+                let prepared = rx.recv().map_err(|_| Error::Internal("shard preparer stopped".into()))??;
+                // Sets skipped because all their frames were dropped are discarded
+                // (their temporary files are removed on drop).
+                if prepared.coords.as_slice() == sc {
+                    break prepared;
+                }
+            };
+            let n = self.shared.spec.chunks_per_shard;
+            let shards: Vec<_> =
+                set.shards.into_iter().map(|(key, sink)| Arc::new(OpenShard::new(sink, n, key, sc[0]))).collect();
+            *self.row_shards.entry(sc[0]).or_default() += shards.len();
+            self.open_sets.insert(sc.to_vec(), shards);
+        }
+        self.open_sets.get(sc).ok_or_else(|| Error::Internal("shard set vanished".into()))
+    }
+
+    /// After frame `c` (accepted or not): dispatch the chunk group it completes, seal
+    /// the shard set it completes, and report a completed append-axis row.
+    fn seal_completed(&mut self, c: &[u64]) -> Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let g = &shared.grid;
+        if g.deep() && g.last_in_box(c, &g.chunk_lead) {
+            let gc = Grid::box_of(c, &g.chunk_lead);
+            if let Some(group) = self.open_groups.remove(&gc) {
+                self.dispatch_group(&gc, group)?;
+            }
+        }
+        if g.last_in_box(c, &g.shard_lead) {
+            self.seal_set(&Grid::box_of(c, &g.shard_lead));
+        }
+        if g.last_in_box(c, &g.row_box()) {
+            let row = c[0] / g.shard_lead[0];
+            self.seal_row(row, c[0] + 1);
+        }
+        Ok(())
+    }
+
+    fn dispatch_group(&mut self, gc: &[u64], mut group: Group) -> Result<()> {
+        let g = &self.shared.grid;
+        let plane = g.plane_bytes();
+        // Frames that never arrived (outside the array, dropped, or after the stream
+        // ended) read as the fill value; the pooled buffer may hold older data.
+        for (local, _) in group.received.iter().enumerate().filter(|(_, r)| !**r) {
+            for t in 0..g.tiles {
+                g.fill.fill(&mut group.buf[t * g.chunk_bytes + local * plane..][..plane]);
+            }
+        }
+        let first: Vec<u64> = gc.iter().zip(&g.chunk_lead).map(|(a, b)| a * b).collect();
+        let batch =
+            Batch { buf: group.buf, staged: true, remaining: AtomicUsize::new(g.tiles), times: group.times };
+        self.dispatch(&first, batch)
+    }
+
+    fn seal_set(&mut self, sc: &[u64]) {
+        if let (Some(set), Some(fin)) = (self.open_sets.remove(sc), self.finisher_tx.as_ref()) {
+            for shard in set {
+                shard.release(fin);
+            }
+        }
+    }
+
+    fn seal_row(&mut self, row: u64, extent0: u64) {
+        let shards = self.row_shards.remove(&row).unwrap_or(0);
+        if let Some(fin) = &self.finisher_tx {
+            let _ = fin.send(FinisherMsg::RowSealed { row, shards, extent0 });
+        }
+    }
+
+    /// Flushes partial chunks and shards, waits for every thread and publishes the final
+    /// metadata. Returns the statistics, or the first error any thread met.
+    pub fn finish(mut self) -> Result<Stats> {
+        self.check_open()?;
+        self.closed = true;
+        let (report, latency) = self.shutdown(State::Finished, None);
+        if let Some(e) = self.shared.take_error() {
+            return Err(e);
+        }
+        let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        Ok(Stats {
+            frames_pushed: self.next_frame,
+            frames_written: self.written,
+            frames_dropped: self.dropped,
+            bytes_in: self.written * self.shared.spec.frame_bytes as u64,
+            bytes_stored: report.bytes_stored,
+            shards: report.shards,
+            seconds,
+            push_latency_ns: self.push_latency.clone(),
+            frame_latency_ns: latency,
+            sink: self.shared.sink,
+            pool_bytes: self.frame_pool.bytes(),
+            staging_bytes: self.group_pool.as_ref().map_or(0, Pool::bytes),
+        })
+    }
+
+    /// Stops everything in order and writes the final `zarr.json`.
+    fn shutdown(&mut self, state: State, error: Option<String>) -> (finisher::FinisherReport, Histogram<u64>) {
+        let failed = self.shared.failed();
+        if !failed {
+            let mut groups: Vec<_> = self.open_groups.drain().collect();
+            groups.sort_by(|a, b| a.0.cmp(&b.0));
+            for (gc, group) in groups {
+                if let Err(e) = self.dispatch_group(&gc, group) {
+                    self.shared.fail(e);
+                }
+            }
+        }
+        self.open_groups.clear();
+        let mut sets: Vec<_> = self.open_sets.keys().cloned().collect();
+        sets.sort();
+        for sc in sets {
+            self.seal_set(&sc);
+        }
+        // The last, partial row ends at the last frame's append index.
+        let extent0 = if self.next_frame == 0 { 0 } else { self.shared.grid.coords(self.next_frame - 1)[0] + 1 };
+        let rows: Vec<u64> = self.row_shards.keys().copied().collect();
+        for row in rows {
+            self.seal_row(row, extent0);
+        }
+        self.jobs = None;
+        let mut latency = histogram();
+        for h in self.workers.drain(..) {
+            match h.join() {
+                Ok(r) => {
+                    let _ = latency.add(&r.frame_latency_ns);
+                }
+                Err(_) => self.shared.fail(Error::Internal("a worker thread panicked".into())),
+            }
+        }
+        self.prepared = None;
+        if let Some(h) = self.preparer.take() {
+            let _ = h.join();
+        }
+        self.finisher_tx = None;
+        let report = self.finisher.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let failed = self.shared.failed();
+        let (state, error) = if failed && error.is_none() { (State::Aborted, Some("see error".into())) } else { (state, error) };
+        let committed_extent = if failed { 0 } else { extent0 };
+        let progress = Progress {
+            state,
+            frames_committed: if failed { 0 } else { self.written },
+            frames_dropped: self.dropped,
+            error,
+        };
+        if !failed {
+            if let Err(e) = finisher::publish(&self.shared, committed_extent, &progress) {
+                self.shared.fail(e);
+            }
+            let _ = std::fs::remove_dir(&self.shared.tmp_dir);
+            if self.shared.durability == Durability::Shard {
+                if let Err(e) = metadata::sync_dir(&self.shared.dir) {
+                    self.shared.fail(e);
+                }
+            }
+        }
+        (report, latency)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.closed = true;
+            self.shutdown(State::Finished, None);
+        }
+    }
+}
+
+enum Frame<'a> {
+    Borrowed(&'a [u8]),
+    Owned(PoolBuf),
+    Skipped,
+}
+
+/// Creates the store directory, refusing an existing path unless `overwrite`.
+fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) if !overwrite => return Err(Error::Exists { path: dir.to_path_buf() }),
+        Ok(m) if m.is_dir() => {
+            std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
+        }
+        Ok(_) => std::fs::remove_file(dir).map_err(|e| Error::io("remove", dir, e, 0))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("stat", dir, e, 0)),
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e, 0))?;
+    Ok(())
+}

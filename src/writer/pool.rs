@@ -1,0 +1,76 @@
+//! A bounded pool of equally sized buffers; a buffer goes home when dropped.
+
+use std::ops::{Deref, DerefMut};
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+
+pub(crate) struct Pool {
+    home: Sender<Vec<u8>>,
+    free: Receiver<Vec<u8>>,
+    count: usize,
+    len: usize,
+}
+
+/// A buffer taken from a [`Pool`].
+pub struct PoolBuf {
+    buf: Vec<u8>,
+    home: Sender<Vec<u8>>,
+}
+
+impl Pool {
+    /// `count` buffers of `len` bytes. Memory is zero-initialised lazily by the allocator,
+    /// so untouched buffers cost no resident memory.
+    pub(crate) fn new(count: usize, len: usize) -> Self {
+        let (home, free) = bounded(count);
+        for _ in 0..count {
+            // The channel holds exactly `count`, so this never fails.
+            let _ = home.try_send(vec![0u8; len]);
+        }
+        Pool { home, free, count, len }
+    }
+
+    /// A free buffer; waits for one when `wait`, else `None` if all are in use.
+    pub(crate) fn get(&self, wait: bool) -> Option<PoolBuf> {
+        let buf = if wait { self.free.recv().ok()? } else { self.free.try_recv().ok()? };
+        Some(PoolBuf { buf, home: self.home.clone() })
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.count * self.len
+    }
+}
+
+impl Deref for PoolBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl DerefMut for PoolBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+impl Drop for PoolBuf {
+    fn drop(&mut self) {
+        // The pool may already be gone at shutdown; then the memory is simply freed.
+        let _ = self.home.try_send(std::mem::take(&mut self.buf));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_return_home_on_drop() {
+        let p = Pool::new(2, 8);
+        let a = p.get(false).unwrap();
+        let _b = p.get(false).unwrap();
+        assert!(p.get(false).is_none());
+        drop(a);
+        assert_eq!(p.get(false).map(|b| b.len()), Some(8));
+    }
+}

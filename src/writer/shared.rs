@@ -1,0 +1,138 @@
+//! State shared by the pushing thread, the workers, the preparer and the finisher.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crossbeam_channel::Sender;
+
+use super::grid::Grid;
+use super::pool::PoolBuf;
+use crate::error::Error;
+use crate::shard::{IndexEntries, Packing, ShardLayout};
+use crate::sink::{SinkKind, SlotSink};
+use crate::spec::ArraySpec;
+use crate::tile::ChunkSource;
+use crate::writer::Durability;
+
+pub(crate) struct Shared {
+    pub spec: ArraySpec,
+    pub grid: Grid,
+    pub layout: ShardLayout,
+    pub dir: PathBuf,
+    pub tmp_dir: PathBuf,
+    pub sink: SinkKind,
+    pub packing: Packing,
+    pub durability: Durability,
+    failed: AtomicBool,
+    error: Mutex<Option<Error>>,
+}
+
+impl Shared {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        spec: ArraySpec,
+        grid: Grid,
+        layout: ShardLayout,
+        dir: PathBuf,
+        tmp_dir: PathBuf,
+        sink: SinkKind,
+        packing: Packing,
+        durability: Durability,
+    ) -> Self {
+        Shared {
+            spec,
+            grid,
+            layout,
+            dir,
+            tmp_dir,
+            sink,
+            packing,
+            durability,
+            failed: AtomicBool::new(false),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// Records the first failure of any thread; the pushing thread reports it.
+    pub(crate) fn fail(&self, e: Error) {
+        if let Ok(mut slot) = self.error.lock() {
+            slot.get_or_insert(e);
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn take_error(&self) -> Option<Error> {
+        self.error.lock().ok().and_then(|mut e| e.take())
+    }
+}
+
+/// A shard being filled. `pending` counts dispatched-but-unwritten chunks plus one token
+/// held by the pushing thread until no more chunks can arrive ("sealed"); whoever drops
+/// it to zero hands the shard to the finisher, so no lock is needed.
+pub(crate) struct OpenShard {
+    pub sink: Box<dyn SlotSink>,
+    pub entries: IndexEntries,
+    pub pending: AtomicUsize,
+    pub key: String,
+    /// Index of the shard along the append axis.
+    pub row: u64,
+}
+
+impl OpenShard {
+    pub(crate) fn new(sink: Box<dyn SlotSink>, n: usize, key: String, row: u64) -> Self {
+        OpenShard { sink, entries: IndexEntries::new(n), pending: AtomicUsize::new(1), key, row }
+    }
+
+    /// Drops one pending count; the last one sends the shard to the finisher.
+    pub(crate) fn release(self: Arc<Self>, finisher: &Sender<FinisherMsg>) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The finisher outlives every sender; if it is gone the writer is shutting
+            // down after a failure and the temporary shard is removed on drop.
+            let _ = finisher.send(FinisherMsg::Shard(self));
+        }
+    }
+}
+
+/// Messages to the finisher thread.
+pub(crate) enum FinisherMsg {
+    Shard(Arc<OpenShard>),
+    /// Every shard of append-axis row `row` has been sealed; `shards` were opened, and
+    /// the row covers the append axis up to `extent0`.
+    RowSealed { row: u64, shards: usize, extent0: u64 },
+}
+
+/// The frames behind a set of chunk jobs: one frame (shallow chunks) or one staged
+/// group of frames (deep chunks). Its buffer returns to its pool when the last job drops it.
+pub(crate) struct Batch {
+    pub buf: PoolBuf,
+    pub staged: bool,
+    pub remaining: AtomicUsize,
+    /// Scheduled (camera) time of each frame in the batch, for frame latency.
+    pub times: Vec<Instant>,
+}
+
+impl Batch {
+    pub(crate) fn source<'a>(&'a self, grid: &Grid, tile: usize) -> ChunkSource<'a> {
+        if self.staged {
+            let cb = grid.chunk_bytes;
+            ChunkSource::contiguous(&self.buf[tile * cb..(tile + 1) * cb], grid.fill)
+        } else {
+            grid.tile_source(&self.buf, tile)
+        }
+    }
+}
+
+/// One inner chunk to encode.
+pub(crate) struct Job {
+    pub batch: Arc<Batch>,
+    pub tile: usize,
+    pub shard: Arc<OpenShard>,
+    pub slot: usize,
+}

@@ -1,0 +1,56 @@
+//! Worker threads: encode one inner chunk per job straight into its shard slot.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+use hdrhistogram::Histogram;
+
+use super::shared::{FinisherMsg, Job, Shared};
+use crate::codec::ChunkEncoder;
+
+pub(crate) struct WorkerReport {
+    pub frame_latency_ns: Histogram<u64>,
+}
+
+pub(crate) fn run(
+    shared: Arc<Shared>,
+    jobs: Receiver<Job>,
+    finisher: Sender<FinisherMsg>,
+    core: Option<core_affinity::CoreId>,
+) -> WorkerReport {
+    if let Some(core) = core {
+        core_affinity::set_for_current(core);
+    }
+    let mut latency = crate::stats::histogram();
+    let spec = &shared.spec;
+    let mut encoder = match ChunkEncoder::new(spec.codec, spec.dtype.size(), spec.crc32c) {
+        Ok(e) => Some(e),
+        Err(e) => {
+            shared.fail(e);
+            None
+        }
+    };
+    let mut scratch = Vec::new();
+    for job in jobs {
+        if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
+            let src = job.batch.source(&shared.grid, job.tile);
+            match job.shard.sink.write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out)) {
+                Ok(n) => job.shard.entries.set(job.slot, shared.layout.slot_offset(job.slot as u64), n),
+                Err(e) => shared.fail(e),
+            }
+        }
+        if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let now = Instant::now();
+            for t in &job.batch.times {
+                let ns = now.saturating_duration_since(*t).as_nanos();
+                let _ = latency.record(u64::try_from(ns).unwrap_or(u64::MAX));
+            }
+        }
+        let Job { batch, shard, .. } = job;
+        drop(batch);
+        shard.release(&finisher);
+    }
+    WorkerReport { frame_latency_ns: latency }
+}

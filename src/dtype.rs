@@ -61,18 +61,26 @@ impl DataType {
         let int_in = |lo: f64, hi: f64| value.fract() == 0.0 && value >= lo && value <= hi;
         let bytes: Vec<u8> = match self {
             DataType::UInt8 if int_in(0.0, u8::MAX as f64) => vec![value as u8],
-            DataType::UInt16 if int_in(0.0, u16::MAX as f64) => (value as u16).to_le_bytes().to_vec(),
+            DataType::UInt16 if int_in(0.0, u16::MAX as f64) => {
+                (value as u16).to_le_bytes().to_vec()
+            }
             DataType::Int16 if int_in(i16::MIN as f64, i16::MAX as f64) => {
                 (value as i16).to_le_bytes().to_vec()
             }
-            DataType::UInt32 if int_in(0.0, u32::MAX as f64) => (value as u32).to_le_bytes().to_vec(),
+            DataType::UInt32 if int_in(0.0, u32::MAX as f64) => {
+                (value as u32).to_le_bytes().to_vec()
+            }
             DataType::Float32 => {
                 let f = value as f32;
                 // A finite f64 that overflows f32 would silently become infinity.
                 if value.is_finite() && !f.is_finite() {
                     return Err(bad());
                 }
-                let bits = if value.is_nan() { 0x7fc0_0000 } else { f.to_bits() };
+                let bits = if value.is_nan() {
+                    0x7fc0_0000
+                } else {
+                    f.to_bits()
+                };
                 bits.to_le_bytes().to_vec()
             }
             _ => return Err(bad()),
@@ -137,7 +145,10 @@ impl FillPattern {
     pub(crate) fn new(bytes: &[u8]) -> Self {
         let mut b = [0u8; 4];
         b[..bytes.len()].copy_from_slice(bytes);
-        FillPattern { bytes: b, size: bytes.len() }
+        FillPattern {
+            bytes: b,
+            size: bytes.len(),
+        }
     }
 
     /// Byte `j` of the element (used by the byte shuffle).
@@ -166,8 +177,14 @@ mod tests {
     fn fill_json_follows_the_digest() {
         assert_eq!(DataType::UInt16.fill_json(7.0), serde_json::json!(7));
         assert_eq!(DataType::Int16.fill_json(-3.0), serde_json::json!(-3));
-        assert_eq!(DataType::Float32.fill_json(f64::NAN), serde_json::json!("NaN"));
-        assert_eq!(DataType::Float32.fill_json(f64::NEG_INFINITY), serde_json::json!("-Infinity"));
+        assert_eq!(
+            DataType::Float32.fill_json(f64::NAN),
+            serde_json::json!("NaN")
+        );
+        assert_eq!(
+            DataType::Float32.fill_json(f64::NEG_INFINITY),
+            serde_json::json!("-Infinity")
+        );
         assert_eq!(DataType::Float32.fill_json(-1.5), serde_json::json!(-1.5));
         // 0.1f32 printed through f64 parses back to the same f32.
         let v = DataType::Float32.fill_json(0.1);
@@ -181,7 +198,12 @@ mod tests {
         assert!(DataType::UInt16.fill_bytes(1.5).is_err());
         assert!(DataType::Int16.fill_bytes(-32769.0).is_err());
         assert!(DataType::Float32.fill_bytes(1e300).is_err());
-        assert_eq!(DataType::Int16.fill_bytes(-2.0).map(|p| (p.byte(0), p.byte(1))), Ok((0xfe, 0xff)));
+        assert_eq!(
+            DataType::Int16
+                .fill_bytes(-2.0)
+                .map(|p| (p.byte(0), p.byte(1))),
+            Ok((0xfe, 0xff))
+        );
         let nan = DataType::Float32.fill_bytes(f64::NAN).map(|p| p.bytes);
         assert_eq!(nan, Ok(0x7fc0_0000u32.to_le_bytes()));
     }

@@ -163,7 +163,12 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with its operation and path, turning `ENOSPC`/`EDQUOT`
     /// into [`Error::DiskFull`] so callers can match on one variant.
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error, needed: u64) -> Self {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+        source: io::Error,
+        needed: u64,
+    ) -> Self {
         let path = path.into();
         match source.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { path, needed },

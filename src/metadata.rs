@@ -93,7 +93,9 @@ pub(crate) fn publish(dir: &Path, doc: &Value) -> Result<()> {
 
 /// fsyncs a directory so renames and new entries in it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io("fsync", dir, e, 0))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io("fsync", dir, e, 0))
 }
 
 #[cfg(test)]
@@ -113,7 +115,12 @@ mod tests {
             .dimension_names(["t", "c", "z", "y", "x"])
             .build()
             .unwrap();
-        let p = Progress { state: State::Running, frames_committed: 80, frames_dropped: 0, error: None };
+        let p = Progress {
+            state: State::Running,
+            frames_committed: 80,
+            frames_dropped: 0,
+            error: None,
+        };
         let doc = array_json(&spec, 1, &p);
         let want = json!({
           "zarr_format": 3, "node_type": "array",
@@ -142,7 +149,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         publish(dir.path(), &json!({"a": 1})).unwrap();
         publish(dir.path(), &json!({"a": 2})).unwrap();
-        let got: Value = serde_json::from_slice(&fs::read(dir.path().join("zarr.json")).unwrap()).unwrap();
+        let got: Value =
+            serde_json::from_slice(&fs::read(dir.path().join("zarr.json")).unwrap()).unwrap();
         assert_eq!(got, json!({"a": 2}));
         assert!(!dir.path().join(".zarr.json.tmp").exists());
     }

@@ -53,13 +53,23 @@ pub(crate) struct GeometryError;
 
 impl SlotGeometry {
     fn check(&self, len: usize) -> Result<(), GeometryError> {
-        let data_end = self.n.checked_mul(self.slot_size).and_then(|b| b.checked_add(self.data_start));
-        let index_end = self.n.checked_mul(16).and_then(|b| b.checked_add(self.index_offset));
+        let data_end = self
+            .n
+            .checked_mul(self.slot_size)
+            .and_then(|b| b.checked_add(self.data_start));
+        let index_end = self
+            .n
+            .checked_mul(16)
+            .and_then(|b| b.checked_add(self.index_offset));
         let (Some(data_end), Some(index_end)) = (data_end, index_end) else {
             return Err(GeometryError);
         };
         let disjoint = self.n == 0 || index_end <= self.data_start || data_end <= self.index_offset;
-        if data_end <= len && index_end <= len && disjoint { Ok(()) } else { Err(GeometryError) }
+        if data_end <= len && index_end <= len && disjoint {
+            Ok(())
+        } else {
+            Err(GeometryError)
+        }
     }
 }
 
@@ -119,7 +129,14 @@ impl<B: Backing> SlotRegion<B> {
         let (ptr, len) = backing.as_mut_ptr_len();
         geometry.check(len)?;
         let claimed = (0..geometry.n).map(|_| AtomicBool::new(false)).collect();
-        Ok(SlotRegion { ptr, len, geometry, claimed, live: AtomicUsize::new(0), backing })
+        Ok(SlotRegion {
+            ptr,
+            len,
+            geometry,
+            claimed,
+            live: AtomicUsize::new(0),
+            backing,
+        })
     }
 
     /// Claims slot `i`; `None` if it is out of range, already claimed, or the region is closed.
@@ -133,7 +150,12 @@ impl<B: Backing> SlotRegion<B> {
             if cur & CLOSED != 0 {
                 return None;
             }
-            match self.live.compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed) {
+            match self.live.compare_exchange_weak(
+                cur,
+                cur + 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => break,
                 Err(now) => cur = now,
             }
@@ -151,14 +173,20 @@ impl<B: Backing> SlotRegion<B> {
         unsafe {
             let data = std::slice::from_raw_parts_mut(self.ptr.add(data_at), g.slot_size);
             let entry = &mut *self.ptr.add(entry_at).cast::<[u8; 16]>();
-            Some(Slot { data, entry, live: &self.live })
+            Some(Slot {
+                data,
+                entry,
+                live: &self.live,
+            })
         }
     }
 
     /// Takes the whole memory once no claim is live; later claims fail. `None` if a claim
     /// is still live or the region was already closed.
     pub(crate) fn close(&self) -> Option<Whole<'_>> {
-        self.live.compare_exchange(0, CLOSED, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        self.live
+            .compare_exchange(0, CLOSED, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
         // SAFETY: `live` went from 0 to CLOSED, so no Slot exists and none can be created,
         // and only this one call can succeed; the memory is valid for `len` bytes.
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
@@ -189,16 +217,31 @@ mod tests {
     use std::sync::Arc;
 
     fn geometry(n: usize) -> SlotGeometry {
-        SlotGeometry { n, data_start: 0, slot_size: 8, index_offset: 8 * n }
+        SlotGeometry {
+            n,
+            data_start: 0,
+            slot_size: 8,
+            index_offset: 8 * n,
+        }
     }
 
     #[test]
     fn geometry_must_fit_and_not_overlap() {
         assert!(SlotRegion::new(vec![0u8; 8 * 4 + 16 * 4], geometry(4)).is_ok());
         assert!(SlotRegion::new(vec![0u8; 8 * 4 + 16 * 4 - 1], geometry(4)).is_err());
-        let overlap = SlotGeometry { n: 4, data_start: 0, slot_size: 8, index_offset: 24 };
+        let overlap = SlotGeometry {
+            n: 4,
+            data_start: 0,
+            slot_size: 8,
+            index_offset: 24,
+        };
         assert!(SlotRegion::new(vec![0u8; 200], overlap).is_err());
-        let huge = SlotGeometry { n: usize::MAX, data_start: 0, slot_size: 8, index_offset: 0 };
+        let huge = SlotGeometry {
+            n: usize::MAX,
+            data_start: 0,
+            slot_size: 8,
+            index_offset: 0,
+        };
         assert!(SlotRegion::new(vec![0u8; 200], huge).is_err());
     }
 
@@ -210,7 +253,10 @@ mod tests {
         assert!(r.claim(1).is_none());
         assert!(r.claim(4).is_none());
         drop(a);
-        assert!(r.claim(1).is_none(), "a slot stays claimed after its view is dropped");
+        assert!(
+            r.claim(1).is_none(),
+            "a slot stays claimed after its view is dropped"
+        );
     }
 
     #[test]
@@ -248,7 +294,11 @@ mod tests {
         let w = r.close().unwrap();
         for i in 0..n {
             assert!(w[i * 8..i * 8 + 8].iter().all(|&b| b == i as u8));
-            assert!(w[n * 8 + 16 * i..n * 8 + 16 * i + 16].iter().all(|&b| b == i as u8 + 100));
+            assert!(
+                w[n * 8 + 16 * i..n * 8 + 16 * i + 16]
+                    .iter()
+                    .all(|&b| b == i as u8 + 100)
+            );
         }
         drop(w);
         let r = Arc::try_unwrap(r).ok().unwrap();

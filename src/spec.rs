@@ -228,12 +228,20 @@ impl ArraySpecBuilder {
         }
         for (what, v) in [("chunk_shape", &chunk), ("shard_shape", &shard)] {
             if v.len() != rank {
-                return Err(SpecError::RankMismatch { what, got: v.len(), rank });
+                return Err(SpecError::RankMismatch {
+                    what,
+                    got: v.len(),
+                    rank,
+                });
             }
         }
         if let Some(names) = &self.dimension_names {
             if names.len() != rank {
-                return Err(SpecError::RankMismatch { what: "dimension_names", got: names.len(), rank });
+                return Err(SpecError::RankMismatch {
+                    what: "dimension_names",
+                    got: names.len(),
+                    rank,
+                });
             }
             for (i, n) in names.iter().enumerate() {
                 if names[..i].contains(n) {
@@ -251,15 +259,23 @@ impl ArraySpecBuilder {
                 }
             }
             if shard[axis] % chunk[axis] != 0 {
-                return Err(SpecError::ChunkNotDividingShard { axis, chunk: chunk[axis], shard: shard[axis] });
+                return Err(SpecError::ChunkNotDividingShard {
+                    axis,
+                    chunk: chunk[axis],
+                    shard: shard[axis],
+                });
             }
         }
         fn product(v: impl IntoIterator<Item = u64>, what: &'static str) -> Result<u64, SpecError> {
-            v.into_iter().try_fold(1u64, |a, b| a.checked_mul(b)).ok_or(SpecError::Overflow(what))
+            v.into_iter()
+                .try_fold(1u64, |a, b| a.checked_mul(b))
+                .ok_or(SpecError::Overflow(what))
         }
         let es = self.dtype.size() as u64;
-        let n_per_shard =
-            product(chunk.iter().zip(&shard).map(|(c, s)| s / c), "inner chunks per shard")?;
+        let n_per_shard = product(
+            chunk.iter().zip(&shard).map(|(c, s)| s / c),
+            "inner chunks per shard",
+        )?;
         if n_per_shard > MAX_CHUNKS_PER_SHARD {
             return Err(SpecError::TooManyChunksPerShard(n_per_shard));
         }
@@ -291,7 +307,8 @@ impl ArraySpecBuilder {
             attributes: self.attributes,
         };
         // The worst-case shard file must be addressable with u64 offsets.
-        crate::shard::ShardLayout::new(&spec).map_err(|_| SpecError::Overflow("worst-case shard size"))?;
+        crate::shard::ShardLayout::new(&spec)
+            .map_err(|_| SpecError::Overflow("worst-case shard size"))?;
         Ok(spec)
     }
 }
@@ -301,7 +318,10 @@ mod tests {
     use super::*;
 
     fn base() -> ArraySpecBuilder {
-        ArraySpec::builder().shape([0, 64, 64]).chunk_shape([1, 32, 32]).shard_shape([4, 64, 64])
+        ArraySpec::builder()
+            .shape([0, 64, 64])
+            .chunk_shape([1, 32, 32])
+            .shard_shape([4, 64, 64])
     }
 
     #[test]
@@ -317,28 +337,100 @@ mod tests {
     fn every_invalid_combination_has_its_error() {
         use SpecError::*;
         let cases: Vec<(ArraySpecBuilder, SpecError)> = vec![
-            (ArraySpec::builder().shape([0, 4]).chunk_shape([1, 4]).shard_shape([1, 4]), RankTooSmall(2)),
-            (ArraySpec::builder().chunk_shape([1, 1, 1]).shard_shape([1, 1, 1]), Missing("shape")),
-            (base().chunk_shape([1, 32]), RankMismatch { what: "chunk_shape", got: 2, rank: 3 }),
-            (base().shard_shape([1, 64, 64, 1]), RankMismatch { what: "shard_shape", got: 4, rank: 3 }),
-            (base().shape([0, 0, 64]), ZeroExtent { axis: 1 }),
-            (base().chunk_shape([1, 0, 32]), ZeroChunk { what: "chunk_shape", axis: 1 }),
-            (base().chunk_shape([1, 24, 32]), ChunkNotDividingShard { axis: 1, chunk: 24, shard: 64 }),
             (
-                base().chunk_shape([1, 1, 1]).shard_shape([1 << 10, 1 << 10, 1 << 11]),
+                ArraySpec::builder()
+                    .shape([0, 4])
+                    .chunk_shape([1, 4])
+                    .shard_shape([1, 4]),
+                RankTooSmall(2),
+            ),
+            (
+                ArraySpec::builder()
+                    .chunk_shape([1, 1, 1])
+                    .shard_shape([1, 1, 1]),
+                Missing("shape"),
+            ),
+            (
+                base().chunk_shape([1, 32]),
+                RankMismatch {
+                    what: "chunk_shape",
+                    got: 2,
+                    rank: 3,
+                },
+            ),
+            (
+                base().shard_shape([1, 64, 64, 1]),
+                RankMismatch {
+                    what: "shard_shape",
+                    got: 4,
+                    rank: 3,
+                },
+            ),
+            (base().shape([0, 0, 64]), ZeroExtent { axis: 1 }),
+            (
+                base().chunk_shape([1, 0, 32]),
+                ZeroChunk {
+                    what: "chunk_shape",
+                    axis: 1,
+                },
+            ),
+            (
+                base().chunk_shape([1, 24, 32]),
+                ChunkNotDividingShard {
+                    axis: 1,
+                    chunk: 24,
+                    shard: 64,
+                },
+            ),
+            (
+                base()
+                    .chunk_shape([1, 1, 1])
+                    .shard_shape([1 << 10, 1 << 10, 1 << 11]),
                 TooManyChunksPerShard(1 << 31),
             ),
             (base().shape([0, u64::MAX, 2]), Overflow("frame size")),
             (
                 base().codec(Codec::zstd(23)),
-                LevelOutOfRange { codec: "zstd", level: 23, min: -131072, max: 22 },
+                LevelOutOfRange {
+                    codec: "zstd",
+                    level: 23,
+                    min: -131072,
+                    max: 22,
+                },
             ),
-            (base().codec(Codec::lz4(10)), LevelOutOfRange { codec: "blosc", level: 10, min: 0, max: 9 }),
-            (base().dimension_names(["t", "y"]), RankMismatch { what: "dimension_names", got: 2, rank: 3 }),
-            (base().dimension_names(["t", "y", "y"]), DuplicateDimensionName("y".into())),
-            (base().fill_value(70000.0), FillValue { value: 70000.0, dtype: DataType::UInt16 }),
             (
-                base().chunk_shape([1, 1 << 15, 1 << 15]).shard_shape([1, 1 << 15, 1 << 15]).shape([0, 1 << 15, 1 << 15]),
+                base().codec(Codec::lz4(10)),
+                LevelOutOfRange {
+                    codec: "blosc",
+                    level: 10,
+                    min: 0,
+                    max: 9,
+                },
+            ),
+            (
+                base().dimension_names(["t", "y"]),
+                RankMismatch {
+                    what: "dimension_names",
+                    got: 2,
+                    rank: 3,
+                },
+            ),
+            (
+                base().dimension_names(["t", "y", "y"]),
+                DuplicateDimensionName("y".into()),
+            ),
+            (
+                base().fill_value(70000.0),
+                FillValue {
+                    value: 70000.0,
+                    dtype: DataType::UInt16,
+                },
+            ),
+            (
+                base()
+                    .chunk_shape([1, 1 << 15, 1 << 15])
+                    .shard_shape([1, 1 << 15, 1 << 15])
+                    .shape([0, 1 << 15, 1 << 15]),
                 ChunkTooLargeForBlosc(1 << 31),
             ),
         ];

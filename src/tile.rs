@@ -51,8 +51,18 @@ impl<'a> ChunkSource<'a> {
         fill: FillPattern,
     ) -> Self {
         debug_assert!(valid_rows <= rows && valid_row_bytes <= row_bytes);
-        debug_assert!(valid_rows == 0 || (valid_rows - 1) * row_stride + valid_row_bytes <= data.len());
-        ChunkSource { data, row_stride, rows, valid_rows, row_bytes, valid_row_bytes, fill }
+        debug_assert!(
+            valid_rows == 0 || (valid_rows - 1) * row_stride + valid_row_bytes <= data.len()
+        );
+        ChunkSource {
+            data,
+            row_stride,
+            rows,
+            valid_rows,
+            row_bytes,
+            valid_row_bytes,
+            fill,
+        }
     }
 
     /// Total decoded bytes of the chunk.
@@ -91,7 +101,9 @@ impl<'a> ChunkSource<'a> {
             if r < self.valid_rows && off < self.valid_row_bytes {
                 let data_end = (pos - off + self.valid_row_bytes).min(row_end);
                 let base = r * self.row_stride;
-                f(Segment::Data(&self.data[base + off..base + off + (data_end - pos)]));
+                f(Segment::Data(
+                    &self.data[base + off..base + off + (data_end - pos)],
+                ));
                 pos = data_end;
             } else {
                 // Fill runs merge across rows once past the valid rows.

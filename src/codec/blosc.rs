@@ -65,7 +65,14 @@ fn put_i32(out: &mut [u8], at: usize, v: usize) {
     out[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
 }
 
-fn header(out: &mut [u8], flags: u8, typesize: usize, nbytes: usize, blocksize: usize, cbytes: usize) {
+fn header(
+    out: &mut [u8],
+    flags: u8,
+    typesize: usize,
+    nbytes: usize,
+    blocksize: usize,
+    cbytes: usize,
+) {
     out[0] = VERSION;
     out[1] = VERSION_LZ4;
     out[2] = flags;
@@ -77,7 +84,13 @@ fn header(out: &mut [u8], flags: u8, typesize: usize, nbytes: usize, blocksize: 
 
 /// Encodes `src` into `out` (at least `bound(src.len())` bytes); returns the frame length.
 /// `scratch` is reused between calls (one shuffled block plus one LZ4 stream).
-pub(crate) fn encode(src: &ChunkSource<'_>, typesize: usize, clevel: u8, scratch: &mut Vec<u8>, out: &mut [u8]) -> usize {
+pub(crate) fn encode(
+    src: &ChunkSource<'_>,
+    typesize: usize,
+    clevel: u8,
+    scratch: &mut Vec<u8>,
+    out: &mut [u8],
+) -> usize {
     let nbytes = src.len();
     let bs = blocksize(clevel, typesize, nbytes);
     let split = split_block(typesize, bs);
@@ -142,7 +155,11 @@ fn encode_blocks(
                 compress_into(stream, &mut lz[..need]).unwrap_or(0)
             };
             // A stream is raw iff csize == neblock, so a compressed one must be shorter.
-            let csize = if clen == 0 || clen >= neblock { neblock } else { clen };
+            let csize = if clen == 0 || clen >= neblock {
+                neblock
+            } else {
+                clen
+            };
             if dst + csize > limit {
                 return None;
             }

@@ -39,7 +39,10 @@ impl Codec {
     }
     /// zstd at `level`, without zstd's own checksum.
     pub const fn zstd(level: i32) -> Self {
-        Codec::Zstd { level, checksum: false }
+        Codec::Zstd {
+            level,
+            checksum: false,
+        }
     }
     /// blosc-lz4 with byte shuffle at `clevel`.
     pub const fn lz4(clevel: u8) -> Self {
@@ -68,13 +71,21 @@ impl Codec {
                 if (min..=max).contains(&level) {
                     Ok(())
                 } else {
-                    Err(SpecError::LevelOutOfRange { codec: "zstd", level, min, max })
+                    Err(SpecError::LevelOutOfRange {
+                        codec: "zstd",
+                        level,
+                        min,
+                        max,
+                    })
                 }
             }
             Codec::Lz4 { clevel } if clevel <= 9 => Ok(()),
-            Codec::Lz4 { clevel } => {
-                Err(SpecError::LevelOutOfRange { codec: "blosc", level: i32::from(clevel), min: 0, max: 9 })
-            }
+            Codec::Lz4 { clevel } => Err(SpecError::LevelOutOfRange {
+                codec: "blosc",
+                level: i32::from(clevel),
+                min: 0,
+                max: 9,
+            }),
         }
     }
 
@@ -131,7 +142,13 @@ impl ChunkEncoder {
             Codec::Zstd { level, checksum } => Some(zstd::ZstdEncoder::new(level, checksum)?),
             _ => None,
         };
-        Ok(ChunkEncoder { codec, typesize, crc32c, zstd, scratch: Vec::new() })
+        Ok(ChunkEncoder {
+            codec,
+            typesize,
+            crc32c,
+            zstd,
+            scratch: Vec::new(),
+        })
     }
 
     /// Slot size needed for a chunk of `raw` bytes, crc32c included.
@@ -165,7 +182,9 @@ impl ChunkEncoder {
                 Some(z) => z.encode(src, &mut self.scratch, out)?,
                 None => return Err(Error::Internal("zstd encoder missing".into())),
             },
-            Codec::Lz4 { clevel } => blosc::encode(src, self.typesize, clevel, &mut self.scratch, out),
+            Codec::Lz4 { clevel } => {
+                blosc::encode(src, self.typesize, clevel, &mut self.scratch, out)
+            }
         };
         if self.crc32c {
             let crc = crc32c::crc32c(&out[..n]);
@@ -202,7 +221,10 @@ mod tests {
                    {"name": "crc32c"}])
         );
         let z = Codec::zstd(3).zarr_codecs(DataType::UInt8, false);
-        assert_eq!(z[1], json!({"name": "zstd", "configuration": {"level": 3, "checksum": false}}));
+        assert_eq!(
+            z[1],
+            json!({"name": "zstd", "configuration": {"level": 3, "checksum": false}})
+        );
         assert_eq!(z.len(), 2);
     }
 
@@ -212,7 +234,9 @@ mod tests {
         let data = b"123456789";
         let fill = crate::dtype::FillPattern::new(&[0]);
         let mut out = vec![0u8; enc.slot_bound(data.len())];
-        let n = enc.encode(&ChunkSource::contiguous(data, fill), &mut out).unwrap();
+        let n = enc
+            .encode(&ChunkSource::contiguous(data, fill), &mut out)
+            .unwrap();
         assert_eq!(n, 13);
         // The RFC 3720 check value.
         assert_eq!(&out[9..13], &0xE306_9283u32.to_le_bytes());

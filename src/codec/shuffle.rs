@@ -100,7 +100,11 @@ mod tests {
             for (start, len) in [(0, 16 * ts), (4 * ts, 8 * ts), (ts, 13 * ts)] {
                 let mut got = vec![0u8; len];
                 shuffle_source(&src, start, ts, &mut got);
-                assert_eq!(got, reference(&whole[start..start + len], ts), "ts {ts} {start}+{len}");
+                assert_eq!(
+                    got,
+                    reference(&whole[start..start + len], ts),
+                    "ts {ts} {start}+{len}"
+                );
             }
         }
     }

@@ -15,15 +15,21 @@ pub(crate) struct ZstdEncoder {
 }
 
 fn err(code: usize) -> Error {
-    Error::Codec { codec: "zstd", message: zstd_safe::get_error_name(code).to_string() }
+    Error::Codec {
+        codec: "zstd",
+        message: zstd_safe::get_error_name(code).to_string(),
+    }
 }
 
 impl ZstdEncoder {
     pub(crate) fn new(level: i32, checksum: bool) -> Result<Self, Error> {
         let mut ctx = CCtx::try_create().ok_or_else(|| err(usize::MAX))?;
-        ctx.set_parameter(CParameter::CompressionLevel(level)).map_err(err)?;
-        ctx.set_parameter(CParameter::ChecksumFlag(checksum)).map_err(err)?;
-        ctx.set_parameter(CParameter::ContentSizeFlag(true)).map_err(err)?;
+        ctx.set_parameter(CParameter::CompressionLevel(level))
+            .map_err(err)?;
+        ctx.set_parameter(CParameter::ChecksumFlag(checksum))
+            .map_err(err)?;
+        ctx.set_parameter(CParameter::ContentSizeFlag(true))
+            .map_err(err)?;
         Ok(ZstdEncoder { ctx })
     }
 

@@ -14,7 +14,9 @@ pub(crate) struct IndexEntries {
 
 impl IndexEntries {
     pub(crate) fn new(n: usize) -> Self {
-        IndexEntries { entries: (0..2 * n).map(|_| AtomicU64::new(EMPTY)).collect() }
+        IndexEntries {
+            entries: (0..2 * n).map(|_| AtomicU64::new(EMPTY)).collect(),
+        }
     }
 
     pub(crate) fn set(&self, i: usize, offset: u64, nbytes: u64) {

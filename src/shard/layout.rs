@@ -59,7 +59,15 @@ impl ShardLayout {
             IndexLocation::End => slots.checked_add(index_size),
         }
         .ok_or(LayoutOverflow)?;
-        Ok(ShardLayout { n, slot_size, data_start, index_offset, index_size, file_size, location: spec.index_location })
+        Ok(ShardLayout {
+            n,
+            slot_size,
+            data_start,
+            index_offset,
+            index_size,
+            file_size,
+            location: spec.index_location,
+        })
     }
 
     /// Offset of slot `i`.
@@ -109,7 +117,12 @@ mod tests {
 
     #[test]
     fn small_slots_are_cache_line_aligned() {
-        let s = ArraySpec::builder().shape([0, 8, 8]).chunk_shape([1, 4, 4]).shard_shape([2, 8, 8]).build().unwrap();
+        let s = ArraySpec::builder()
+            .shape([0, 8, 8])
+            .chunk_shape([1, 4, 4])
+            .shard_shape([2, 8, 8])
+            .build()
+            .unwrap();
         let l = ShardLayout::new(&s).unwrap();
         assert_eq!(l.slot_size, 64); // 32 + 16 + 4 -> 64
         assert_eq!(l.n, 8);

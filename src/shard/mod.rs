@@ -6,5 +6,5 @@ mod plan;
 
 pub(crate) use index::{IndexEntries, encode_index, entry_bytes};
 pub use layout::ShardLayout;
-pub(crate) use plan::{FinalLayout, plan};
 pub use plan::Packing;
+pub(crate) use plan::{FinalLayout, plan};

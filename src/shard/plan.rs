@@ -36,7 +36,11 @@ pub(crate) struct FinalLayout {
 
 const PAGE: u64 = 4096;
 
-pub(crate) fn plan(layout: &ShardLayout, written: &[Option<(u64, u64)>], packing: Packing) -> FinalLayout {
+pub(crate) fn plan(
+    layout: &ShardLayout,
+    written: &[Option<(u64, u64)>],
+    packing: Packing,
+) -> FinalLayout {
     let start = layout.location == IndexLocation::Start;
     let mut entries = written.to_vec();
     let mut moves = Vec::new();
@@ -46,7 +50,11 @@ pub(crate) fn plan(layout: &ShardLayout, written: &[Option<(u64, u64)>], packing
             let mut pos = if start { layout.index_size } else { 0 };
             for e in entries.iter_mut().flatten() {
                 if e.0 != pos {
-                    moves.push(Move { from: e.0, to: pos, len: e.1 });
+                    moves.push(Move {
+                        from: e.0,
+                        to: pos,
+                        len: e.1,
+                    });
                     e.0 = pos;
                 }
                 pos += e.1;
@@ -57,7 +65,10 @@ pub(crate) fn plan(layout: &ShardLayout, written: &[Option<(u64, u64)>], packing
             for (i, e) in written.iter().enumerate() {
                 let slot = layout.slot_offset(i as u64);
                 let used_end = e.map_or(slot, |(o, n)| o + n);
-                let (a, b) = (used_end.div_ceil(PAGE) * PAGE, (slot + layout.slot_size) / PAGE * PAGE);
+                let (a, b) = (
+                    used_end.div_ceil(PAGE) * PAGE,
+                    (slot + layout.slot_size) / PAGE * PAGE,
+                );
                 if a < b {
                     holes.push((a, b - a));
                 }
@@ -66,8 +77,18 @@ pub(crate) fn plan(layout: &ShardLayout, written: &[Option<(u64, u64)>], packing
             last.unwrap_or(if start { layout.index_size } else { 0 })
         }
     };
-    let (index_at, len) = if start { (0, data_end.max(layout.index_size)) } else { (data_end, data_end + layout.index_size) };
-    FinalLayout { entries, moves, holes, index_at, len }
+    let (index_at, len) = if start {
+        (0, data_end.max(layout.index_size))
+    } else {
+        (data_end, data_end + layout.index_size)
+    };
+    FinalLayout {
+        entries,
+        moves,
+        holes,
+        index_at,
+        len,
+    }
 }
 
 #[cfg(test)]
@@ -76,14 +97,28 @@ mod tests {
 
     fn layout(location: IndexLocation) -> ShardLayout {
         let index_size = 16 * 3 + 4;
-        let data_start = if location == IndexLocation::Start { 64 } else { 0 };
+        let data_start = if location == IndexLocation::Start {
+            64
+        } else {
+            0
+        };
         ShardLayout {
             n: 3,
             slot_size: 100,
             data_start,
-            index_offset: if location == IndexLocation::Start { 0 } else { 300 },
+            index_offset: if location == IndexLocation::Start {
+                0
+            } else {
+                300
+            },
             index_size,
-            file_size: data_start + 300 + if location == IndexLocation::End { index_size } else { 0 },
+            file_size: data_start
+                + 300
+                + if location == IndexLocation::End {
+                    index_size
+                } else {
+                    0
+                },
             location,
         }
     }
@@ -91,16 +126,31 @@ mod tests {
     #[test]
     fn compact_end_packs_in_slot_order_then_index() {
         let l = layout(IndexLocation::End);
-        let p = plan(&l, &[Some((0, 10)), None, Some((200, 30))], Packing::Compact);
+        let p = plan(
+            &l,
+            &[Some((0, 10)), None, Some((200, 30))],
+            Packing::Compact,
+        );
         assert_eq!(p.entries, vec![Some((0, 10)), None, Some((10, 30))]);
-        assert_eq!(p.moves, vec![Move { from: 200, to: 10, len: 30 }]);
+        assert_eq!(
+            p.moves,
+            vec![Move {
+                from: 200,
+                to: 10,
+                len: 30
+            }]
+        );
         assert_eq!((p.index_at, p.len), (40, 40 + 52));
     }
 
     #[test]
     fn compact_start_begins_data_after_index() {
         let l = layout(IndexLocation::Start);
-        let p = plan(&l, &[Some((64, 10)), Some((164, 5)), None], Packing::Compact);
+        let p = plan(
+            &l,
+            &[Some((64, 10)), Some((164, 5)), None],
+            Packing::Compact,
+        );
         assert_eq!(p.entries, vec![Some((52, 10)), Some((62, 5)), None]);
         assert_eq!((p.index_at, p.len), (0, 67));
     }

@@ -20,14 +20,17 @@ impl MmapSink {
         // Kernels before 5.14 lack MADV_POPULATE_WRITE: then pages fault in on first write.
         let _ = map.advise(Advice::PopulateWrite);
         let l = temp.layout;
-        let usize_of = |v: u64| usize::try_from(v).map_err(|_| internal("shard larger than the address space"));
+        let usize_of = |v: u64| {
+            usize::try_from(v).map_err(|_| internal("shard larger than the address space"))
+        };
         let geometry = SlotGeometry {
             n: usize_of(l.n)?,
             data_start: usize_of(l.data_start)?,
             slot_size: usize_of(l.slot_size)?,
             index_offset: usize_of(l.index_offset)?,
         };
-        let region = SlotRegion::new(map, geometry).map_err(|_| internal("slot geometry exceeds the mapping"))?;
+        let region = SlotRegion::new(map, geometry)
+            .map_err(|_| internal("slot geometry exceeds the mapping"))?;
         Ok(MmapSink { temp, region })
     }
 }
@@ -39,7 +42,10 @@ impl SlotSink for MmapSink {
         _scratch: &mut Vec<u8>,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<u64> {
-        let slot = self.region.claim(i).ok_or_else(|| internal("shard slot claimed twice"))?;
+        let slot = self
+            .region
+            .claim(i)
+            .ok_or_else(|| internal("shard slot claimed twice"))?;
         let n = encode(slot.data)? as u64;
         *slot.entry = entry_bytes(self.temp.layout.slot_offset(i as u64), n);
         Ok(n)
@@ -48,13 +54,18 @@ impl SlotSink for MmapSink {
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
         let MmapSink { temp, region } = *self;
         {
-            let mut all = region.close().ok_or_else(|| internal("shard finalized while a slot is in use"))?;
+            let mut all = region
+                .close()
+                .ok_or_else(|| internal("shard finalized while a slot is in use"))?;
             for m in &fin.moves {
                 let (from, to, len) = (m.from as usize, m.to as usize, m.len as usize);
                 all.copy_within(from..from + len, to);
             }
             let at = fin.index_at as usize;
-            encode_index(&fin.entries, &mut all[at..at + temp.layout.index_size as usize]);
+            encode_index(
+                &fin.entries,
+                &mut all[at..at + temp.layout.index_size as usize],
+            );
         }
         // Unmap here, on the finisher thread, before cutting the file: truncating mapped
         // pages would fault any later access, and munmap interrupts every core we run on.

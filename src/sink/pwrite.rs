@@ -16,7 +16,10 @@ impl PwriteSink {
     }
 
     fn write_at(&self, buf: &[u8], at: u64) -> Result<()> {
-        self.temp.file.write_all_at(buf, at).map_err(|e| Error::io("write", &self.temp.path, e, buf.len() as u64))
+        self.temp
+            .file
+            .write_all_at(buf, at)
+            .map_err(|e| Error::io("write", &self.temp.path, e, buf.len() as u64))
     }
 }
 
@@ -32,7 +35,10 @@ impl SlotSink for PwriteSink {
         let n = encode(scratch)?;
         let offset = l.slot_offset(i as u64);
         self.write_at(&scratch[..n], offset)?;
-        self.write_at(&entry_bytes(offset, n as u64), l.index_offset + 16 * i as u64)?;
+        self.write_at(
+            &entry_bytes(offset, n as u64),
+            l.index_offset + 16 * i as u64,
+        )?;
         Ok(n as u64)
     }
 
@@ -40,7 +46,10 @@ impl SlotSink for PwriteSink {
         let mut buf = Vec::new();
         for m in &fin.moves {
             buf.resize(m.len as usize, 0);
-            self.temp.file.read_exact_at(&mut buf, m.from).map_err(|e| Error::io("read", &self.temp.path, e, 0))?;
+            self.temp
+                .file
+                .read_exact_at(&mut buf, m.from)
+                .map_err(|e| Error::io("read", &self.temp.path, e, 0))?;
             self.write_at(&buf, m.to)?;
         }
         buf.resize(self.temp.layout.index_size as usize, 0);

@@ -28,12 +28,20 @@ impl TempShard {
             .create_new(true)
             .open(path)
             .map_err(|e| Error::io("create", path, e, 0))?;
-        let mut temp = TempShard { file, path: path.to_path_buf(), layout, reserved: true, committed: false };
+        let mut temp = TempShard {
+            file,
+            path: path.to_path_buf(),
+            layout,
+            reserved: true,
+            committed: false,
+        };
         match rustix::fs::fallocate(&temp.file, FallocateFlags::empty(), 0, layout.file_size) {
             Ok(()) => {}
             Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
                 temp.reserved = false;
-                temp.file.set_len(layout.file_size).map_err(|e| Error::io("truncate", path, e, 0))?;
+                temp.file
+                    .set_len(layout.file_size)
+                    .map_err(|e| Error::io("truncate", path, e, 0))?;
             }
             Err(e) => return Err(Error::io("fallocate", path, e.into(), layout.file_size)),
         }
@@ -58,7 +66,9 @@ impl TempShard {
     }
 
     pub(crate) fn set_len(&self, len: u64) -> Result<()> {
-        self.file.set_len(len).map_err(|e| Error::io("truncate", &self.path, e, 0))
+        self.file
+            .set_len(len)
+            .map_err(|e| Error::io("truncate", &self.path, e, 0))
     }
 
     /// Renames the file to `to`; from then on it is kept.

@@ -17,6 +17,8 @@ use crate::shard::plan;
 pub(crate) struct FinisherReport {
     pub bytes_stored: u64,
     pub shards: u64,
+    /// Append-axis extent covered by complete rows of finished shards.
+    pub visible_extent0: u64,
 }
 
 #[derive(Default)]
@@ -34,18 +36,25 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
         match msg {
             FinisherMsg::Shard(s) => {
                 let s = unwrap_shard(s);
-                rows.entry(s.row).or_default().done += 1;
+                let row = s.row;
+                // After a failure shards are dropped (their temporary files removed), and
+                // rows stop completing, so the published extent never covers them.
                 if !shared.failed() {
                     match finish_shard(&shared, s) {
                         Ok(len) => {
                             report.bytes_stored += len;
                             report.shards += 1;
+                            rows.entry(row).or_default().done += 1;
                         }
                         Err(e) => shared.fail(e),
                     }
                 }
             }
-            FinisherMsg::RowSealed { row, shards, extent0 } => {
+            FinisherMsg::RowSealed {
+                row,
+                shards,
+                extent0,
+            } => {
                 let r = rows.entry(row).or_default();
                 r.expected = Some(shards);
                 r.extent0 = extent0;
@@ -56,6 +65,9 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
             visible = Some(r.extent0);
             rows.remove(&next_row);
             next_row += 1;
+        }
+        if let Some(v) = visible {
+            report.visible_extent0 = v;
         }
         if let (Some(extent0), false) = (visible, shared.failed()) {
             let progress = Progress {
@@ -74,8 +86,15 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
 
 /// Publishes `zarr.json` with the append axis at `extent0` (fixed-size arrays keep their shape).
 pub(crate) fn publish(shared: &Shared, extent0: u64, progress: &Progress) -> Result<()> {
-    let shape0 = if shared.spec.shape[0] == 0 { extent0 } else { shared.spec.shape[0] };
-    metadata::publish(&shared.dir, &metadata::array_json(&shared.spec, shape0, progress))
+    let shape0 = if shared.spec.shape[0] == 0 {
+        extent0
+    } else {
+        shared.spec.shape[0]
+    };
+    metadata::publish(
+        &shared.dir,
+        &metadata::array_json(&shared.spec, shape0, progress),
+    )
 }
 
 /// Workers drop their reference right after releasing the shard, so this waits only
@@ -97,7 +116,9 @@ fn finish_shard(shared: &Shared, s: OpenShard) -> Result<u64> {
     let temp = s.sink.finalize(&fin)?;
     let durable = shared.durability == Durability::Shard;
     if durable {
-        temp.file.sync_data().map_err(|e| Error::io("fsync", &temp.path, e, 0))?;
+        temp.file
+            .sync_data()
+            .map_err(|e| Error::io("fsync", &temp.path, e, 0))?;
     }
     let dst = shared.dir.join(&s.key);
     if let Some(parent) = dst.parent() {

@@ -107,7 +107,9 @@ impl Grid {
 
     /// Index of frame `c` inside its inner chunk's group (C order over the chunk box).
     pub(crate) fn local_index(&self, c: &[u64]) -> usize {
-        c.iter().zip(&self.chunk_lead).fold(0, |acc, (&ci, &s)| acc * s as usize + (ci % s) as usize)
+        c.iter()
+            .zip(&self.chunk_lead)
+            .fold(0, |acc, (&ci, &s)| acc * s as usize + (ci % s) as usize)
     }
 
     /// Which shard of a shard set (one per `(y, x)` shard tile) holds tile `t`.
@@ -118,10 +120,13 @@ impl Grid {
 
     /// Slot (C-order inner chunk index within the shard) of tile `t` of chunk group `g`.
     pub(crate) fn slot(&self, g: &[u64], t: usize) -> usize {
-        let lead = g.iter().zip(&self.shard_lead).zip(&self.chunk_lead).fold(0usize, |acc, ((&gi, &s), &c)| {
-            let per = s / c;
-            acc * per as usize + (gi % per) as usize
-        });
+        let lead = g.iter().zip(&self.shard_lead).zip(&self.chunk_lead).fold(
+            0usize,
+            |acc, ((&gi, &s), &c)| {
+                let per = s / c;
+                acc * per as usize + (gi % per) as usize
+            },
+        );
         let (ty, tx) = (t / self.tiles_x, t % self.tiles_x);
         (lead * self.cpy + ty % self.cpy) * self.cpx + tx % self.cpx
     }
@@ -129,7 +134,10 @@ impl Grid {
     /// The key of shard tile `s` in the shard set at shard coordinates `sc`.
     pub(crate) fn shard_key(&self, sc: &[u64], s: usize) -> String {
         let mut key = String::from("c");
-        for v in sc.iter().copied().chain([(s / self.shard_tiles_x) as u64, (s % self.shard_tiles_x) as u64]) {
+        for v in sc.iter().copied().chain([
+            (s / self.shard_tiles_x) as u64,
+            (s % self.shard_tiles_x) as u64,
+        ]) {
             key.push('/');
             key.push_str(&v.to_string());
         }
@@ -143,7 +151,15 @@ impl Grid {
         let vy = self.cy.min(self.y - y0);
         let vx = self.cx.min(self.x - x0);
         let start = (y0 * self.x + x0) * self.es;
-        ChunkSource::strided(&frame[start..], self.x * self.es, self.cy, self.cx * self.es, vy, vx * self.es, self.fill)
+        ChunkSource::strided(
+            &frame[start..],
+            self.x * self.es,
+            self.cy,
+            self.cx * self.es,
+            vy,
+            vx * self.es,
+            self.fill,
+        )
     }
 
     /// Bytes of one frame's plane inside a staged chunk.
@@ -157,7 +173,12 @@ mod tests {
     use super::*;
 
     fn grid(shape: &[u64], chunk: &[u64], shard: &[u64]) -> Grid {
-        let spec = ArraySpec::builder().shape(shape).chunk_shape(chunk).shard_shape(shard).build().unwrap();
+        let spec = ArraySpec::builder()
+            .shape(shape)
+            .chunk_shape(chunk)
+            .shard_shape(shard)
+            .build()
+            .unwrap();
         Grid::new(&spec)
     }
 

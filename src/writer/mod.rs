@@ -157,7 +157,8 @@ impl Writer {
         let tmp_dir = dir.join(".zarrstream-partial");
         std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
         let grid = Grid::new(&spec);
-        let layout = ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
+        let layout =
+            ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
         let sink = options.sink.resolve(&dir);
         let threads = if options.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -174,7 +175,12 @@ impl Writer {
             options.packing,
             options.durability,
         ));
-        let progress = Progress { state: State::Running, frames_committed: 0, frames_dropped: 0, error: None };
+        let progress = Progress {
+            state: State::Running,
+            frames_committed: 0,
+            frames_dropped: 0,
+            error: None,
+        };
         finisher::publish(&shared, 0, &progress)?;
 
         let g = &shared.grid;
@@ -182,22 +188,38 @@ impl Writer {
             // Groups that can be open at once: all combinations of the leading axes after
             // the outermost one whose chunk is deeper than one frame.
             let outer = g.chunk_lead.iter().position(|&c| c > 1).unwrap_or(0);
-            let open: u64 = (outer + 1..g.extent.len()).map(|i| g.extent[i].div_ceil(g.chunk_lead[i])).product();
+            let open: u64 = (outer + 1..g.extent.len())
+                .map(|i| g.extent[i].div_ceil(g.chunk_lead[i]))
+                .product();
             let groups = open as usize + options.spare_groups.max(1);
-            (Pool::new(2, shared.spec.frame_bytes), Some(Pool::new(groups, g.tiles * g.chunk_bytes)))
+            (
+                Pool::new(2, shared.spec.frame_bytes),
+                Some(Pool::new(groups, g.tiles * g.chunk_bytes)),
+            )
         } else {
-            let n = if options.pool_frames == 0 { 2 * threads + 2 } else { options.pool_frames };
+            let n = if options.pool_frames == 0 {
+                2 * threads + 2
+            } else {
+                options.pool_frames
+            };
             (Pool::new(n, shared.spec.frame_bytes), None)
         };
         // Jobs never outnumber the chunks of all pooled buffers, so a send never waits
         // longer than the pool already made the caller wait.
-        let pooled = group_pool.as_ref().map_or(0, |p| p.bytes() / g.chunk_bytes.max(1))
+        let pooled = group_pool
+            .as_ref()
+            .map_or(0, |p| p.bytes() / g.chunk_bytes.max(1))
             + frame_pool.bytes() / shared.spec.frame_bytes.max(1) * g.tiles;
         let (jobs_tx, jobs_rx) = bounded::<Job>(pooled.max(1));
         let (fin_tx, fin_rx) = unbounded::<FinisherMsg>();
-        let (prep_tx, prep_rx) = bounded::<Result<PreparedSet>>(1);
+        // A rendezvous channel: the preparer holds at most one finished set ahead of need.
+        let (prep_tx, prep_rx) = bounded::<Result<PreparedSet>>(0);
 
-        let cores = if options.pin_threads { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
+        let cores = if options.pin_threads {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let spawn = |name: String| std::thread::Builder::new().name(name);
         let mut workers = Vec::with_capacity(threads);
         for i in 0..threads {
@@ -279,7 +301,9 @@ impl Writer {
     /// free buffer under [`Backpressure::Block`]; `None` under `Drop` when none is free.
     pub fn buffer(&mut self) -> Result<Option<PoolBuf>> {
         self.check_open()?;
-        Ok(self.frame_pool.get(self.backpressure == Backpressure::Block))
+        Ok(self
+            .frame_pool
+            .get(self.backpressure == Backpressure::Block))
     }
 
     /// Pushes a buffer obtained from [`buffer`](Self::buffer) without copying it
@@ -314,10 +338,18 @@ impl Writer {
         self.check_open()?;
         let spec = &self.shared.spec;
         if dtype != spec.dtype {
-            return Err(Error::DataType { frame: self.next_frame, expected: spec.dtype, got: dtype });
+            return Err(Error::DataType {
+                frame: self.next_frame,
+                expected: spec.dtype,
+                got: dtype,
+            });
         }
         if nbytes != spec.frame_bytes {
-            return Err(Error::FrameSize { frame: self.next_frame, expected: spec.frame_bytes, got: nbytes });
+            return Err(Error::FrameSize {
+                frame: self.next_frame,
+                expected: spec.frame_bytes,
+                got: nbytes,
+            });
         }
         let cap = spec.shape[0].saturating_mul(spec.frames_per_step());
         if spec.shape[0] != 0 && self.next_frame >= cap {
@@ -326,7 +358,20 @@ impl Writer {
         Ok(())
     }
 
+    /// Any failure while accepting a frame closes the writer: finished shards stay
+    /// published, the metadata records the abort, and the first error is returned.
     fn accept(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<bool> {
+        match self.accept_frame(frame, scheduled) {
+            Ok(accepted) => Ok(accepted),
+            Err(e) => {
+                self.shared.fail(e);
+                self.check_open()?;
+                Err(Error::Closed)
+            }
+        }
+    }
+
+    fn accept_frame(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<bool> {
         let t0 = Instant::now();
         self.started.get_or_insert(t0);
         let k = self.next_frame;
@@ -347,7 +392,12 @@ impl Writer {
             };
             match buf {
                 Some(buf) => {
-                    let batch = Batch { buf, staged: false, remaining: AtomicUsize::new(g.tiles), times: vec![scheduled] };
+                    let batch = Batch {
+                        buf,
+                        staged: false,
+                        remaining: AtomicUsize::new(g.tiles),
+                        times: vec![scheduled],
+                    };
                     self.dispatch(&c.clone(), batch)?;
                     true
                 }
@@ -366,7 +416,13 @@ impl Writer {
     }
 
     /// Copies a frame's rows into the staging buffers of its chunk group.
-    fn stage(&mut self, c: &[u64], frame: Frame<'_>, scheduled: Instant, wait: bool) -> Result<bool> {
+    fn stage(
+        &mut self,
+        c: &[u64],
+        frame: Frame<'_>,
+        scheduled: Instant,
+        wait: bool,
+    ) -> Result<bool> {
         let bytes: &[u8] = match &frame {
             Frame::Owned(b) => b,
             Frame::Borrowed(b) => b,
@@ -379,7 +435,11 @@ impl Writer {
             let Some(buf) = self.group_pool.as_ref().and_then(|p| p.get(wait)) else {
                 return Ok(false);
             };
-            let group = Group { buf, received: vec![false; g.group_frames], times: Vec::new() };
+            let group = Group {
+                buf,
+                received: vec![false; g.group_frames],
+                times: Vec::new(),
+            };
             self.open_groups.insert(gc.clone(), group);
         }
         self.ensure_set(&Grid::box_of(c, &g.shard_lead))?;
@@ -408,9 +468,17 @@ impl Writer {
         let jobs = self.jobs.as_ref().ok_or(Error::Closed)?;
         for tile in 0..g.tiles {
             let shard = Arc::clone(&set[g.shard_of_tile(tile)]);
-            shard.pending.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-            let job = Job { batch: Arc::clone(&batch), tile, shard, slot: g.slot(&gc, tile) };
-            jobs.send(job).map_err(|_| Error::Internal("worker threads are gone".into()))?;
+            shard
+                .pending
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            let job = Job {
+                batch: Arc::clone(&batch),
+                tile,
+                shard,
+                slot: g.slot(&gc, tile),
+            };
+            jobs.send(job)
+                .map_err(|_| Error::Internal("worker threads are gone".into()))?;
         }
         Ok(())
     }
@@ -420,7 +488,9 @@ impl Writer {
         if !self.open_sets.contains_key(sc) {
             let rx = self.prepared.as_ref().ok_or(Error::Closed)?;
             let set = loop {
-                let prepared = rx.recv().map_err(|_| Error::Internal("shard preparer stopped".into()))??;
+                let prepared = rx
+                    .recv()
+                    .map_err(|_| Error::Internal("shard preparer stopped".into()))??;
                 // Sets skipped because all their frames were dropped are discarded
                 // (their temporary files are removed on drop).
                 if prepared.coords.as_slice() == sc {
@@ -428,12 +498,17 @@ impl Writer {
                 }
             };
             let n = self.shared.spec.chunks_per_shard;
-            let shards: Vec<_> =
-                set.shards.into_iter().map(|(key, sink)| Arc::new(OpenShard::new(sink, n, key, sc[0]))).collect();
+            let shards: Vec<_> = set
+                .shards
+                .into_iter()
+                .map(|(key, sink)| Arc::new(OpenShard::new(sink, n, key, sc[0])))
+                .collect();
             *self.row_shards.entry(sc[0]).or_default() += shards.len();
             self.open_sets.insert(sc.to_vec(), shards);
         }
-        self.open_sets.get(sc).ok_or_else(|| Error::Internal("shard set vanished".into()))
+        self.open_sets
+            .get(sc)
+            .ok_or_else(|| Error::Internal("shard set vanished".into()))
     }
 
     /// After frame `c` (accepted or not): dispatch the chunk group it completes, seal
@@ -464,12 +539,17 @@ impl Writer {
         // ended) read as the fill value; the pooled buffer may hold older data.
         for (local, _) in group.received.iter().enumerate().filter(|(_, r)| !**r) {
             for t in 0..g.tiles {
-                g.fill.fill(&mut group.buf[t * g.chunk_bytes + local * plane..][..plane]);
+                g.fill
+                    .fill(&mut group.buf[t * g.chunk_bytes + local * plane..][..plane]);
             }
         }
         let first: Vec<u64> = gc.iter().zip(&g.chunk_lead).map(|(a, b)| a * b).collect();
-        let batch =
-            Batch { buf: group.buf, staged: true, remaining: AtomicUsize::new(g.tiles), times: group.times };
+        let batch = Batch {
+            buf: group.buf,
+            staged: true,
+            remaining: AtomicUsize::new(g.tiles),
+            times: group.times,
+        };
         self.dispatch(&first, batch)
     }
 
@@ -484,7 +564,11 @@ impl Writer {
     fn seal_row(&mut self, row: u64, extent0: u64) {
         let shards = self.row_shards.remove(&row).unwrap_or(0);
         if let Some(fin) = &self.finisher_tx {
-            let _ = fin.send(FinisherMsg::RowSealed { row, shards, extent0 });
+            let _ = fin.send(FinisherMsg::RowSealed {
+                row,
+                shards,
+                extent0,
+            });
         }
     }
 
@@ -515,7 +599,11 @@ impl Writer {
     }
 
     /// Stops everything in order and writes the final `zarr.json`.
-    fn shutdown(&mut self, state: State, error: Option<String>) -> (finisher::FinisherReport, Histogram<u64>) {
+    fn shutdown(
+        &mut self,
+        state: State,
+        error: Option<String>,
+    ) -> (finisher::FinisherReport, Histogram<u64>) {
         let failed = self.shared.failed();
         if !failed {
             let mut groups: Vec<_> = self.open_groups.drain().collect();
@@ -533,7 +621,11 @@ impl Writer {
             self.seal_set(&sc);
         }
         // The last, partial row ends at the last frame's append index.
-        let extent0 = if self.next_frame == 0 { 0 } else { self.shared.grid.coords(self.next_frame - 1)[0] + 1 };
+        let extent0 = if self.next_frame == 0 {
+            0
+        } else {
+            self.shared.grid.coords(self.next_frame - 1)[0] + 1
+        };
         let rows: Vec<u64> = self.row_shards.keys().copied().collect();
         for row in rows {
             self.seal_row(row, extent0);
@@ -545,7 +637,9 @@ impl Writer {
                 Ok(r) => {
                     let _ = latency.add(&r.frame_latency_ns);
                 }
-                Err(_) => self.shared.fail(Error::Internal("a worker thread panicked".into())),
+                Err(_) => self
+                    .shared
+                    .fail(Error::Internal("a worker thread panicked".into())),
             }
         }
         self.prepared = None;
@@ -553,18 +647,31 @@ impl Writer {
             let _ = h.join();
         }
         self.finisher_tx = None;
-        let report = self.finisher.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        let failed = self.shared.failed();
-        let (state, error) = if failed && error.is_none() { (State::Aborted, Some("see error".into())) } else { (state, error) };
-        let committed_extent = if failed { 0 } else { extent0 };
-        let progress = Progress {
-            state,
-            frames_committed: if failed { 0 } else { self.written },
-            frames_dropped: self.dropped,
-            error,
-        };
-        if !failed {
-            if let Err(e) = finisher::publish(&self.shared, committed_extent, &progress) {
+        let report = self
+            .finisher
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        if self.shared.failed() {
+            // Publish only what the finisher completed, and why the acquisition stopped.
+            let steps = report.visible_extent0;
+            let progress = Progress {
+                state: State::Aborted,
+                frames_committed: (steps * self.shared.spec.frames_per_step()).min(self.written),
+                frames_dropped: self.dropped,
+                error: error.or_else(|| {
+                    Some("a writer thread failed; see the error returned to the caller".into())
+                }),
+            };
+            let _ = finisher::publish(&self.shared, steps, &progress);
+        } else {
+            let progress = Progress {
+                state,
+                frames_committed: self.written,
+                frames_dropped: self.dropped,
+                error,
+            };
+            if let Err(e) = finisher::publish(&self.shared, extent0, &progress) {
                 self.shared.fail(e);
             }
             let _ = std::fs::remove_dir(&self.shared.tmp_dir);
@@ -596,7 +703,11 @@ enum Frame<'a> {
 /// Creates the store directory, refusing an existing path unless `overwrite`.
 fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
-        Ok(_) if !overwrite => return Err(Error::Exists { path: dir.to_path_buf() }),
+        Ok(_) if !overwrite => {
+            return Err(Error::Exists {
+                path: dir.to_path_buf(),
+            });
+        }
         Ok(m) if m.is_dir() => {
             std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
         }

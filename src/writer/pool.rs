@@ -26,13 +26,25 @@ impl Pool {
             // The channel holds exactly `count`, so this never fails.
             let _ = home.try_send(vec![0u8; len]);
         }
-        Pool { home, free, count, len }
+        Pool {
+            home,
+            free,
+            count,
+            len,
+        }
     }
 
     /// A free buffer; waits for one when `wait`, else `None` if all are in use.
     pub(crate) fn get(&self, wait: bool) -> Option<PoolBuf> {
-        let buf = if wait { self.free.recv().ok()? } else { self.free.try_recv().ok()? };
-        Some(PoolBuf { buf, home: self.home.clone() })
+        let buf = if wait {
+            self.free.recv().ok()?
+        } else {
+            self.free.try_recv().ok()?
+        };
+        Some(PoolBuf {
+            buf,
+            home: self.home.clone(),
+        })
     }
 
     pub(crate) fn bytes(&self) -> usize {

@@ -19,18 +19,28 @@ pub(crate) struct PreparedSet {
 /// coordinates), blocking while the channel is full; stops when the writer hangs up.
 pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
     let g = &shared.grid;
-    let counts: Vec<u64> = g.extent.iter().zip(&g.shard_lead).map(|(e, s)| e.div_ceil(*s)).collect();
+    let counts: Vec<u64> = g
+        .extent
+        .iter()
+        .zip(&g.shard_lead)
+        .map(|(e, s)| e.div_ceil(*s))
+        .collect();
     let mut coords = vec![0u64; counts.len()];
     while coords[0] < counts[0] {
         let set = (0..g.shard_tiles)
             .map(|s| {
                 let key = g.shard_key(&coords, s);
-                let path = shared.tmp_dir.join(format!("{}.partial", key.replace('/', ".")));
+                let path = shared
+                    .tmp_dir
+                    .join(format!("{}.partial", key.replace('/', ".")));
                 sink::open(shared.sink, &path, shared.layout).map(|sink| (key, sink))
             })
             .collect::<Result<Vec<_>>>();
         let failed = set.is_err();
-        let msg = set.map(|shards| PreparedSet { coords: coords.clone(), shards });
+        let msg = set.map(|shards| PreparedSet {
+            coords: coords.clone(),
+            shards,
+        });
         if tx.send(msg).is_err() || failed {
             return;
         }

@@ -87,7 +87,13 @@ pub(crate) struct OpenShard {
 
 impl OpenShard {
     pub(crate) fn new(sink: Box<dyn SlotSink>, n: usize, key: String, row: u64) -> Self {
-        OpenShard { sink, entries: IndexEntries::new(n), pending: AtomicUsize::new(1), key, row }
+        OpenShard {
+            sink,
+            entries: IndexEntries::new(n),
+            pending: AtomicUsize::new(1),
+            key,
+            row,
+        }
     }
 
     /// Drops one pending count; the last one sends the shard to the finisher.
@@ -105,7 +111,11 @@ pub(crate) enum FinisherMsg {
     Shard(Arc<OpenShard>),
     /// Every shard of append-axis row `row` has been sealed; `shards` were opened, and
     /// the row covers the append axis up to `extent0`.
-    RowSealed { row: u64, shards: usize, extent0: u64 },
+    RowSealed {
+        row: u64,
+        shards: usize,
+        extent0: u64,
+    },
 }
 
 /// The frames behind a set of chunk jobs: one frame (shallow chunks) or one staged

@@ -36,8 +36,16 @@ pub(crate) fn run(
     for job in jobs {
         if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
             let src = job.batch.source(&shared.grid, job.tile);
-            match job.shard.sink.write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out)) {
-                Ok(n) => job.shard.entries.set(job.slot, shared.layout.slot_offset(job.slot as u64), n),
+            match job
+                .shard
+                .sink
+                .write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out))
+            {
+                Ok(n) => {
+                    job.shard
+                        .entries
+                        .set(job.slot, shared.layout.slot_offset(job.slot as u64), n)
+                }
                 Err(e) => shared.fail(e),
             }
         }
@@ -52,5 +60,7 @@ pub(crate) fn run(
         drop(batch);
         shard.release(&finisher);
     }
-    WorkerReport { frame_latency_ns: latency }
+    WorkerReport {
+        frame_latency_ns: latency,
+    }
 }

@@ -136,8 +136,16 @@ pub struct ChunkEncoder {
 }
 
 impl ChunkEncoder {
-    /// An encoder for `codec` over elements of `typesize` bytes.
+    /// An encoder for `codec` over elements of `typesize` bytes (1..=255).
     pub fn new(codec: Codec, typesize: usize, crc32c: bool) -> Result<Self, Error> {
+        if !(1..=255).contains(&typesize) {
+            // The Blosc1 header stores the element size in one byte.
+            let message = format!("element size {typesize} is outside 1..=255");
+            return Err(Error::Codec {
+                codec: "blosc",
+                message,
+            });
+        }
         let zstd = match codec {
             Codec::Zstd { level, checksum } => Some(zstd::ZstdEncoder::new(level, checksum)?),
             _ => None,

@@ -3,19 +3,26 @@
 
 use crate::tile::{ChunkSource, Segment};
 
-/// Shuffles bytes `start..start + dst.len()` of `src` into `dst`, with element size `ts`.
-/// `start` and `dst.len()` are multiples of `ts` (blosc blocks always are here).
+/// Shuffles bytes `start..start + dst.len()` of `src` into `dst`, with element size `ts`;
+/// `start` is a multiple of `ts`.
 pub(crate) fn shuffle_source(src: &ChunkSource<'_>, start: usize, ts: usize, dst: &mut [u8]) {
     let len = dst.len();
-    debug_assert!(start % ts == 0 && len % ts == 0);
+    debug_assert!(start % ts == 0);
+    // A trailing partial element (only in a last block whose length is not a multiple
+    // of the element size) is copied unchanged, as c-blosc does.
+    let whole = len - len % ts;
+    if ts == 1 || whole < len {
+        src.copy_range(start + whole, start + len, &mut dst[whole..]);
+    }
     if ts == 1 {
-        src.copy_range(start, start + len, dst);
+        src.copy_range(start, start + whole, &mut dst[..whole]);
         return;
     }
-    let n = len / ts;
+    let dst = &mut dst[..whole];
+    let n = whole / ts;
     let fill = src.fill();
     let mut e = 0;
-    src.segments(start, start + len, |seg| match seg {
+    src.segments(start, start + whole, |seg| match seg {
         Segment::Data(d) => {
             let k = d.len() / ts;
             shuffle_run(d, ts, n, e, dst);

@@ -1,0 +1,614 @@
+//! `record`: stream camera frames into a sharded Zarr v3 array and report throughput,
+//! compression, latency and memory (DESIGN.md §5, "The record example — a contract").
+//!
+//! ```text
+//! cargo run --release --example record -- --out /tmp/c1.zarr --overwrite \
+//!     --shape 0,2048,2048 --chunk 1,512,512 --shard 32,2048,2048 --frames 128 \
+//!     --codec lz4:1 --sink mmap --report /tmp/r.json
+//! ```
+//!
+//! Frames come from a headerless raw file (`--input`) or from a synthetic sCMOS-like
+//! camera (`record/camera.rs`); either way they are in memory before timing starts.
+//! Timing runs from the first push until `finish` returned (data durable per
+//! `--durability`). With `--fps F`, frame k is due at t0 + k/F on a camera clock: the
+//! pusher waits until then, and the frame latency is measured from that scheduled time,
+//! so a stall of the writer shows up in the latency of every frame it delays (open loop).
+//! `--help` lists every option.
+
+#[path = "record/args.rs"]
+mod args;
+#[path = "record/camera.rs"]
+mod camera;
+#[path = "record/report.rs"]
+mod report;
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use zarrstream::{
+    ArraySpec, Backpressure, Durability, IndexLocation, Packing, Stats, Writer, WriterOptions,
+};
+
+use crate::args::{Command, Options, UsageError};
+use crate::report::{mib, round};
+
+/// Largest total size of distinct synthetic frames kept in memory (they are cycled).
+const SYNTHETIC_POOL_BYTES: u64 = 1 << 30;
+
+/// Why the example failed: bad options (exit 2) or a failure while running (exit 1).
+enum Failure {
+    Usage(String),
+    Run(Box<dyn StdError>),
+}
+
+impl From<UsageError> for Failure {
+    fn from(e: UsageError) -> Self {
+        Failure::Usage(e.0)
+    }
+}
+
+impl From<zarrstream::Error> for Failure {
+    fn from(e: zarrstream::Error) -> Self {
+        match e {
+            zarrstream::Error::Exists { path } => Failure::Usage(exists_message(&path)),
+            zarrstream::Error::Spec(s) => Failure::Usage(format!("invalid array: {s}")),
+            e => Failure::Run(Box::new(e)),
+        }
+    }
+}
+
+impl From<zarrstream::SpecError> for Failure {
+    fn from(e: zarrstream::SpecError) -> Self {
+        Failure::Usage(format!("invalid array: {e}"))
+    }
+}
+
+/// An I/O error with what was being done to which path.
+#[derive(Debug)]
+struct IoContext {
+    what: String,
+    source: std::io::Error,
+}
+
+impl fmt::Display for IoContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.what, self.source)
+    }
+}
+
+impl StdError for IoContext {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.source)
+    }
+}
+
+fn io_failure(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Failure {
+    let what = what.into();
+    move |source| Failure::Run(Box::new(IoContext { what, source }))
+}
+
+fn exists_message(path: &Path) -> String {
+    format!(
+        "{} already exists; pass --overwrite to replace it",
+        path.display()
+    )
+}
+
+fn main() -> ExitCode {
+    match run(std::env::args().skip(1)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(msg)) => {
+            eprintln!("record: error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(e)) => {
+            // Our errors and the library's already include their cause in the message.
+            eprintln!("record: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
+    let opts = match args::parse(argv)? {
+        Command::Help => {
+            print!("{}", args::HELP);
+            return Ok(());
+        }
+        Command::Run(o) => *o,
+    };
+    let spec = build_spec(&opts)?;
+    check_out_path(&opts)?;
+    if let Some(p) = &opts.report {
+        check_report_path(p)?;
+    }
+
+    let input = open_input(&opts, &spec)?;
+    let frames = match (opts.frames, &input) {
+        (Some(n), _) => n,
+        (None, Some(i)) => i.frames,
+        (None, None) => args::default_frames(spec.shape()),
+    };
+    let capacity = spec.shape()[0].saturating_mul(spec.frames_per_step());
+    if spec.shape()[0] != 0 && frames > capacity {
+        return Err(Failure::Usage(format!(
+            "--frames {frames} exceeds the array's capacity of {capacity} frames (--shape {})",
+            join(spec.shape())
+        )));
+    }
+    let prep = Instant::now();
+    let (pool, source) = match input {
+        Some(i) => load_input(i, frames)?,
+        None => render_frames(&opts, &spec, frames)?,
+    };
+    let prep_seconds = prep.elapsed().as_secs_f64();
+    if !opts.quiet {
+        eprintln!(
+            "record: {} distinct frame(s) ready in {prep_seconds:.2} s ({source}); recording {frames} frame(s) to {}",
+            pool.len(),
+            opts.out.display()
+        );
+    }
+
+    // The frames stay resident; what the acquisition adds on top is what matters.
+    let peak_reset = report::reset_peak_rss();
+    let baseline_rss_kib = report::proc_status_kib("VmRSS");
+
+    let options = WriterOptions {
+        threads: opts.threads,
+        pin_threads: opts.pin,
+        sink: opts.sink,
+        pool_frames: opts.pool_frames,
+        backpressure: opts.backpressure,
+        durability: opts.durability,
+        packing: opts.packing,
+        overwrite: opts.overwrite,
+        ..WriterOptions::default()
+    };
+    let mut writer = Writer::create(&opts.out, spec, options)?;
+    let run = acquire(&mut writer, &pool, frames, opts.fps)?;
+    let stats = writer.finish()?;
+    let seconds = run.started.elapsed().as_secs_f64();
+
+    let peak_rss_kib = report::proc_status_kib("VmHWM");
+    let usage = report::disk_usage(&opts.out)
+        .map_err(io_failure(format!("measure {}", opts.out.display())))?;
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let measured = Measured {
+        stats,
+        seconds,
+        usage,
+        threads,
+        peak_rss_kib,
+        baseline_rss_kib,
+        peak_reset,
+        late_frames: run.late_frames,
+        max_lateness: run.max_lateness,
+        distinct_frames: pool.len(),
+        prep_seconds,
+        source,
+    };
+    let doc = report_json(&opts, &measured);
+    if let Some(path) = &opts.report {
+        let mut text = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(Box::new(e)))?;
+        text.push('\n');
+        std::fs::write(path, text)
+            .map_err(io_failure(format!("write report {}", path.display())))?;
+    }
+    if !opts.quiet {
+        print_summary(&opts, &measured);
+    }
+    Ok(())
+}
+
+fn build_spec(o: &Options) -> Result<ArraySpec, Failure> {
+    let mut builder = ArraySpec::builder()
+        .shape(&o.shape)
+        .chunk_shape(&o.chunk)
+        .shard_shape(&o.shard)
+        .dtype(o.dtype)
+        .codec(o.codec)
+        .crc32c(o.crc32c)
+        .index_location(o.index_location)
+        .fill_value(o.fill_value);
+    if let Some(names) = &o.dim_names {
+        builder = builder.dimension_names(names.iter().cloned());
+    }
+    let mut attrs = serde_json::Map::new();
+    let source = match &o.input {
+        Some(p) => json!({"input": p.display().to_string()}),
+        None => {
+            let cam = synthetic_camera(o)?;
+            let model = "peers/make_frames.py";
+            json!({"synthetic_camera": {"model": model, "seed": cam.seed, "blobs": cam.blobs}})
+        }
+    };
+    attrs.insert("record".into(), source);
+    Ok(builder.attributes(attrs).build()?)
+}
+
+/// Fails before the acquisition, not after it, if the report cannot be written there.
+fn check_report_path(path: &Path) -> Result<(), Failure> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if path.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--report {}: is a directory",
+            path.display()
+        )));
+    }
+    if !parent.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--report {}: directory {} does not exist",
+            path.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses an existing `--out` unless `--overwrite`, and even then a non-empty directory
+/// that is not a Zarr store (the writer would delete it recursively).
+fn check_out_path(o: &Options) -> Result<(), Failure> {
+    let meta = match std::fs::symlink_metadata(&o.out) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_failure(format!("inspect {}", o.out.display()))(e)),
+    };
+    if !o.overwrite {
+        return Err(Failure::Usage(exists_message(&o.out)));
+    }
+    if meta.is_dir() {
+        let empty = std::fs::read_dir(&o.out)
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false);
+        if !empty && !o.out.join("zarr.json").is_file() {
+            return Err(Failure::Usage(format!(
+                "refusing to overwrite {}: it is a non-empty directory without zarr.json, not a Zarr store",
+                o.out.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An opened `--input` file holding `frames` whole frames of `frame_bytes`.
+struct Input {
+    path: PathBuf,
+    file: File,
+    frames: u64,
+    frame_bytes: usize,
+}
+
+fn open_input(o: &Options, spec: &ArraySpec) -> Result<Option<Input>, Failure> {
+    let Some(path) = &o.input else {
+        return Ok(None);
+    };
+    let fb = spec.frame_bytes();
+    let what = format!("open input {}", path.display());
+    let file = File::open(path).map_err(io_failure(what.clone()))?;
+    let len = file.metadata().map_err(io_failure(what))?.len();
+    if len == 0 || len % fb as u64 != 0 {
+        let rank = spec.rank();
+        return Err(Failure::Usage(format!(
+            "--input {}: {len} bytes is not a whole number of {} x {} {} frames ({fb} bytes each)",
+            path.display(),
+            spec.shape()[rank - 2],
+            spec.shape()[rank - 1],
+            spec.dtype()
+        )));
+    }
+    Ok(Some(Input {
+        path: path.clone(),
+        file,
+        frames: len / fb as u64,
+        frame_bytes: fb,
+    }))
+}
+
+/// Reads the first `min(frames, frames in the file)` frames; they are cycled if the file
+/// holds fewer than `frames`. Returns them and a description.
+fn load_input(mut input: Input, frames: u64) -> Result<(Vec<Vec<u8>>, String), Failure> {
+    let load = frames.min(input.frames);
+    let mut pool = Vec::with_capacity(load as usize);
+    for _ in 0..load {
+        let mut buf = vec![0u8; input.frame_bytes];
+        input
+            .file
+            .read_exact(&mut buf)
+            .map_err(io_failure(format!("read input {}", input.path.display())))?;
+        pool.push(buf);
+    }
+    if pool.is_empty() {
+        // `--frames 0`: nothing is pushed; one frame keeps the push loop uniform.
+        pool.push(vec![0u8; input.frame_bytes]);
+    }
+    let cycled = if frames > input.frames {
+        ", cycled"
+    } else {
+        ""
+    };
+    let desc = format!(
+        "{load} of {} frames of {}{cycled}",
+        input.frames,
+        input.path.display()
+    );
+    Ok((pool, desc))
+}
+
+/// The synthetic camera for the options' frame size and data type.
+fn synthetic_camera(o: &Options) -> Result<camera::Camera, Failure> {
+    let rank = o.shape.len();
+    let to_usize = |v: u64| {
+        usize::try_from(v).map_err(|_| Failure::Usage(format!("frame edge {v} is too large")))
+    };
+    let (height, width) = (to_usize(o.shape[rank - 2])?, to_usize(o.shape[rank - 1])?);
+    Ok(camera::Camera {
+        height,
+        width,
+        blobs: o
+            .blobs
+            .unwrap_or_else(|| camera::default_blobs(height, width)),
+        seed: o.seed,
+        dtype: o.dtype,
+    })
+}
+
+/// Renders at most `SYNTHETIC_POOL_BYTES` of distinct synthetic frames (cycled while
+/// pushing). Returns them and a description.
+fn render_frames(
+    o: &Options,
+    spec: &ArraySpec,
+    frames: u64,
+) -> Result<(Vec<Vec<u8>>, String), Failure> {
+    let fb = spec.frame_bytes() as u64;
+    let distinct = frames.clamp(1, (SYNTHETIC_POOL_BYTES / fb).max(1)) as usize;
+    let cam = synthetic_camera(o)?;
+    if !o.quiet {
+        eprintln!(
+            "record: rendering {distinct} synthetic {} x {} {} frame(s) ({:.0} MiB)...",
+            cam.height,
+            cam.width,
+            spec.dtype(),
+            mib(distinct as u64 * fb)
+        );
+    }
+    let pool = cam.render(distinct);
+    let cycled = if frames > distinct as u64 {
+        ", cycled"
+    } else {
+        ""
+    };
+    let desc = format!(
+        "synthetic camera, seed {}, {} blobs{cycled}",
+        cam.seed, cam.blobs
+    );
+    Ok((pool, desc))
+}
+
+struct Acquisition {
+    started: Instant,
+    late_frames: u64,
+    max_lateness: Duration,
+}
+
+/// Pushes `frames` frames, cycling through `pool`, paced at `fps` (0 = flat out).
+fn acquire(
+    writer: &mut Writer,
+    pool: &[Vec<u8>],
+    frames: u64,
+    fps: f64,
+) -> Result<Acquisition, Failure> {
+    let period = (fps > 0.0).then(|| 1.0 / fps);
+    let mut late_frames = 0;
+    let mut max_lateness = Duration::ZERO;
+    let started = Instant::now();
+    for k in 0..frames {
+        let frame = &pool[(k % pool.len() as u64) as usize];
+        let scheduled = match period {
+            Some(p) => {
+                // Camera clock: computed from t0 so rounding never accumulates.
+                let due = started + Duration::from_secs_f64(k as f64 * p);
+                wait_until(due);
+                let lateness = Instant::now().saturating_duration_since(due);
+                max_lateness = max_lateness.max(lateness);
+                if lateness.as_secs_f64() > p {
+                    late_frames += 1;
+                }
+                due
+            }
+            None => Instant::now(),
+        };
+        // `false` means dropped under --backpressure drop; the writer counts it.
+        writer.push_bytes(frame, scheduled)?;
+    }
+    Ok(Acquisition {
+        started,
+        late_frames,
+        max_lateness,
+    })
+}
+
+/// Sleeps most of the way to `due`, then spins for the last fraction of a millisecond
+/// (sleep alone overshoots by the timer slack).
+fn wait_until(due: Instant) {
+    const SPIN: Duration = Duration::from_micros(250);
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return;
+        }
+        let left = due - now;
+        if left > SPIN {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+struct Measured {
+    stats: Stats,
+    seconds: f64,
+    usage: report::DiskUsage,
+    threads: usize,
+    peak_rss_kib: Option<u64>,
+    baseline_rss_kib: Option<u64>,
+    peak_reset: bool,
+    late_frames: u64,
+    max_lateness: Duration,
+    distinct_frames: usize,
+    prep_seconds: f64,
+    source: String,
+}
+
+impl Measured {
+    fn throughput_mib_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            mib(self.stats.bytes_in) / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    fn ratio(&self) -> f64 {
+        if self.usage.bytes > 0 {
+            self.stats.bytes_in as f64 / self.usage.bytes as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+fn report_json(o: &Options, m: &Measured) -> Value {
+    let s = &m.stats;
+    let kib_to_mib = |k: Option<u64>| k.map(|k| round(k as f64 / 1024.0, 1));
+    let extra_rss = match (m.peak_rss_kib, m.baseline_rss_kib) {
+        (Some(p), Some(b)) => Some(round(p.saturating_sub(b) as f64 / 1024.0, 1)),
+        _ => None,
+    };
+    json!({
+        "frames": s.frames_pushed,
+        "dropped": s.frames_dropped,
+        "raw_bytes": s.bytes_in,
+        "stored_bytes": m.usage.bytes,
+        "seconds": round(m.seconds, 6),
+        "throughput_mib_s": round(m.throughput_mib_s(), 2),
+        "push_latency_us": report::percentiles_us(&s.push_latency_ns),
+        "frame_latency_us": report::percentiles_us(&s.frame_latency_ns),
+        "peak_rss_mib": kib_to_mib(m.peak_rss_kib),
+        // Extras.
+        "frames_written": s.frames_written,
+        "compression_ratio": round(m.ratio(), 4),
+        "codec": o.codec.label(),
+        "crc32c": o.crc32c,
+        "sink": s.sink.as_str(),
+        "threads": m.threads,
+        "dtype": o.dtype.zarr_name(),
+        "shape": o.shape,
+        "chunk": o.chunk,
+        "shard": o.shard,
+        "index_location": match o.index_location {
+            IndexLocation::End => "end",
+            IndexLocation::Start => "start",
+        },
+        "packing": match o.packing {
+            Packing::Compact => "compact",
+            Packing::Sparse => "sparse",
+        },
+        "durability": match o.durability {
+            Durability::Shard => "shard",
+            Durability::None => "none",
+        },
+        "backpressure": match o.backpressure {
+            Backpressure::Block => "block",
+            Backpressure::Drop => "drop",
+        },
+        "fps": o.fps,
+        "late_frames": m.late_frames,
+        "max_lateness_us": round(m.max_lateness.as_secs_f64() * 1e6, 3),
+        "pool_mib": round(mib(s.pool_bytes as u64), 1),
+        "staging_mib": round(mib(s.staging_bytes as u64), 1),
+        "shards": s.shards,
+        "shard_bytes": s.bytes_stored,
+        "stored_files": m.usage.files,
+        "stored_allocated_bytes": m.usage.allocated,
+        "baseline_rss_mib": kib_to_mib(m.baseline_rss_kib),
+        "extra_rss_mib": extra_rss,
+        "peak_rss_reset_after_frames": m.peak_reset,
+        "writer_seconds": round(s.seconds, 6),
+        "distinct_frames": m.distinct_frames,
+        "prepare_seconds": round(m.prep_seconds, 3),
+        "source": m.source,
+        "out": o.out.display().to_string(),
+    })
+}
+
+fn print_summary(o: &Options, m: &Measured) {
+    let s = &m.stats;
+    let rank = o.shape.len();
+    let ms = |h: &hdrhistogram::Histogram<u64>| h.value_at_quantile(0.99) as f64 / 1e6;
+    println!(
+        "record: {} frame(s) of {}x{} {} ({} dropped) -> {}",
+        s.frames_pushed,
+        o.shape[rank - 2],
+        o.shape[rank - 1],
+        o.dtype,
+        s.frames_dropped,
+        o.out.display()
+    );
+    println!(
+        "  codec {}, sink {}, {} thread(s), chunk {}, shard {}",
+        o.codec.label(),
+        s.sink.as_str(),
+        m.threads,
+        join(&o.chunk),
+        join(&o.shard)
+    );
+    println!(
+        "  {:.1} MiB raw in {:.3} s = {:.1} MiB/s; stored {:.1} MiB in {} file(s), ratio {:.3}",
+        mib(s.bytes_in),
+        m.seconds,
+        m.throughput_mib_s(),
+        mib(m.usage.bytes),
+        m.usage.files,
+        m.ratio()
+    );
+    let rss = match (m.peak_rss_kib, m.baseline_rss_kib) {
+        (Some(p), Some(b)) => format!(
+            "; peak RSS {:.0} MiB ({:.0} MiB over the loaded frames)",
+            p as f64 / 1024.0,
+            p.saturating_sub(b) as f64 / 1024.0
+        ),
+        _ => String::new(),
+    };
+    println!(
+        "  p99 push latency {:.3} ms, p99 frame latency {:.3} ms{rss}",
+        ms(&s.push_latency_ns),
+        ms(&s.frame_latency_ns)
+    );
+    if o.fps > 0.0 {
+        println!(
+            "  paced at {} fps: {} frame(s) pushed more than one period late (max {:.3} ms)",
+            o.fps,
+            m.late_frames,
+            m.max_lateness.as_secs_f64() * 1e3
+        );
+    }
+}
+
+fn join(v: &[u64]) -> String {
+    v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}

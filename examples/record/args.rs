@@ -1,0 +1,538 @@
+//! Command-line options of the `record` example, parsed by hand with `std`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use zarrstream::{Backpressure, Codec, DataType, Durability, IndexLocation, Packing, SinkChoice};
+
+/// Elements per shard when the shard shape is derived (32 frames of 2048 x 2048).
+const SHARD_ELEMENTS: u64 = 1 << 27;
+/// Elements pushed by default (128 frames of 2048 x 2048: 1 GiB of `u16`).
+const DEFAULT_ELEMENTS: u64 = 1 << 29;
+/// Largest inner chunk edge (y, x) when the chunk shape is derived.
+const CHUNK_EDGE: u64 = 512;
+
+pub const HELP: &str = "\
+record: stream camera frames into a sharded Zarr v3 array with zarrstream
+
+USAGE:
+    cargo run --release --example record -- [OPTIONS]
+
+ARRAY:
+    --out PATH              store to create [default: ./record.zarr]; an existing
+                            path is refused unless --overwrite is given
+    --overwrite             replace an existing store at --out (a non-empty
+                            directory without zarr.json is never removed)
+    --shape D0,...,Y,X      array shape; D0 = 0 is an unbounded append axis
+                            [default: 0,2048,2048]
+    --chunk C0,...,CY,CX    inner chunk shape, same rank [default: 1,...,1,512,512
+                            for 2048x2048 frames; otherwise derived: leading axes 1,
+                            y/x split into near-equal chunks of at most 512]
+    --shard S0,...,SY,SX    shard shape, same rank, a multiple of --chunk [default:
+                            32,2048,2048 for the default shape; otherwise the whole
+                            frame and about 2^27 elements per shard]
+    --dtype T               u8 | u16 | i16 | u32 | f32 [default: u16]
+    --codec C               none | zstd[:LEVEL] | lz4[:CLEVEL] [default: lz4:1]
+                            (lz4 = blosc with cname lz4 and byte shuffle)
+    --no-crc32c             leave out the per-chunk crc32c codec (on by default)
+    --index-location L      end | start [default: end]
+    --fill-value V          fill value, representable in --dtype [default: 0]
+    --dim-names N0,...      dimension names, or 'none' [default: t,y,x for rank 3,
+                            t,z,y,x for rank 4, t,c,z,y,x for rank 5]
+
+FRAMES:
+    --frames N              frames (2-D planes) to push; with rank > 3 they fill the
+                            leading axes in C order [default: 2^29 elements' worth,
+                            128 for 2048x2048; with --input, the frames in the file]
+    --input FILE            headerless little-endian raw frames of --dtype (frame-
+                            major, C order), loaded into memory before timing;
+                            cycled if --frames asks for more than the file holds
+    --fps F                 pace frames at F per second from a camera clock: frame k
+                            is due at t0 + k/F and its latency is measured from
+                            then (0 = as fast as possible) [default: 0]
+    --seed N                synthetic camera seed [default: 20240611]
+    --blobs N               synthetic camera blob count [default: 400 per 2048 x 2048
+                            frame, scaled with the frame area]
+
+  Without --input a synthetic sCMOS-like camera (a port of make_frames.py) renders
+  the frames before timing starts: at most 1 GiB of distinct frames, cycled.
+
+WRITER:
+    --threads N             worker threads, 0 = one per core [default: 0]
+    --sink S                auto | mmap | pwrite [default: auto]
+    --backpressure B        block | drop: what push does when the frame pool is
+                            full [default: block]
+    --pool-frames N         frame buffers in the pool, 0 = 2 x threads + 2 [default: 0]
+    --packing P             compact | sparse: finished shard files without gaps, or
+                            sparse files with the gaps punched out [default: compact]
+    --durability D          shard | none: fdatasync each shard before it becomes
+                            visible, or no syncs [default: shard]
+    --no-pin                do not pin worker threads to cores
+
+OUTPUT:
+    --report FILE           write the JSON report to FILE
+    --quiet                 print nothing but errors
+    -h, --help              print this help
+
+Exit status: 0 on success, 2 for invalid options (including an existing --out
+without --overwrite), 1 for any other failure.
+";
+
+/// A problem with the command line (exit status 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Everything the example needs, with defaults applied and shapes derived.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub out: PathBuf,
+    pub overwrite: bool,
+    pub shape: Vec<u64>,
+    pub chunk: Vec<u64>,
+    pub shard: Vec<u64>,
+    pub dtype: DataType,
+    pub codec: Codec,
+    pub crc32c: bool,
+    pub index_location: IndexLocation,
+    pub fill_value: f64,
+    pub dim_names: Option<Vec<String>>,
+    /// `None` until resolved against the input file (see `main`).
+    pub frames: Option<u64>,
+    pub input: Option<PathBuf>,
+    pub fps: f64,
+    pub seed: u64,
+    /// `None`: 400 per 2048 x 2048, scaled with the frame area.
+    pub blobs: Option<usize>,
+    pub threads: usize,
+    pub sink: SinkChoice,
+    pub backpressure: Backpressure,
+    pub pool_frames: usize,
+    pub packing: Packing,
+    pub durability: Durability,
+    pub pin: bool,
+    pub report: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    Help,
+    Run(Box<Options>),
+}
+
+/// Raw values before defaults that depend on each other are applied.
+#[derive(Default)]
+struct Raw {
+    shape: Option<Vec<u64>>,
+    chunk: Option<Vec<u64>>,
+    shard: Option<Vec<u64>>,
+    dim_names: Option<Option<Vec<String>>>,
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageError> {
+    let mut o = Options {
+        out: PathBuf::from("./record.zarr"),
+        overwrite: false,
+        shape: Vec::new(),
+        chunk: Vec::new(),
+        shard: Vec::new(),
+        dtype: DataType::UInt16,
+        codec: Codec::lz4(1),
+        crc32c: true,
+        index_location: IndexLocation::End,
+        fill_value: 0.0,
+        dim_names: None,
+        frames: None,
+        input: None,
+        fps: 0.0,
+        seed: 20240611,
+        blobs: None,
+        threads: 0,
+        sink: SinkChoice::Auto,
+        backpressure: Backpressure::Block,
+        pool_frames: 0,
+        packing: Packing::Compact,
+        durability: Durability::Shard,
+        pin: true,
+        report: None,
+        quiet: false,
+    };
+    let mut raw = Raw::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "-h" || arg == "--help" {
+            return Ok(Command::Help);
+        }
+        if !arg.starts_with("--") {
+            return usage(format!(
+                "unexpected argument '{arg}' (options start with --; see --help)"
+            ));
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (arg.clone(), None),
+        };
+        // Flags take no value.
+        let flag = |o: &mut Options| -> Option<()> {
+            match name.as_str() {
+                "--overwrite" => o.overwrite = true,
+                "--no-crc32c" => o.crc32c = false,
+                "--no-pin" => o.pin = false,
+                "--quiet" => o.quiet = true,
+                _ => return None,
+            }
+            Some(())
+        };
+        if flag(&mut o).is_some() {
+            if inline.is_some() {
+                return usage(format!("{name} takes no value"));
+            }
+            continue;
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => match args.next() {
+                Some(v) => v,
+                None if is_option(&name) => {
+                    return usage(format!("{name} needs a value (see --help)"));
+                }
+                None => return usage(format!("unknown option {name} (see --help)")),
+            },
+        };
+        let v = value.as_str();
+        match name.as_str() {
+            "--out" => o.out = PathBuf::from(nonempty(&name, v)?),
+            "--shape" => raw.shape = Some(parse_dims(&name, v)?),
+            "--chunk" => raw.chunk = Some(parse_dims(&name, v)?),
+            "--shard" => raw.shard = Some(parse_dims(&name, v)?),
+            "--dtype" => {
+                o.dtype = match DataType::parse(v) {
+                    Some(d) => d,
+                    None => {
+                        return usage(format!("--dtype '{v}': expected u8, u16, i16, u32 or f32"));
+                    }
+                }
+            }
+            "--codec" => {
+                o.codec = match Codec::parse(v) {
+                    Some(c) => c,
+                    None => {
+                        return usage(format!(
+                            "--codec '{v}': expected none, zstd, zstd:LEVEL (-131072..=22), lz4 or lz4:CLEVEL (0..=9)"
+                        ));
+                    }
+                }
+            }
+            "--index-location" => {
+                o.index_location = match v {
+                    "end" => IndexLocation::End,
+                    "start" => IndexLocation::Start,
+                    _ => return usage(format!("--index-location '{v}': expected end or start")),
+                }
+            }
+            "--fill-value" => {
+                o.fill_value = match v.to_ascii_lowercase().as_str() {
+                    "nan" => f64::NAN,
+                    "inf" | "infinity" | "+inf" => f64::INFINITY,
+                    "-inf" | "-infinity" => f64::NEG_INFINITY,
+                    _ => match v.parse::<f64>() {
+                        Ok(x) => x,
+                        Err(_) => return usage(format!("--fill-value '{v}': not a number")),
+                    },
+                }
+            }
+            "--dim-names" => {
+                raw.dim_names = Some(if v == "none" {
+                    None
+                } else {
+                    let names: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
+                    if names.iter().any(String::is_empty) {
+                        return usage(format!("--dim-names '{v}': empty name"));
+                    }
+                    Some(names)
+                })
+            }
+            "--frames" => o.frames = Some(parse_num(&name, v)?),
+            "--input" => o.input = Some(PathBuf::from(nonempty(&name, v)?)),
+            "--fps" => {
+                o.fps = match v.parse::<f64>() {
+                    Ok(f) if f.is_finite() && f >= 0.0 => f,
+                    _ => return usage(format!("--fps '{v}': expected a number >= 0")),
+                }
+            }
+            "--seed" => o.seed = parse_num(&name, v)?,
+            "--blobs" => o.blobs = Some(parse_num(&name, v)?),
+            "--threads" => o.threads = parse_num(&name, v)?,
+            "--sink" => {
+                o.sink = match SinkChoice::parse(v) {
+                    Some(s) => s,
+                    None => return usage(format!("--sink '{v}': expected auto, mmap or pwrite")),
+                }
+            }
+            "--backpressure" => {
+                o.backpressure = match v {
+                    "block" => Backpressure::Block,
+                    "drop" => Backpressure::Drop,
+                    _ => return usage(format!("--backpressure '{v}': expected block or drop")),
+                }
+            }
+            "--pool-frames" => o.pool_frames = parse_num(&name, v)?,
+            "--packing" => {
+                o.packing = match v {
+                    "compact" => Packing::Compact,
+                    "sparse" => Packing::Sparse,
+                    _ => return usage(format!("--packing '{v}': expected compact or sparse")),
+                }
+            }
+            "--durability" => {
+                o.durability = match v {
+                    "shard" => Durability::Shard,
+                    "none" => Durability::None,
+                    _ => return usage(format!("--durability '{v}': expected shard or none")),
+                }
+            }
+            "--report" => o.report = Some(PathBuf::from(nonempty(&name, v)?)),
+            _ => return usage(format!("unknown option {name} (see --help)")),
+        }
+    }
+    resolve_shapes(&mut o, raw)?;
+    Ok(Command::Run(Box::new(o)))
+}
+
+/// Options that take a value (for the "needs a value" message).
+fn is_option(name: &str) -> bool {
+    HELP.lines()
+        .any(|l| l.trim_start().starts_with(&format!("{name} ")))
+}
+
+fn nonempty<'a>(name: &str, v: &'a str) -> Result<&'a str, UsageError> {
+    if v.is_empty() {
+        usage(format!("{name}: empty value"))
+    } else {
+        Ok(v)
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, UsageError> {
+    match v.trim().replace('_', "").parse::<T>() {
+        Ok(n) => Ok(n),
+        Err(_) => usage(format!("{name} '{v}': expected a non-negative integer")),
+    }
+}
+
+fn parse_dims(name: &str, v: &str) -> Result<Vec<u64>, UsageError> {
+    let dims: Result<Vec<u64>, _> = v.split(',').map(|d| d.trim().parse::<u64>()).collect();
+    match dims {
+        Ok(d) if !d.is_empty() => Ok(d),
+        _ => usage(format!(
+            "{name} '{v}': expected comma-separated non-negative integers, e.g. 0,2048,2048"
+        )),
+    }
+}
+
+fn join(v: &[u64]) -> String {
+    v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Applies the shape defaults and derives the chunk and shard shapes the user left out.
+fn resolve_shapes(o: &mut Options, raw: Raw) -> Result<(), UsageError> {
+    let shape = raw.shape.unwrap_or_else(|| vec![0, 2048, 2048]);
+    let rank = shape.len();
+    if rank < 3 {
+        return usage(format!(
+            "--shape {}: at least 3 axes are needed (append axis, y, x), e.g. 0,2048,2048",
+            join(&shape)
+        ));
+    }
+    if let Some(axis) = (1..rank).find(|&a| shape[a] == 0) {
+        return usage(format!(
+            "--shape {}: axis {axis} is 0; only axis 0 (the append axis) may be 0",
+            join(&shape)
+        ));
+    }
+    for (what, v) in [("--chunk", &raw.chunk), ("--shard", &raw.shard)] {
+        if let Some(v) = v {
+            if v.len() != rank {
+                return usage(format!(
+                    "{what} {} has {} entries but --shape {} has {rank}",
+                    join(v),
+                    v.len(),
+                    join(&shape)
+                ));
+            }
+            if let Some(axis) = v.iter().position(|&d| d == 0) {
+                return usage(format!("{what} {}: axis {axis} is 0", join(v)));
+            }
+        }
+    }
+    let (chunk, shard) = match (raw.chunk, raw.shard) {
+        (Some(c), Some(s)) => (c, s),
+        (Some(c), None) => {
+            let s = derive_shard(&shape, &c);
+            (c, s)
+        }
+        (None, Some(s)) => (derive_chunk_from_shard(&s), s),
+        (None, None) => {
+            let c = derive_chunk(&shape);
+            let s = derive_shard(&shape, &c);
+            (c, s)
+        }
+    };
+    if let Some(axis) = (0..rank).find(|&a| shard[a] % chunk[a] != 0) {
+        return usage(format!(
+            "--chunk {} does not divide --shard {} on axis {axis}",
+            join(&chunk),
+            join(&shard)
+        ));
+    }
+    o.dim_names = match raw.dim_names {
+        Some(names) => names,
+        None => {
+            let names: &[&str] = match rank {
+                3 => &["t", "y", "x"],
+                4 => &["t", "z", "y", "x"],
+                5 => &["t", "c", "z", "y", "x"],
+                _ => &[],
+            };
+            (!names.is_empty()).then(|| names.iter().map(|s| s.to_string()).collect())
+        }
+    };
+    o.shape = shape;
+    o.chunk = chunk;
+    o.shard = shard;
+    Ok(())
+}
+
+/// Leading axes 1; y and x split into near-equal chunks of at most `CHUNK_EDGE`.
+fn derive_chunk(shape: &[u64]) -> Vec<u64> {
+    let rank = shape.len();
+    let mut c = vec![1; rank];
+    for a in rank - 2..rank {
+        let n = shape[a].div_ceil(CHUNK_EDGE);
+        c[a] = shape[a].div_ceil(n);
+    }
+    c
+}
+
+/// Leading axes 1; y and x: the largest divisor of the shard edge that is at most
+/// `CHUNK_EDGE` (or the whole edge if that divisor would be tiny).
+fn derive_chunk_from_shard(shard: &[u64]) -> Vec<u64> {
+    let rank = shard.len();
+    let mut c = vec![1; rank];
+    for a in rank - 2..rank {
+        let s = shard[a];
+        let best = (s.div_ceil(CHUNK_EDGE)..=s)
+            .find(|n| s % n == 0)
+            .map_or(s, |n| s / n);
+        c[a] = if best < 32 && s > CHUNK_EDGE { s } else { best };
+    }
+    c
+}
+
+/// The whole frame (rounded up to chunks) on y and x; about `SHARD_ELEMENTS` per shard,
+/// spread over the leading axes from the innermost outwards.
+fn derive_shard(shape: &[u64], chunk: &[u64]) -> Vec<u64> {
+    let rank = shape.len();
+    let mut s = vec![0; rank];
+    for a in rank - 2..rank {
+        s[a] = shape[a].div_ceil(chunk[a]) * chunk[a];
+    }
+    let plane = s[rank - 2].saturating_mul(s[rank - 1]);
+    let mut budget = (SHARD_ELEMENTS / plane.max(1)).max(1);
+    let round_up = |v: u64, c: u64| v.div_ceil(c).saturating_mul(c);
+    for a in (1..rank - 2).rev() {
+        let whole = round_up(shape[a], chunk[a]);
+        if whole <= budget {
+            s[a] = whole;
+            budget /= whole;
+        } else {
+            // Near-equal shards no larger than the budget.
+            let n = shape[a].div_ceil(budget.max(1));
+            s[a] = round_up(shape[a].div_ceil(n), chunk[a]);
+            budget = 1;
+        }
+    }
+    s[0] = round_up(budget.max(1), chunk[0]);
+    if shape[0] > 0 {
+        s[0] = s[0].min(round_up(shape[0], chunk[0]));
+    }
+    s
+}
+
+/// Frames pushed when `--frames` is not given and there is no input file.
+pub fn default_frames(shape: &[u64]) -> u64 {
+    let rank = shape.len();
+    let plane = shape[rank - 2].saturating_mul(shape[rank - 1]).max(1);
+    (DEFAULT_ELEMENTS / plane).clamp(1, 1 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Options {
+        match parse(args.iter().map(|s| s.to_string())) {
+            Ok(Command::Run(o)) => *o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let o = run(&[]);
+        assert_eq!(o.shape, [0, 2048, 2048]);
+        assert_eq!(o.chunk, [1, 512, 512]);
+        assert_eq!(o.shard, [32, 2048, 2048]);
+        assert_eq!(default_frames(&o.shape), 128);
+        let o = run(&["--dtype", "u8"]);
+        assert_eq!(o.shard, [32, 2048, 2048]);
+    }
+
+    #[test]
+    fn shapes_are_derived() {
+        let o = run(&["--shape=0,2,40,2048,2048"]);
+        assert_eq!(o.chunk, [1, 1, 1, 512, 512]);
+        assert_eq!(o.shard, [1, 1, 20, 2048, 2048]);
+        let o = run(&["--shape", "0,2000,600"]);
+        assert_eq!(o.chunk, [1, 500, 300]);
+        assert_eq!(o.shard, [111, 2000, 600]);
+        let o = run(&["--shape", "10,100,70"]);
+        assert_eq!(o.chunk, [1, 100, 70]);
+        assert_eq!(o.shard, [10, 100, 70]);
+        let o = run(&["--shape", "0,2048,2048", "--chunk", "16,256,256"]);
+        assert_eq!(o.shard, [32, 2048, 2048]);
+        let o = run(&["--shape", "0,2048,2048", "--shard", "64,2048,2048"]);
+        assert_eq!(o.chunk, [1, 512, 512]);
+    }
+
+    #[test]
+    fn errors_are_clear() {
+        let err = |a: &[&str]| match parse(a.iter().map(|s| s.to_string())) {
+            Err(e) => e.0,
+            Ok(c) => panic!("{c:?}"),
+        };
+        assert!(err(&["--frobnicate"]).contains("unknown option --frobnicate"));
+        assert!(err(&["--frames"]).contains("needs a value"));
+        assert!(err(&["--codec", "gzip"]).contains("expected none"));
+        assert!(err(&["--shape", "0,0,4"]).contains("axis 1 is 0"));
+        assert!(err(&["--chunk", "1,512"]).contains("has 2 entries"));
+        assert!(
+            err(&["--chunk", "1,300,512", "--shard", "1,2048,2048"]).contains("does not divide")
+        );
+        assert!(err(&["--quiet=1"]).contains("takes no value"));
+    }
+}

@@ -31,11 +31,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zarrstream::{
-    ArraySpec, Backpressure, Durability, IndexLocation, Packing, Stats, Writer, WriterOptions,
-};
+use zarrstream::{ArraySpec, Backpressure, Durability, Packing, Stats, Writer, WriterOptions};
 
-use crate::args::{Command, Options, UsageError};
+use crate::args::{Command, Options, UsageError, join};
 use crate::report::{mib, round};
 
 /// Largest total size of distinct synthetic frames kept in memory (they are cycled).
@@ -520,10 +518,7 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "shape": o.shape,
         "chunk": o.chunk,
         "shard": o.shard,
-        "index_location": match o.index_location {
-            IndexLocation::End => "end",
-            IndexLocation::Start => "start",
-        },
+        "index_location": o.index_location.as_str(),
         "packing": match o.packing {
             Packing::Compact => "compact",
             Packing::Sparse => "sparse",
@@ -607,8 +602,4 @@ fn print_summary(o: &Options, m: &Measured) {
             m.max_lateness.as_secs_f64() * 1e3
         );
     }
-}
-
-fn join(v: &[u64]) -> String {
-    v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
 }

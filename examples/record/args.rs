@@ -344,7 +344,8 @@ fn parse_dims(name: &str, v: &str) -> Result<Vec<u64>, UsageError> {
     }
 }
 
-fn join(v: &[u64]) -> String {
+/// `1,2,3`, the form the shape options take.
+pub fn join(v: &[u64]) -> String {
     v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
 }
 

@@ -18,7 +18,7 @@ pub fn percentiles_us(h: &Histogram<u64>) -> Value {
     })
 }
 
-/// Nanoseconds to microseconds, rounded to nanoseconds.
+/// Nanoseconds to microseconds.
 pub fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }

@@ -82,6 +82,15 @@ pub(crate) fn plan(
     } else {
         (data_end, data_end + layout.index_size)
     };
+    if !start {
+        // The end index is written over the slots after the last chunk: never punch it,
+        // and nothing past it survives the final truncation anyway.
+        let keep_from = index_at / PAGE * PAGE;
+        holes.retain_mut(|(a, len)| {
+            *len = (*a + *len).min(keep_from).saturating_sub(*a);
+            *len > 0
+        });
+    }
     FinalLayout {
         entries,
         moves,
@@ -153,6 +162,30 @@ mod tests {
         );
         assert_eq!(p.entries, vec![Some((52, 10)), Some((62, 5)), None]);
         assert_eq!((p.index_at, p.len), (0, 67));
+    }
+
+    #[test]
+    fn sparse_holes_never_cover_the_end_index() {
+        // 256 page-sized slots: the index (4100 bytes) spans two pages after the last chunk.
+        let l = ShardLayout {
+            n: 256,
+            slot_size: 8192,
+            data_start: 0,
+            index_offset: 256 * 8192,
+            index_size: 16 * 256 + 4,
+            file_size: 256 * 8192 + 16 * 256 + 4,
+            location: IndexLocation::End,
+        };
+        let mut written = vec![None; 256];
+        written[0] = Some((0, 100));
+        written[3] = Some((3 * 8192, 5000));
+        let p = plan(&l, &written, Packing::Sparse);
+        assert_eq!(p.index_at, 3 * 8192 + 5000);
+        for &(a, len) in &p.holes {
+            assert!(a + len <= p.index_at, "hole {a}+{len} overlaps the index at {}", p.index_at);
+        }
+        // Slot 0's tail and the empty slots 1 and 2 are punched.
+        assert_eq!(p.holes, vec![(4096, 4096), (8192, 8192), (16384, 8192)]);
     }
 
     #[test]

@@ -22,6 +22,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// while the value is owned by a [`SlotRegion`].
 pub(crate) unsafe trait Backing: Send + Sync {
     fn as_mut_ptr_len(&mut self) -> (*mut u8, usize);
+
+    /// Makes `len` bytes at `offset` resident and writable without touching their
+    /// contents (a hint: failures are ignored).
+    fn prefault(&self, _offset: usize, _len: usize) {}
 }
 
 // SAFETY: a Vec's heap buffer does not move when the Vec is moved, and the region owns it.
@@ -35,6 +39,11 @@ unsafe impl Backing for Vec<u8> {
 unsafe impl Backing for memmap2::MmapMut {
     fn as_mut_ptr_len(&mut self) -> (*mut u8, usize) {
         (self.as_mut_ptr(), self.len())
+    }
+
+    fn prefault(&self, offset: usize, len: usize) {
+        // Kernels before 5.14 lack MADV_POPULATE_WRITE: pages then fault in on first write.
+        let _ = self.advise_range(memmap2::Advice::PopulateWrite, offset, len);
     }
 }
 
@@ -178,6 +187,21 @@ impl<B: Backing> SlotRegion<B> {
                 entry,
                 live: &self.live,
             })
+        }
+    }
+
+    /// Prefaults the data of slots `first..end` (clamped to the region), e.g. on another
+    /// thread ahead of the workers; safe at any time, as it reads and writes no bytes.
+    pub(crate) fn prefault(&self, first: usize, end: usize) {
+        let g = &self.geometry;
+        let end = end.min(g.n);
+        if first < end {
+            // Only the backing's own fields are borrowed here, never its bytes, so this
+            // does not alias the claimed slots.
+            self.backing.prefault(
+                g.data_start + first * g.slot_size,
+                (end - first) * g.slot_size,
+            );
         }
     }
 

@@ -182,7 +182,11 @@ mod tests {
         let p = plan(&l, &written, Packing::Sparse);
         assert_eq!(p.index_at, 3 * 8192 + 5000);
         for &(a, len) in &p.holes {
-            assert!(a + len <= p.index_at, "hole {a}+{len} overlaps the index at {}", p.index_at);
+            assert!(
+                a + len <= p.index_at,
+                "hole {a}+{len} overlaps the index at {}",
+                p.index_at
+            );
         }
         // Slot 0's tail and the empty slots 1 and 2 are punched.
         assert_eq!(p.holes, vec![(4096, 4096), (8192, 8192), (16384, 8192)]);

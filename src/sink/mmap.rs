@@ -1,6 +1,6 @@
 //! The mmap sink: workers encode straight into the shard's mapping.
 
-use memmap2::{Advice, MmapMut};
+use memmap2::MmapMut;
 
 use super::{SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
@@ -13,12 +13,9 @@ pub(crate) struct MmapSink {
 }
 
 impl MmapSink {
-    /// Maps the reserved file and prefaults it for writing, so workers do not take page
-    /// faults (this runs on the preparer thread, ahead of the workers).
+    /// Maps the reserved file; [`SlotSink::prefault`] then populates it ahead of the workers.
     pub(crate) fn new(temp: TempShard) -> Result<Self> {
         let map = map_reserved_file(&temp.file).map_err(|e| Error::io("mmap", &temp.path, e, 0))?;
-        // Kernels before 5.14 lack MADV_POPULATE_WRITE: then pages fault in on first write.
-        let _ = map.advise(Advice::PopulateWrite);
         let l = temp.layout;
         let usize_of = |v: u64| {
             usize::try_from(v).map_err(|_| internal("shard larger than the address space"))
@@ -49,6 +46,10 @@ impl SlotSink for MmapSink {
         let n = encode(slot.data)? as u64;
         *slot.entry = entry_bytes(self.temp.layout.slot_offset(i as u64), n);
         Ok(n)
+    }
+
+    fn prefault(&self, first: usize, end: usize) {
+        self.region.prefault(first, end);
     }
 
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {

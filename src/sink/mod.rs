@@ -96,6 +96,10 @@ pub(crate) trait SlotSink: Send + Sync {
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<u64>;
 
+    /// Makes the slots `first..end` cheap to write (the mmap sink populates its pages);
+    /// called by the preparer thread, possibly while workers write other slots.
+    fn prefault(&self, _first: usize, _end: usize) {}
+
     /// Moves chunks and writes the final index per `fin`, releases any mapping and cuts
     /// the file to its final length. Called once, after every chunk was written.
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard>;

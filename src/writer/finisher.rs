@@ -43,7 +43,7 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
                     match finish_shard(&shared, s) {
                         Ok(len) => {
                             report.bytes_stored += len;
-                            report.shards += 1;
+                            report.shards += u64::from(len > 0);
                             rows.entry(row).or_default().done += 1;
                         }
                         Err(e) => shared.fail(e),
@@ -112,7 +112,13 @@ fn unwrap_shard(mut s: Arc<OpenShard>) -> OpenShard {
 }
 
 fn finish_shard(shared: &Shared, s: OpenShard) -> Result<u64> {
-    let fin = plan(&shared.layout, &s.entries.snapshot(), shared.packing);
+    let written = s.entries.snapshot();
+    if written.iter().all(Option::is_none) {
+        // Every frame of this shard was dropped: a missing shard reads as fill, so the
+        // temporary file is just removed (when the sink drops).
+        return Ok(0);
+    }
+    let fin = plan(&shared.layout, &written, shared.packing);
     let temp = s.sink.finalize(&fin)?;
     let durable = shared.durability == Durability::Shard;
     if durable {

@@ -376,8 +376,12 @@ impl Writer {
         self.started.get_or_insert(t0);
         let k = self.next_frame;
         self.next_frame += 1;
-        let g = &self.shared.grid;
+        let shared = Arc::clone(&self.shared);
+        let g = &shared.grid;
         let c = g.coords(k);
+        // Every frame position opens its shard set, dropped or not, so sets are taken
+        // from the preparer in exactly the order it makes them.
+        self.ensure_set(&Grid::box_of(&c, &g.shard_lead))?;
         let wait = self.backpressure == Backpressure::Block;
         let accepted = if g.deep() {
             self.stage(&c, frame, scheduled, wait)?
@@ -442,7 +446,6 @@ impl Writer {
             };
             self.open_groups.insert(gc.clone(), group);
         }
-        self.ensure_set(&Grid::box_of(c, &g.shard_lead))?;
         let Some(group) = self.open_groups.get_mut(&gc) else {
             return Err(Error::Internal("staging group vanished".into()));
         };
@@ -487,24 +490,15 @@ impl Writer {
     fn ensure_set(&mut self, sc: &[u64]) -> Result<&Vec<Arc<OpenShard>>> {
         if !self.open_sets.contains_key(sc) {
             let rx = self.prepared.as_ref().ok_or(Error::Closed)?;
-            let set = loop {
-                let prepared = rx
-                    .recv()
-                    .map_err(|_| Error::Internal("shard preparer stopped".into()))??;
-                // Sets skipped because all their frames were dropped are discarded
-                // (their temporary files are removed on drop).
-                if prepared.coords.as_slice() == sc {
-                    break prepared;
-                }
-            };
-            let n = self.shared.spec.chunks_per_shard;
-            let shards: Vec<_> = set
-                .shards
-                .into_iter()
-                .map(|(key, sink)| Arc::new(OpenShard::new(sink, n, key, sc[0])))
-                .collect();
-            *self.row_shards.entry(sc[0]).or_default() += shards.len();
-            self.open_sets.insert(sc.to_vec(), shards);
+            let set = rx
+                .recv()
+                .map_err(|_| Error::Internal("shard preparer stopped".into()))??;
+            if set.coords.as_slice() != sc {
+                let msg = format!("prepared shard set {:?}, needed {sc:?}", set.coords);
+                return Err(Error::Internal(msg));
+            }
+            *self.row_shards.entry(sc[0]).or_default() += set.shards.len();
+            self.open_sets.insert(sc.to_vec(), set.shards);
         }
         self.open_sets
             .get(sc)

@@ -5,20 +5,23 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::shared::Shared;
+use super::shared::{OpenShard, Shared};
 use crate::error::Result;
-use crate::sink::{self, SlotSink};
+use crate::sink;
 
 /// All shards (one per `(y, x)` shard tile) at one point of the leading shard grid.
 pub(crate) struct PreparedSet {
     pub coords: Vec<u64>,
-    pub shards: Vec<(String, Box<dyn SlotSink>)>,
+    pub shards: Vec<Arc<OpenShard>>,
 }
 
 /// Prepares shard sets in the order frames will need them (C order of the leading shard
-/// coordinates), blocking while the channel is full; stops when the writer hangs up.
+/// coordinates): creates and reserves the files and maps them, hands the set over when
+/// the writer needs it, then prefaults it front to back while the workers start filling
+/// it, so that neither the caller nor the workers wait for page population.
 pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
     let g = &shared.grid;
+    let n = shared.spec.chunks_per_shard;
     let counts: Vec<u64> = g
         .extent
         .iter()
@@ -33,17 +36,34 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
                 let path = shared
                     .tmp_dir
                     .join(format!("{}.partial", key.replace('/', ".")));
-                sink::open(shared.sink, &path, shared.layout).map(|sink| (key, sink))
+                let sink = sink::open(shared.sink, &path, shared.layout)?;
+                Ok(Arc::new(OpenShard::new(sink, n, key, coords[0])))
             })
             .collect::<Result<Vec<_>>>();
-        let failed = set.is_err();
-        let msg = set.map(|shards| PreparedSet {
-            coords: coords.clone(),
-            shards,
-        });
-        if tx.send(msg).is_err() || failed {
+        let shards = match set {
+            Ok(shards) => shards,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        if tx
+            .send(Ok(PreparedSet {
+                coords: coords.clone(),
+                shards: shards.clone(),
+            }))
+            .is_err()
+        {
             return;
         }
+        // Slots fill in C order, one frame's tiles (cpy × cpx slots per shard) at a time.
+        let step = (g.cpy * g.cpx).max(1);
+        for first in (0..n).step_by(step) {
+            for s in &shards {
+                s.sink.prefault(first, first + step);
+            }
+        }
+        drop(shards);
         // Next point in C order.
         for i in (0..coords.len()).rev() {
             coords[i] += 1;

@@ -78,14 +78,20 @@ fn python() -> Option<PathBuf> {
         Ok(p) => Some(p.clone()),
         Err(e) if in_ci() => panic!("interop: the Python reader environment is missing: {e}"),
         Err(e) => {
-            eprintln!(
-                "\n{bar}\nINTEROP TESTS SKIPPED: no Python reader environment.\n{e}\n\
+            shout(&format!(
+                "\n{bar}\nINTEROP TEST SKIPPED: no Python reader environment.\n{e}\n\
                  (With CI=true this is a failure.)\n{bar}\n",
                 bar = "!".repeat(78)
-            );
+            ));
             None
         }
     }
+}
+
+/// Writes straight to the process's stderr, past the test harness's output capture, so
+/// skips and summaries show in a plain `cargo test` run.
+fn shout(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 /// A scratch directory under `target/tmp`, kept (and printed) if the test fails.
@@ -131,6 +137,13 @@ fn run_check(py: &Path, mode: &str, manifest: &Path) -> (ExitStatus, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     println!("{text}");
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("interop matrix:") {
+            shout(&format!("interop: matrix:{rest}"));
+        } else if let Some(rest) = line.strip_prefix("note ") {
+            shout(&format!("interop: note: {rest}"));
+        }
+    }
     (out.status, text)
 }
 
@@ -1145,6 +1158,9 @@ fn during_acquisition_every_read_is_exact() {
     );
     println!("record: {rec_text}");
     println!("{text}");
+    for line in text.lines().filter(|l| l.starts_with("live")) {
+        shout(&format!("interop: {line}"));
+    }
     assert!(
         rec_status.is_some_and(|s| s.success()),
         "record failed or timed out ({rec_status:?}): {rec_text}"

@@ -446,7 +446,7 @@ def check_negative(neg, by_name, fails, notes):
                               "differ from the clean array, expected exactly 1")
                 continue
             outcome = ("returned the correct values" if differing == 0 else
-                       f"returned {differing} corrupted values without an error")
+                       f"returned {differing} corrupted value(s) without an error")
             if reader.name == "zarrs" and label != "whole array":
                 note = (f"[{name}] zarrs partial read {outcome}: zarrs does not verify the "
                         "inner crc32c when it decodes part of a shard")

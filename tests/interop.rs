@@ -67,7 +67,11 @@ fn python() -> Option<PathBuf> {
                 String::from_utf8_lossy(&o.stderr)
             )),
             Ok(o) => {
-                eprint!("{}", String::from_utf8_lossy(&o.stderr));
+                // Says so when it had to (re)build the environment.
+                let said = String::from_utf8_lossy(&o.stderr);
+                if !said.trim().is_empty() {
+                    shout(said.trim_end());
+                }
                 let stdout = String::from_utf8_lossy(&o.stdout);
                 let py = stdout.lines().last().unwrap_or_default().trim();
                 Ok(PathBuf::from(py))
@@ -245,6 +249,8 @@ struct Case {
     durability: Durability,
     threads: usize,
     frames: u64,
+    /// Frames given to `Writer::skip` (counted as dropped; they read as fill).
+    skipped: &'static [u64],
     dims: Option<Vec<&'static str>>,
 }
 
@@ -269,6 +275,7 @@ fn case(name: &'static str, shape: &[u64], chunk: &[u64], shard: &[u64], frames:
         durability: Durability::None,
         threads: 2,
         frames,
+        skipped: &[],
         dims: Some(dims.to_vec()),
     }
 }
@@ -334,7 +341,7 @@ impl Case {
         let fb = h * w * es;
         // Frame k sits at leading coordinates unravel(k, [inf, shape[1..r-2]]); in C
         // order over the leading axes that is simply position k.
-        for k in 0..self.frames {
+        for k in (0..self.frames).filter(|k| !self.skipped.contains(k)) {
             let at = k as usize * fb;
             out[at..at + fb].copy_from_slice(&self.frame(k));
         }
@@ -364,6 +371,11 @@ impl Case {
         let mut w = Writer::create(&path, self.spec(), options)
             .unwrap_or_else(|e| panic!("{}: create: {e}", self.name));
         for k in 0..self.frames {
+            if self.skipped.contains(&k) {
+                w.skip()
+                    .unwrap_or_else(|e| panic!("{}: skip frame {k}: {e}", self.name));
+                continue;
+            }
             let accepted = w
                 .push_bytes(&self.frame(k), Instant::now())
                 .unwrap_or_else(|e| panic!("{}: push frame {k}: {e}", self.name));
@@ -372,7 +384,9 @@ impl Case {
         let stats = w
             .finish()
             .unwrap_or_else(|e| panic!("{}: finish: {e}", self.name));
-        assert_eq!(stats.frames_written, self.frames, "{}", self.name);
+        let skipped = self.skipped.len() as u64;
+        assert_eq!(stats.frames_written, self.frames - skipped, "{}", self.name);
+        assert_eq!(stats.frames_dropped, skipped, "{}", self.name);
         let expected = dir.join(format!("{}.expected.raw", self.name));
         fs::write(&expected, self.expected()).expect("write expected");
         self.manifest_entry(&path, &expected)
@@ -412,7 +426,7 @@ impl Case {
             .map(|(c, s)| s / c)
             .product();
         format!(
-            "{:<28} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<5} {:<6} {:>5}",
+            "{:<30} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<5} {:<6} {:>6}",
             self.name,
             self.dtype.to_string(),
             d(&self.final_shape()),
@@ -431,7 +445,11 @@ impl Case {
                 Packing::Compact => "compact",
                 Packing::Sparse => "sparse",
             },
-            self.frames,
+            if self.skipped.is_empty() {
+                self.frames.to_string()
+            } else {
+                format!("{}-{}", self.frames, self.skipped.len())
+            },
         )
     }
 }
@@ -612,14 +630,14 @@ fn matrix() -> Vec<Case> {
             0,
         ),
         // rank 4 [t, z] ------------------------------------------------------------
-        // Deep in z (2); shards stick out in z (5 of 8), y and x; 18 frames = 3 t and
-        // 3 z of the fourth t.
+        // Deep in z (2); shards stick out on every axis (t 5 of 6, z 5 of 8, y, x);
+        // 23 frames = 4 t + 3 z of the fifth: stops mid-shard and mid deep chunk.
         case(
-            "r4_u16_lz4_deepz",
+            "r4_u16_lz4_deepz_alledges",
             &[0, 5, 120, 90],
             &[1, 2, 64, 64],
             &[2, 4, 128, 128],
-            18,
+            23,
         ),
         // Deep in t (2): 16 frames = 5 t + 1 frame of the sixth, mid deep chunk.
         Case {
@@ -688,16 +706,18 @@ fn matrix() -> Vec<Case> {
             )
         },
         // rank 5 [t, c, z] ---------------------------------------------------------
-        // Deep in z; shards stick out in z, y, x and t; 22 frames = 3 t + 4 frames.
+        // Deep in z; shards stick out on every axis (t 5 of 6, c 3 of 4, z 3 of 4, y,
+        // x); 40 frames = 4 t + 4 frames: stops mid-shard and mid deep chunk (c 1, z 0
+        // of the chunk z 0..2 pushed, z 1 not).
         Case {
             codec: Codec::zstd(1),
             fill: 42.0,
             ..case(
-                "r5_u16_zstd1_deepz",
-                &[0, 2, 3, 100, 70],
+                "r5_u16_zstd1_deepz_alledges",
+                &[0, 3, 3, 100, 70],
                 &[1, 1, 2, 32, 32],
                 &[2, 2, 4, 64, 64],
-                22,
+                40,
             )
         },
         // Deep in c.
@@ -790,6 +810,34 @@ fn matrix() -> Vec<Case> {
                 &[1, 1, 1, 16, 16],
                 &[4, 2, 2, 32, 32],
                 9,
+            )
+        },
+        // Dropped frames (Writer::skip): frames 2 and 3 fill a whole shard, which is
+        // then never written; the last frame is dropped too.
+        Case {
+            codec: Codec::zstd(1),
+            fill: 8.0,
+            skipped: &[2, 3, 5, 9, 11],
+            ..case(
+                "r3_u16_zstd1_drops",
+                &[0, 64, 96],
+                &[1, 32, 32],
+                &[2, 64, 64],
+                12,
+            )
+        },
+        // Drops in deep chunks: a whole deep chunk (frames 0-2), part of one (7), a
+        // whole shard (12-17) and the last frame.
+        Case {
+            codec: Codec::lz4(1),
+            fill: 21.0,
+            skipped: &[0, 1, 2, 7, 12, 13, 14, 15, 16, 17, 19],
+            ..case(
+                "r5_u16_lz4_drops_deepz",
+                &[0, 2, 3, 40, 50],
+                &[1, 1, 3, 32, 32],
+                &[1, 2, 3, 64, 64],
+                20,
             )
         },
         // The bases of the corrupted copies (codec none: only a crc32c can notice a
@@ -945,7 +993,7 @@ fn matrix_reads_identically_in_three_readers() {
     let cases = matrix();
     assert!(cases.len() >= 24);
     println!(
-        "{:<28} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<5} {:<6} {:>5}",
+        "{:<30} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<5} {:<6} {:>6}",
         "array",
         "dtype",
         "final shape",

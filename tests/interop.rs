@@ -2,7 +2,7 @@
 //! zarr-python 3.1 (its own codec pipeline), zarr-python with the `zarrs` Rust codec
 //! pipeline, and tensorstore's `zarr3` driver, element for element.
 //!
-//! * `matrix`: 30 arrays (ranks 3–5, every codec and dtype, crc32c on/off, index at
+//! * `matrix`: 34 arrays (ranks 3–5, every codec and dtype, crc32c on/off, index at
 //!   end/start, both sinks, both packings, edge shards, streams stopping mid-shard and
 //!   mid-deep-chunk, single-chunk shards and shards of thousands of inner chunks, fill
 //!   values other than 0) read whole and in sub-regions, plus their metadata.

@@ -361,6 +361,17 @@ impl Writer {
     /// Any failure while accepting a frame closes the writer: finished shards stay
     /// published, the metadata records the abort, and the first error is returned.
     fn accept(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<bool> {
+        let shared = Arc::clone(&self.shared);
+        let c = shared.grid.coords(self.next_frame);
+        // Every frame position opens its shard set, dropped or not, so sets are taken
+        // from the preparer in exactly the order it makes them. If the next set cannot
+        // be made (e.g. the disk is full), this frame is refused, and everything
+        // accepted before it, whose space is already reserved, is finished and published.
+        if let Err(e) = self.ensure_set(&Grid::box_of(&c, &shared.grid.shard_lead)) {
+            self.closed = true;
+            self.shutdown(State::Aborted, Some(e.to_string()));
+            return Err(e);
+        }
         match self.accept_frame(frame, scheduled) {
             Ok(accepted) => Ok(accepted),
             Err(e) => {
@@ -379,9 +390,6 @@ impl Writer {
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
         let c = g.coords(k);
-        // Every frame position opens its shard set, dropped or not, so sets are taken
-        // from the preparer in exactly the order it makes them.
-        self.ensure_set(&Grid::box_of(&c, &g.shard_lead))?;
         let wait = self.backpressure == Backpressure::Block;
         let accepted = if g.deep() {
             self.stage(&c, frame, scheduled, wait)?

@@ -272,6 +272,15 @@ impl Writer {
         self.shared.sink
     }
 
+    /// Frames whose chunks are all encoded into their shard slots so far. Those survive
+    /// a crash of this process (they are in the page cache) and `zarrstream recover`
+    /// restores them from the temporary shards.
+    pub fn frames_encoded(&self) -> u64 {
+        self.shared
+            .frames_encoded
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Frames offered so far (written + dropped).
     pub fn frames_pushed(&self) -> u64 {
         self.next_frame

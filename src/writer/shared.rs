@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crossbeam_channel::Sender;
@@ -26,6 +26,9 @@ pub(crate) struct Shared {
     pub sink: SinkKind,
     pub packing: Packing,
     pub durability: Durability,
+    /// Frames whose chunks are all in their slots (in the page cache, so they survive a
+    /// crash of this process).
+    pub frames_encoded: AtomicU64,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -51,6 +54,7 @@ impl Shared {
             sink,
             packing,
             durability,
+            frames_encoded: AtomicU64::new(0),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         }

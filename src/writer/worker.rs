@@ -50,9 +50,10 @@ pub(crate) fn run(
             }
         }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            shared
-                .frames_encoded
-                .fetch_add(job.batch.times.len() as u64, Ordering::Release);
+            if !shared.failed() {
+                let n = job.batch.times.len() as u64;
+                shared.frames_encoded.fetch_add(n, Ordering::Release);
+            }
             let now = Instant::now();
             for t in &job.batch.times {
                 let ns = now.saturating_duration_since(*t).as_nanos();

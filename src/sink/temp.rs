@@ -71,11 +71,16 @@ impl TempShard {
             .map_err(|e| Error::io("truncate", &self.path, e, 0))
     }
 
-    /// Renames the file to `to`; from then on it is kept.
-    pub(crate) fn commit(mut self, to: &Path) -> Result<()> {
+    /// Renames the file to `to`; from then on it is kept. Returns the open file (for a
+    /// later group flush).
+    pub(crate) fn commit(mut self, to: &Path) -> Result<File> {
+        let file = self
+            .file
+            .try_clone()
+            .map_err(|e| Error::io("dup", &self.path, e, 0))?;
         std::fs::rename(&self.path, to).map_err(|e| Error::io("rename", to, e, 0))?;
         self.committed = true;
-        Ok(())
+        Ok(file)
     }
 }
 

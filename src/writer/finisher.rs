@@ -1,11 +1,12 @@
 //! The finisher thread: completes shards (compact, index, truncate, sync, rename) and
 //! republishes `zarr.json` when the visible extent of the append axis grows.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::Durability;
 use super::shared::{FinisherMsg, OpenShard, Shared};
@@ -28,19 +29,44 @@ struct Row {
     extent0: u64,
 }
 
+/// Flushes not yet made durable, and the extent waiting to be published after them.
+#[derive(Default)]
+struct Pending {
+    files: Vec<(std::fs::File, PathBuf)>,
+    dirs: BTreeSet<PathBuf>,
+    extent0: Option<u64>,
+}
+
 pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherReport {
     let mut report = FinisherReport::default();
     let mut rows: BTreeMap<u64, Row> = BTreeMap::new();
     let mut next_row = 0u64;
-    for msg in rx {
+    let mut pending = Pending::default();
+    let interval = match shared.durability {
+        Durability::Periodic { interval } => Some(interval),
+        Durability::Shard | Durability::None => None,
+    };
+    let mut last_commit = Instant::now();
+    loop {
+        let msg = match interval {
+            Some(i) => match rx.recv_timeout(i.saturating_sub(last_commit.elapsed())) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+            None => match rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => break,
+            },
+        };
         match msg {
-            FinisherMsg::Shard(s) => {
+            Some(FinisherMsg::Shard(s)) => {
                 let s = unwrap_shard(s);
                 let row = s.row;
                 // After a failure shards are dropped (their temporary files removed), and
                 // rows stop completing, so the published extent never covers them.
                 if !shared.failed() {
-                    match finish_shard(&shared, s) {
+                    match finish_shard(&shared, s, &mut pending) {
                         Ok(len) => {
                             report.bytes_stored += len;
                             report.shards += u64::from(len > 0);
@@ -50,38 +76,60 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
                     }
                 }
             }
-            FinisherMsg::RowSealed {
+            Some(FinisherMsg::RowSealed {
                 row,
                 shards,
                 extent0,
-            } => {
+            }) => {
                 let r = rows.entry(row).or_default();
                 r.expected = Some(shards);
                 r.extent0 = extent0;
             }
+            None => {}
         }
-        let mut visible = None;
         while let Some(r) = rows.get(&next_row).filter(|r| r.expected == Some(r.done)) {
-            visible = Some(r.extent0);
+            pending.extent0 = Some(r.extent0);
             rows.remove(&next_row);
             next_row += 1;
         }
-        if let Some(v) = visible {
-            report.visible_extent0 = v;
-        }
-        if let (Some(extent0), false) = (visible, shared.failed()) {
-            let progress = Progress {
-                state: State::Running,
-                frames_committed: extent0 * shared.spec.frames_per_step(),
-                frames_dropped: 0,
-                error: None,
-            };
-            if let Err(e) = publish(&shared, extent0, &progress) {
-                shared.fail(e);
-            }
+        if interval.is_none_or(|i| last_commit.elapsed() >= i) {
+            commit(&shared, &mut pending, &mut report);
+            last_commit = Instant::now();
         }
     }
+    commit(&shared, &mut pending, &mut report);
     report
+}
+
+/// Flushes pending shards and directories, then publishes the extent they complete.
+fn commit(shared: &Shared, pending: &mut Pending, report: &mut FinisherReport) {
+    if shared.failed() {
+        return;
+    }
+    let flushed = pending
+        .files
+        .drain(..)
+        .try_for_each(|(f, path)| f.sync_data().map_err(|e| Error::io("fsync", path, e, 0)))
+        .and_then(|()| pending.dirs.iter().try_for_each(|d| metadata::sync_dir(d)));
+    pending.dirs.clear();
+    if let Err(e) = flushed {
+        // A failed flush is never retried (the kernel may have dropped the dirty pages):
+        // the shards stay unpublished and the writer reports the error.
+        shared.fail(e);
+        return;
+    }
+    if let Some(extent0) = pending.extent0.take() {
+        report.visible_extent0 = extent0;
+        let progress = Progress {
+            state: State::Running,
+            frames_committed: extent0 * shared.spec.frames_per_step(),
+            frames_dropped: 0,
+            error: None,
+        };
+        if let Err(e) = publish(shared, extent0, &progress) {
+            shared.fail(e);
+        }
+    }
 }
 
 /// Publishes `zarr.json` with the append axis at `extent0` (fixed-size arrays keep their shape).
@@ -111,7 +159,7 @@ fn unwrap_shard(mut s: Arc<OpenShard>) -> OpenShard {
     }
 }
 
-fn finish_shard(shared: &Shared, s: OpenShard) -> Result<u64> {
+fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<u64> {
     let written = s.entries.snapshot();
     if written.iter().all(Option::is_none) {
         // Every frame of this shard was dropped: a missing shard reads as fill, so the
@@ -120,38 +168,47 @@ fn finish_shard(shared: &Shared, s: OpenShard) -> Result<u64> {
     }
     let fin = plan(&shared.layout, &written, shared.packing);
     let temp = s.sink.finalize(&fin)?;
-    let durable = shared.durability == Durability::Shard;
-    if durable {
+    if shared.durability == Durability::Shard {
         temp.file
             .sync_data()
             .map_err(|e| Error::io("fsync", &temp.path, e, 0))?;
     }
     let dst = shared.dir.join(&s.key);
-    if let Some(parent) = dst.parent() {
-        ensure_dir(parent, durable)?;
-        temp.commit(&dst)?;
-        if durable {
-            metadata::sync_dir(parent)?;
+    let Some(parent) = dst.parent() else {
+        return Err(Error::Internal(format!(
+            "shard key {} has no directory",
+            s.key
+        )));
+    };
+    let mut new_entries = BTreeSet::new();
+    ensure_dir(parent, &mut new_entries)?;
+    let file = temp.commit(&dst)?;
+    new_entries.insert(parent.to_path_buf());
+    match shared.durability {
+        Durability::Shard => new_entries.iter().try_for_each(|d| metadata::sync_dir(d))?,
+        Durability::Periodic { .. } => {
+            pending.files.push((file, dst));
+            pending.dirs.extend(new_entries);
         }
+        Durability::None => {}
     }
     Ok(fin.len)
 }
 
-/// Creates `dir` and its missing parents, making each new entry durable when asked.
-fn ensure_dir(dir: &Path, durable: bool) -> Result<()> {
+/// Creates `dir` and its missing parents, collecting the directories whose entries
+/// changed (to be synced).
+fn ensure_dir(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
     if let Some(parent) = dir.parent() {
-        ensure_dir(parent, durable)?;
+        ensure_dir(parent, changed)?;
         match std::fs::create_dir(dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(Error::io("create directory", dir, e, 0)),
         }
-        if durable {
-            metadata::sync_dir(parent)?;
-        }
+        changed.insert(parent.to_path_buf());
     }
     Ok(())
 }

@@ -526,6 +526,7 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "durability": match o.durability {
             Durability::Shard => "shard",
             Durability::None => "none",
+            Durability::Periodic { .. } => "periodic",
         },
         "backpressure": match o.backpressure {
             Backpressure::Block => "block",

@@ -65,8 +65,9 @@ WRITER:
     --pool-frames N         frame buffers in the pool, 0 = 2 x threads + 2 [default: 0]
     --packing P             compact | sparse: finished shard files without gaps, or
                             sparse files with the gaps punched out [default: compact]
-    --durability D          shard | none: fdatasync each shard before it becomes
-                            visible, or no syncs [default: shard]
+    --durability D          shard | periodic:MS | none: fdatasync each shard before it
+                            becomes visible, flush all shards every MS milliseconds
+                            (group commit), or no syncs [default: shard]
     --no-pin                do not pin worker threads to cores
 
 OUTPUT:
@@ -302,7 +303,19 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
                 o.durability = match v {
                     "shard" => Durability::Shard,
                     "none" => Durability::None,
-                    _ => return usage(format!("--durability '{v}': expected shard or none")),
+                    _ => match v
+                        .strip_prefix("periodic:")
+                        .and_then(|ms| ms.parse::<u64>().ok())
+                    {
+                        Some(ms) => Durability::Periodic {
+                            interval: std::time::Duration::from_millis(ms),
+                        },
+                        None => {
+                            return usage(format!(
+                                "--durability '{v}': expected shard, periodic:MS or none"
+                            ));
+                        }
+                    },
                 }
             }
             "--report" => o.report = Some(PathBuf::from(nonempty(&name, v)?)),

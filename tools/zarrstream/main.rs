@@ -1,0 +1,3 @@
+//! `zarrstream`: command-line tools for zarrstream stores.
+
+fn main() {}

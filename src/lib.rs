@@ -35,6 +35,8 @@ pub mod codec;
 mod dtype;
 mod error;
 mod metadata;
+pub mod read;
+pub mod recover;
 mod shard;
 mod sink;
 #[allow(unsafe_code)]

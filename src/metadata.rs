@@ -15,6 +15,8 @@ pub(crate) enum State {
     Running,
     Finished,
     Aborted,
+    /// Rebuilt by `zarrstream recover` after the writer stopped without finishing.
+    Recovered,
 }
 
 /// Progress written into the array's attributes on each publication.
@@ -35,6 +37,7 @@ pub(crate) fn array_json(spec: &ArraySpec, extent0: u64, progress: &Progress) ->
         State::Running => "running",
         State::Finished => "finished",
         State::Aborted => "aborted",
+        State::Recovered => "recovered",
     };
     let mut ours = json!({
         "version": env!("CARGO_PKG_VERSION"),

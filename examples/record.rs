@@ -170,7 +170,7 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         ..WriterOptions::default()
     };
     let mut writer = Writer::create(&opts.out, spec, options)?;
-    let run = acquire(&mut writer, &pool, frames, opts.fps)?;
+    let run = acquire(&mut writer, &pool, frames, opts.fps, opts.progress)?;
     let stats = writer.finish()?;
     let seconds = run.started.elapsed().as_secs_f64();
 
@@ -402,13 +402,17 @@ struct Acquisition {
     max_lateness: Duration,
 }
 
-/// Pushes `frames` frames, cycling through `pool`, paced at `fps` (0 = flat out).
+/// Pushes `frames` frames, cycling through `pool`, paced at `fps` (0 = flat out). With
+/// `progress`, prints `encoded N` to stderr each time `Writer::frames_encoded` has grown
+/// (polled after each push).
 fn acquire(
     writer: &mut Writer,
     pool: &[Vec<u8>],
     frames: u64,
     fps: f64,
+    progress: bool,
 ) -> Result<Acquisition, Failure> {
+    let mut encoded = 0;
     let period = (fps > 0.0).then(|| 1.0 / fps);
     let mut late_frames = 0;
     let mut max_lateness = Duration::ZERO;
@@ -431,6 +435,13 @@ fn acquire(
         };
         // `false` means dropped under --backpressure drop; the writer counts it.
         writer.push_bytes(frame, scheduled)?;
+        if progress {
+            let now = writer.frames_encoded();
+            if now > encoded {
+                encoded = now;
+                eprintln!("encoded {now}");
+            }
+        }
     }
     Ok(Acquisition {
         started,

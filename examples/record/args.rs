@@ -73,6 +73,9 @@ WRITER:
 OUTPUT:
     --report FILE           write the JSON report to FILE
     --quiet                 print nothing but errors
+    --progress              print `encoded N` to stderr whenever the number of
+                            frames whose chunks are all in their shard slots grows
+                            (polled after each push; for crash tests)
     -h, --help              print this help
 
 Exit status: 0 on success, 2 for invalid options (including an existing --out
@@ -125,6 +128,8 @@ pub struct Options {
     pub pin: bool,
     pub report: Option<PathBuf>,
     pub quiet: bool,
+    /// Print `encoded N` to stderr as `Writer::frames_encoded` grows.
+    pub progress: bool,
 }
 
 /// What the command line asks for.
@@ -171,6 +176,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         pin: true,
         report: None,
         quiet: false,
+        progress: false,
     };
     let mut raw = Raw::default();
     let mut args = args.into_iter();
@@ -194,6 +200,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
                 "--no-crc32c" => o.crc32c = false,
                 "--no-pin" => o.pin = false,
                 "--quiet" => o.quiet = true,
+                "--progress" => o.progress = true,
                 _ => return None,
             }
             Some(())

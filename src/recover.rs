@@ -588,6 +588,16 @@ fn recover_partial(
         chunks_rejected: 0,
         bytes: 0,
     };
+    if len == 0 {
+        // Killed between creating the file and reserving it (the preparer works one
+        // shard set ahead): nothing was ever written into it.
+        drop(file);
+        fs::remove_file(&path).map_err(io_err("remove", &path))?;
+        return Ok(PartialResult {
+            recovery,
+            rejected: Vec::new(),
+        });
+    }
     if entries.source == IndexSource::None {
         let aside = tmp_dir.join(format!("{name}{UNRECOVERABLE_SUFFIX}"));
         fs::rename(&path, &aside).map_err(io_err("rename", &aside))?;
@@ -612,7 +622,9 @@ fn recover_partial(
     let mut kept: Vec<Option<(u64, u64)>> = vec![None; entries.raw.len()];
     let mut rejected = Vec::new();
     for (i, &entry) in entries.raw.iter().enumerate() {
-        if entry == (EMPTY, EMPTY) {
+        // (0, 0): a reserved file whose working index was not yet initialised; no
+        // chunk is ever 0 bytes long.
+        if entry == (EMPTY, EMPTY) || entry == (0, 0) {
             continue;
         }
         let first = bounds(&entries, layout, i, entry)
@@ -1231,6 +1243,27 @@ mod tests {
         assert!(!s.path.join("c").exists());
         assert_eq!(r.shape[0], 0);
         assert!(r.published);
+
+        // Killed while the preparer was creating the file: empty, or reserved with the
+        // working index not yet initialised (zeros).
+        for len in [
+            0,
+            ShardLayout::new(&spec(Codec::lz4(1), true, IndexLocation::End))
+                .unwrap()
+                .file_size,
+        ] {
+            let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[]);
+            let f = OpenOptions::new()
+                .write(true)
+                .open(partial(&s.path))
+                .unwrap();
+            f.set_len(0).unwrap();
+            f.set_len(len).unwrap();
+            let r = recover_store(&s.path).unwrap();
+            assert_eq!(r.shards[0].outcome, ShardOutcome::Empty, "length {len}");
+            assert_eq!(r.chunks_rejected, 0, "length {len}: {:?}", r.rejected);
+            assert!(!s.path.join(PARTIAL_DIR).exists(), "length {len}");
+        }
 
         let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[0]);
         OpenOptions::new()

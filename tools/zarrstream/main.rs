@@ -88,6 +88,9 @@ fn print_summary(r: &RecoveryReport) {
     for s in &r.shards {
         let what = match s.outcome {
             ShardOutcome::Rebuilt => format!("rebuilt, {} bytes", s.bytes),
+            ShardOutcome::Empty if s.chunks_rejected == 0 => {
+                "no chunk written, removed".to_string()
+            }
             ShardOutcome::Empty => "no chunk verified, removed".to_string(),
             ShardOutcome::Unrecoverable => "no readable index, set aside".to_string(),
         };

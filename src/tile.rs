@@ -168,3 +168,166 @@ mod tests {
         assert_eq!(out, [2, 3]);
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    //! `ChunkSource` against a byte-by-byte model: rows of data at a stride, padded with
+    //! the fill element.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A strided source: (data, stride, rows, row_bytes, valid_rows, valid_row_bytes,
+    /// element size, fill bytes), all in whole elements as the writer builds them.
+    #[derive(Debug, Clone)]
+    struct Case {
+        data: Vec<u8>,
+        stride: usize,
+        rows: usize,
+        row_bytes: usize,
+        valid_rows: usize,
+        valid_row_bytes: usize,
+        es: usize,
+        fill: Vec<u8>,
+    }
+
+    fn arb_case() -> impl Strategy<Value = Case> {
+        (
+            prop_oneof![Just(1usize), Just(2), Just(4)],
+            1usize..=9,
+            1usize..=12,
+            0usize..=9,
+            0usize..=12,
+            0usize..=5,
+            any::<u32>(),
+            any::<u64>(),
+        )
+            .prop_map(|(es, rows, cols, vr, vc, extra, fill, seed)| {
+                let valid_rows = vr.min(rows);
+                let valid_cols = vc.min(cols);
+                // The plane is at least as wide as the valid part of a row.
+                let stride = (valid_cols + extra) * es;
+                let len = if valid_rows == 0 {
+                    0
+                } else {
+                    (valid_rows - 1) * stride + valid_cols * es
+                } + extra * es;
+                let data = (0..len as u64)
+                    .map(|i| (seed.wrapping_mul(i + 1) >> 17) as u8)
+                    .collect();
+                Case {
+                    data,
+                    stride,
+                    rows,
+                    row_bytes: cols * es,
+                    valid_rows,
+                    valid_row_bytes: valid_cols * es,
+                    es,
+                    fill: fill.to_le_bytes()[..es].to_vec(),
+                }
+            })
+    }
+
+    impl Case {
+        fn source(&self) -> ChunkSource<'_> {
+            ChunkSource::strided(
+                &self.data,
+                self.stride,
+                self.rows,
+                self.row_bytes,
+                self.valid_rows,
+                self.valid_row_bytes,
+                FillPattern::new(&self.fill),
+            )
+        }
+
+        /// Byte `p` of the chunk, and where it comes from in `data` (None = fill).
+        fn model(&self, p: usize) -> (u8, Option<usize>) {
+            let (r, b) = (p / self.row_bytes, p % self.row_bytes);
+            if r < self.valid_rows && b < self.valid_row_bytes {
+                let at = r * self.stride + b;
+                (self.data[at], Some(at))
+            } else {
+                (self.fill[p % self.es], None)
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whole-element ranges copy exactly the model's bytes: data where the rows are
+        /// valid, the fill element elsewhere.
+        #[test]
+        fn copy_range_matches_the_model(c in arb_case(), a in any::<usize>(), b in any::<usize>()) {
+            let src = c.source();
+            prop_assert_eq!(src.len(), c.rows * c.row_bytes);
+            let elems = src.len() / c.es;
+            let (s, e) = {
+                let (x, y) = (a % (elems + 1), b % (elems + 1));
+                (x.min(y) * c.es, x.max(y) * c.es)
+            };
+            let mut out = vec![0x5Au8; e - s];
+            src.copy_range(s, e, &mut out);
+            for (k, &got) in out.iter().enumerate() {
+                prop_assert_eq!(got, c.model(s + k).0, "byte {} of {}..{}", s + k, s, e);
+            }
+            if let Some(all) = src.as_contiguous() {
+                let whole: Vec<u8> = (0..src.len()).map(|p| c.model(p).0).collect();
+                prop_assert_eq!(all, &whole[..]);
+            }
+        }
+
+        /// Segments tile the range in order; data segments borrow exactly the model's
+        /// bytes of `data` (no copy, no byte read twice), fill segments cover the rest.
+        #[test]
+        fn segments_tile_the_range(c in arb_case(), a in any::<usize>(), b in any::<usize>()) {
+            let src = c.source();
+            let n = src.len();
+            let (s, e) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
+            let base = c.data.as_ptr() as usize;
+            let mut pos = s;
+            let mut ok = Ok(());
+            src.segments(s, e, |seg| {
+                if ok.is_err() {
+                    return;
+                }
+                ok = (|| {
+                    match seg {
+                        Segment::Data(d) => {
+                            prop_assert!(!d.is_empty() || s == e, "empty data segment at {}", pos);
+                            let off = d.as_ptr() as usize - base;
+                            for k in 0..d.len() {
+                                prop_assert_eq!(c.model(pos + k).1, Some(off + k), "byte {}", pos + k);
+                            }
+                            pos += d.len();
+                        }
+                        Segment::Fill(len) => {
+                            prop_assert!(len > 0, "empty fill segment at {}", pos);
+                            for k in 0..len {
+                                prop_assert_eq!(c.model(pos + k).1, None, "byte {}", pos + k);
+                            }
+                            pos += len;
+                        }
+                    }
+                    Ok(())
+                })();
+            });
+            ok?;
+            prop_assert_eq!(pos, e);
+        }
+
+        /// A contiguous source is its slice, any range of it.
+        #[test]
+        fn contiguous_is_identity(data in proptest::collection::vec(any::<u8>(), 0..300), a in any::<usize>(), b in any::<usize>()) {
+            let src = ChunkSource::contiguous(&data, FillPattern::new(&[1, 2]));
+            let n = data.len();
+            let (s, e) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
+            prop_assert_eq!(src.as_contiguous(), Some(&data[..]));
+            let mut out = vec![0u8; e - s];
+            src.copy_range(s, e, &mut out);
+            prop_assert_eq!(&out[..], &data[s..e]);
+        }
+    }
+}

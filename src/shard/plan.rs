@@ -202,3 +202,193 @@ mod tests {
         assert_eq!((empty.index_at, empty.len), (0, 52));
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    //! Properties of the finished layout over random specs and random sets of written
+    //! chunks, checked by applying the plan to a buffer the way the sinks do.
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::shard::encode_index;
+    use crate::shard::layout::proptests::arb_spec;
+    use crate::spec::ArraySpec;
+
+    /// Largest worst-case file simulated in memory.
+    const MAX_FILE: u64 = 8 << 20;
+
+    /// A layout (small or page-aligned slots) and, per slot, the size of the chunk the
+    /// workers wrote there (1..=slot_size bytes) or nothing.
+    fn arb_case() -> impl Strategy<Value = (ShardLayout, Vec<Option<(u64, u64)>>)> {
+        prop_oneof![arb_spec(3, 24, 4), arb_spec(1, 180, 3)]
+            .prop_map(|spec: ArraySpec| ShardLayout::new(&spec).unwrap())
+            .prop_filter("worst-case file too large to simulate", |l| {
+                l.file_size <= MAX_FILE
+            })
+            .prop_flat_map(|l| {
+                let sizes = proptest::collection::vec(
+                    prop_oneof![
+                        2 => Just(None),
+                        1 => Just(Some(u64::MAX)), // a full slot
+                        1 => (0u64..64).prop_map(Some), // tiny
+                        3 => any::<u64>().prop_map(Some),
+                    ],
+                    l.n as usize,
+                );
+                (Just(l), sizes)
+            })
+            .prop_map(|(l, sizes)| {
+                let written = sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| s.map(|s| (l.slot_offset(i as u64), 1 + s % l.slot_size)))
+                    .collect();
+                (l, written)
+            })
+    }
+
+    fn byte_of(chunk: usize, k: u64) -> u8 {
+        (chunk as u64)
+            .wrapping_mul(0x9E37_79B9)
+            .wrapping_add(k.wrapping_mul(131))
+            .to_le_bytes()[1]
+            ^ (k as u8)
+    }
+
+    fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+        a.0 < b.0 + b.1 && b.0 < a.0 + a.1
+    }
+
+    fn check(
+        l: &ShardLayout,
+        written: &[Option<(u64, u64)>],
+        packing: Packing,
+    ) -> Result<(), TestCaseError> {
+        let p = plan(l, written, packing);
+        let index = (p.index_at, l.index_size);
+        prop_assert_eq!(p.entries.len(), written.len());
+        // The index fits where the sinks write it (in the worst-case file) and in the
+        // final file.
+        prop_assert!(p.index_at + l.index_size <= p.len);
+        prop_assert!(p.index_at + l.index_size <= l.file_size);
+        prop_assert!(p.len <= l.file_size);
+        match l.location {
+            IndexLocation::Start => prop_assert_eq!(p.index_at, 0),
+            IndexLocation::End => prop_assert_eq!(p.len, p.index_at + l.index_size),
+        }
+        let placed: Vec<(usize, (u64, u64))> = p
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|e| (i, e)))
+            .collect();
+        for (i, (w, e)) in written.iter().zip(&p.entries).enumerate() {
+            prop_assert_eq!(w.is_some(), e.is_some(), "chunk {} presence", i);
+            if let (Some(w), Some(e)) = (w, e) {
+                prop_assert_eq!(w.1, e.1, "chunk {} length", i);
+            }
+        }
+        for (k, &(i, e)) in placed.iter().enumerate() {
+            prop_assert!(e.0 + e.1 <= p.len, "chunk {i} {e:?} past the end {}", p.len);
+            prop_assert!(
+                !overlaps(e, index),
+                "chunk {i} {e:?} overlaps the index {index:?}"
+            );
+            for &(j, f) in &placed[k + 1..] {
+                prop_assert!(!overlaps(e, f), "chunks {i} {e:?} and {j} {f:?} overlap");
+            }
+        }
+        for &(a, n) in &p.holes {
+            prop_assert!(
+                n > 0 && a % PAGE == 0 && n % PAGE == 0,
+                "hole {a}+{n} unaligned"
+            );
+            prop_assert!(a + n <= l.file_size, "hole {a}+{n} past the file");
+            prop_assert!(
+                !overlaps((a, n), index),
+                "hole {a}+{n} overlaps the index {index:?}"
+            );
+            for &(i, e) in &placed {
+                prop_assert!(
+                    !overlaps((a, n), e),
+                    "hole {a}+{n} overlaps chunk {i} {e:?}"
+                );
+            }
+        }
+        for m in &p.moves {
+            prop_assert!(m.to <= m.from && m.from + m.len <= l.file_size, "{m:?}");
+        }
+        let data: u64 = placed.iter().map(|(_, e)| e.1).sum();
+        match packing {
+            Packing::Compact => {
+                // No gaps: the chunks in slot order, then (or after) the index.
+                prop_assert!(p.holes.is_empty());
+                prop_assert_eq!(p.len, data + l.index_size);
+                let mut pos = if l.location == IndexLocation::Start {
+                    l.index_size
+                } else {
+                    0
+                };
+                for &(_, e) in &placed {
+                    prop_assert_eq!(e.0, pos);
+                    pos += e.1;
+                }
+            }
+            Packing::Sparse => {
+                prop_assert!(p.moves.is_empty());
+                prop_assert_eq!(&p.entries, &written.to_vec());
+            }
+        }
+
+        // Apply the plan as the sinks do: moves in order, the index, holes, truncation.
+        let mut file = vec![0xEEu8; l.file_size as usize];
+        for &(i, (o, n)) in &placed {
+            let o = written[i].map_or(o, |w| w.0);
+            for k in 0..n {
+                file[(o + k) as usize] = byte_of(i, k);
+            }
+        }
+        for m in &p.moves {
+            let (from, to, len) = (m.from as usize, m.to as usize, m.len as usize);
+            file.copy_within(from..from + len, to);
+        }
+        let at = p.index_at as usize;
+        encode_index(&p.entries, &mut file[at..at + l.index_size as usize]);
+        for &(a, n) in &p.holes {
+            file[a as usize..(a + n) as usize].fill(0);
+        }
+        file.truncate(p.len as usize);
+        for &(i, (o, n)) in &placed {
+            let got = &file[o as usize..(o + n) as usize];
+            let bad = (0..n).find(|&k| got[k as usize] != byte_of(i, k));
+            prop_assert!(bad.is_none(), "chunk {i} at {o} differs at byte {bad:?}");
+        }
+        let ix = &file[at..at + l.index_size as usize];
+        let nn = l.n as usize;
+        prop_assert_eq!(
+            u32::from_le_bytes(ix[16 * nn..].try_into().unwrap()),
+            crc32c::crc32c(&ix[..16 * nn])
+        );
+        for (i, e) in p.entries.iter().enumerate() {
+            let o = u64::from_le_bytes(ix[16 * i..16 * i + 8].try_into().unwrap());
+            let n = u64::from_le_bytes(ix[16 * i + 8..16 * i + 16].try_into().unwrap());
+            prop_assert_eq!(*e, (o != u64::MAX).then_some((o, n)), "index entry {}", i);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn compact_plan_is_sound((l, written) in arb_case()) {
+            check(&l, &written, Packing::Compact)?;
+        }
+
+        #[test]
+        fn sparse_plan_is_sound((l, written) in arb_case()) {
+            check(&l, &written, Packing::Sparse)?;
+        }
+    }
+}

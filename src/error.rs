@@ -119,6 +119,12 @@ pub enum Error {
         /// The store path.
         path: PathBuf,
     },
+    /// Another live process is recording into this store.
+    #[error("{path}: the store is locked by a writer that is still recording")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
     /// The filesystem is full.
     #[error("{path}: disk full while reserving {needed} bytes")]
     DiskFull {

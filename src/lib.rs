@@ -34,6 +34,7 @@
 pub mod codec;
 mod dtype;
 mod error;
+mod lock;
 mod metadata;
 pub mod read;
 pub mod recover;

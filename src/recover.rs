@@ -27,15 +27,16 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::codec::Codec;
+use crate::lock::{LOCK_FILE, StoreLock};
 use crate::metadata::{self, Progress, State};
 use crate::read::index::{EMPTY, parse_index, raw_entries};
 use crate::read::metadata::parse_array_json;
 use crate::read::{ReadError, blosc, zstd};
 use crate::shard::{Packing, ShardLayout, encode_index, plan};
+use crate::sink::CREATING_EXTENSION;
 use crate::spec::{ArraySpec, IndexLocation};
 
-/// Directory of the writer's temporary shards, inside the store.
-pub const PARTIAL_DIR: &str = ".zarrstream-partial";
+pub use crate::writer::PARTIAL_DIR;
 const PARTIAL_SUFFIX: &str = ".partial";
 /// Suffix of a shard being rebuilt (removed and redone if a recovery was interrupted).
 const REBUILD_SUFFIX: &str = ".recovering";
@@ -302,6 +303,12 @@ pub fn recover_store(path: impl AsRef<Path>) -> Result<RecoveryReport, RecoverEr
     let tmp_dir = dir.join(PARTIAL_DIR);
     let mut found_partials = false;
     let mut recovered_keys = BTreeSet::new();
+    // Refuses to run while a writer is still recording into the store.
+    let lock = if tmp_dir.is_dir() {
+        Some(StoreLock::acquire(&tmp_dir)?)
+    } else {
+        None
+    };
     if tmp_dir.is_dir() {
         let mut names = Vec::new();
         for entry in fs::read_dir(&tmp_dir).map_err(io_err("list", &tmp_dir))? {
@@ -311,8 +318,12 @@ pub fn recover_store(path: impl AsRef<Path>) -> Result<RecoveryReport, RecoverEr
         names.sort();
         for name in names {
             let path = tmp_dir.join(&name);
-            if name.ends_with(REBUILD_SUFFIX) {
-                // A rebuild interrupted before its rename: redone from the .partial.
+            if name == LOCK_FILE {
+                continue;
+            }
+            if name.ends_with(REBUILD_SUFFIX) || name.ends_with(&format!(".{CREATING_EXTENSION}")) {
+                // A rebuild interrupted before its rename (redone from the .partial), or a
+                // shard file killed while being created (it holds no chunks yet).
                 fs::remove_file(&path).map_err(io_err("remove", &path))?;
                 continue;
             }
@@ -366,6 +377,9 @@ pub fn recover_store(path: impl AsRef<Path>) -> Result<RecoveryReport, RecoverEr
         report.published = true;
     } else {
         report.shape = report.shape_before.clone();
+    }
+    if let Some(lock) = lock {
+        lock.release();
     }
     // The writer removes its temporary directory when it finishes; do the same once it
     // is empty (anything left in it was reported).

@@ -98,6 +98,16 @@ impl Codec {
         }
     }
 
+    /// [`bound`](Self::bound), or `None` where it does not fit in `usize` (zstd reports
+    /// inputs it cannot bound with an error code, which must not be mistaken for a size).
+    pub(crate) fn checked_bound(self, raw: usize) -> Option<usize> {
+        match self {
+            Codec::None => Some(raw),
+            Codec::Zstd { .. } => Some(zstd::bound(raw)).filter(|&b| b >= raw),
+            Codec::Lz4 { .. } => raw.checked_add(16),
+        }
+    }
+
     /// Short name for reports (`none`, `zstd:1`, `lz4:1`).
     pub fn label(self) -> String {
         match self {

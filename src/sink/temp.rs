@@ -9,6 +9,9 @@ use rustix::fs::FallocateFlags;
 use crate::error::{Error, Result};
 use crate::shard::{ShardLayout, entry_bytes};
 
+/// Extension of a temporary shard file while it is being created.
+pub const CREATING_EXTENSION: &str = "creating";
+
 pub(crate) struct TempShard {
     pub file: File,
     pub path: PathBuf,
@@ -22,15 +25,18 @@ impl TempShard {
     /// Creates the file, reserves its worst-case size (a full disk fails here, before
     /// anything is mapped) and marks every working-index entry empty.
     pub(crate) fn create(path: &Path, layout: ShardLayout) -> Result<Self> {
+        // Created under a `.creating` name and renamed once reserved and initialised, so
+        // a crash never leaves a `.partial` whose working index is not yet valid.
+        let creating = path.with_extension(CREATING_EXTENSION);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(path)
-            .map_err(|e| Error::io("create", path, e, 0))?;
+            .open(&creating)
+            .map_err(|e| Error::io("create", &creating, e, 0))?;
         let mut temp = TempShard {
             file,
-            path: path.to_path_buf(),
+            path: creating,
             layout,
             reserved: true,
             committed: false,
@@ -49,6 +55,8 @@ impl TempShard {
         temp.file
             .write_all_at(&empty, layout.index_offset)
             .map_err(|e| Error::io("write", path, e, empty.len() as u64))?;
+        std::fs::rename(&temp.path, path).map_err(|e| Error::io("rename", path, e, 0))?;
+        temp.path = path.to_path_buf();
         Ok(temp)
     }
 

@@ -26,6 +26,7 @@ use self::preparer::PreparedSet;
 use self::shared::{Batch, FinisherMsg, Job, OpenShard, Shared};
 use crate::dtype::{DataType, Element};
 use crate::error::{Error, Result};
+use crate::lock::StoreLock;
 use crate::metadata::{self, Progress, State};
 use crate::shard::{Packing, ShardLayout};
 use crate::sink::{SinkChoice, SinkKind};
@@ -149,6 +150,7 @@ pub struct Writer {
     finisher: Option<JoinHandle<finisher::FinisherReport>>,
     frame_pool: Pool,
     group_pool: Option<Pool>,
+    lock: Option<StoreLock>,
     open_sets: HashMap<Vec<u64>, Vec<Arc<OpenShard>>>,
     open_groups: HashMap<Vec<u64>, Group>,
     row_shards: BTreeMap<u64, usize>,
@@ -167,8 +169,9 @@ impl Writer {
     pub fn create(path: impl AsRef<Path>, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
         let dir = path.as_ref().to_path_buf();
         prepare_dir(&dir, options.overwrite)?;
-        let tmp_dir = dir.join(".zarrstream-partial");
+        let tmp_dir = dir.join(PARTIAL_DIR);
         std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
+        let lock = StoreLock::acquire(&tmp_dir)?;
         let grid = Grid::new(&spec);
         let layout =
             ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
@@ -262,6 +265,7 @@ impl Writer {
             finisher: Some(finisher),
             frame_pool,
             group_pool,
+            lock: Some(lock),
             open_sets: HashMap::new(),
             open_groups: HashMap::new(),
             row_shards: BTreeMap::new(),
@@ -688,6 +692,9 @@ impl Writer {
                 }),
             };
             let _ = finisher::publish(&self.shared, steps, &progress);
+            if let Some(lock) = self.lock.take() {
+                lock.release();
+            }
         } else {
             let progress = Progress {
                 state,
@@ -697,6 +704,9 @@ impl Writer {
             };
             if let Err(e) = finisher::publish(&self.shared, extent0, &progress) {
                 self.shared.fail(e);
+            }
+            if let Some(lock) = self.lock.take() {
+                lock.release();
             }
             let _ = std::fs::remove_dir(&self.shared.tmp_dir);
             if self.shared.durability != Durability::None {
@@ -724,6 +734,9 @@ enum Frame<'a> {
     Skipped,
 }
 
+/// The directory of temporary shards (and the writer's lock), outside the key space.
+pub const PARTIAL_DIR: &str = ".zarrstream-partial";
+
 /// Creates the store directory, refusing an existing path unless `overwrite`.
 fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
@@ -733,6 +746,11 @@ fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
             });
         }
         Ok(m) if m.is_dir() => {
+            // Never delete a store another live process is still recording into.
+            let tmp = dir.join(PARTIAL_DIR);
+            if tmp.is_dir() {
+                StoreLock::acquire(&tmp)?.release();
+            }
             std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
         }
         Ok(_) => std::fs::remove_file(dir).map_err(|e| Error::io("remove", dir, e, 0))?,

@@ -320,10 +320,8 @@ pub(crate) mod proptests {
     }
 
     /// A chunk of exactly u64::MAX bytes (3·5·17 × 257·641 × 65537·6700417 u8 elements)
-    /// passes the builder's checked products, then `bound + crc` overflows in
-    /// `ShardLayout::new` (`raw as u64 + crc`): a panic with overflow checks on, and with
-    /// them off a 64-byte slot for a 2^64-1-byte chunk. Zstd's bound is an error code
-    /// near usize::MAX for such sizes and takes the same path.
+    /// passes the builder's checked products; `bound + crc` then overflowed (and zstd's
+    /// bound is an error code for such sizes). Now the spec is refused, or its layout valid.
     #[test]
     fn huge_chunk_near_u64_max() {
         let chunk = [3 * 5 * 17, 257 * 641, 65537 * 6_700_417];

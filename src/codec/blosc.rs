@@ -14,19 +14,21 @@ use lz4_flex::block::{compress_into, get_maximum_output_size};
 use super::shuffle::shuffle_source;
 use crate::tile::ChunkSource;
 
+// Format constants, shared with the decoder in `read::blosc`.
+
 /// Largest input c-blosc 1.x accepts (`BLOSC_MAX_BUFFERSIZE`).
 pub const MAX_NBYTES: usize = i32::MAX as usize - HEADER;
-const HEADER: usize = 16;
+pub(crate) const HEADER: usize = 16;
 /// Inputs below this are always stored memcpyed (`MIN_BUFFERSIZE`).
-const MIN_BUFFERSIZE: usize = 128;
-const MAX_SPLITS: usize = 16;
+pub(crate) const MIN_BUFFERSIZE: usize = 128;
+pub(crate) const MAX_SPLITS: usize = 16;
 
-const FLAG_SHUFFLE: u8 = 0x01;
-const FLAG_MEMCPYED: u8 = 0x02;
-const FLAG_DONT_SPLIT: u8 = 0x10;
+pub(crate) const FLAG_SHUFFLE: u8 = 0x01;
+pub(crate) const FLAG_MEMCPYED: u8 = 0x02;
+pub(crate) const FLAG_DONT_SPLIT: u8 = 0x10;
 const FLAG_LZ4: u8 = 1 << 5;
-const VERSION: u8 = 2;
-const VERSION_LZ4: u8 = 1;
+pub(crate) const VERSION: u8 = 2;
+pub(crate) const VERSION_LZ4: u8 = 1;
 
 /// Worst case of a frame: never larger than the input plus the header.
 pub(crate) fn bound(raw: usize) -> usize {

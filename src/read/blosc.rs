@@ -7,19 +7,17 @@
 use super::ReadError;
 
 const CODEC: &str = "blosc";
-const HEADER: usize = 16;
 /// `BLOSC_MAX_BUFFERSIZE`: the largest `nbytes` c-blosc 1.x accepts.
-pub const MAX_BUFFERSIZE: usize = i32::MAX as usize - HEADER;
+pub use crate::codec::blosc::MAX_NBYTES as MAX_BUFFERSIZE;
+use crate::codec::blosc::{
+    FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_SHUFFLE, HEADER, MAX_SPLITS, MIN_BUFFERSIZE, VERSION,
+    VERSION_LZ4,
+};
 /// `BLOSC_MAX_BLOCKSIZE`: the largest block c-blosc 1.x accepts.
 pub const MAX_BLOCKSIZE: usize = 715_827_542;
-const MIN_BUFFERSIZE: usize = 128;
-const MAX_SPLITS: usize = 16;
 
-const FLAG_SHUFFLE: u8 = 0x01;
-const FLAG_MEMCPYED: u8 = 0x02;
 const FLAG_BITSHUFFLE: u8 = 0x04;
 const FLAG_RESERVED: u8 = 0x08;
-const FLAG_DONT_SPLIT: u8 = 0x10;
 const COMPFORMAT_LZ4: u8 = 1;
 
 /// The validated 16-byte header of a Blosc1 frame.
@@ -81,7 +79,7 @@ pub fn header(frame: &[u8], max_nbytes: usize) -> Result<Header, ReadError> {
     if frame.len() < HEADER {
         return Err(truncated("frame shorter than the 16-byte header"));
     }
-    if frame[0] != 2 {
+    if frame[0] != VERSION {
         return Err(invalid("format version is not 2"));
     }
     let flags = frame[2];
@@ -154,7 +152,7 @@ pub fn decompress(frame: &[u8], max_nbytes: usize) -> Result<Vec<u8>, ReadError>
             what: "compressor other than lz4",
         });
     }
-    if h.versionlz != 1 {
+    if h.versionlz != VERSION_LZ4 {
         return Err(invalid("lz4 format version is not 1"));
     }
     if h.flags & FLAG_BITSHUFFLE != 0 && !h.shuffled() {

@@ -126,11 +126,13 @@ pub enum Error {
         path: PathBuf,
     },
     /// The filesystem is full.
-    #[error("{path}: disk full while reserving {needed} bytes")]
+    #[error("{op} {path}: disk full ({needed} bytes needed)")]
     DiskFull {
+        /// What was being done (`"reserve"`, `"fallocate"`, `"write"`, …).
+        op: &'static str,
         /// The file being written.
         path: PathBuf,
-        /// Bytes that were being reserved or written.
+        /// Bytes that were being reserved or written (0 when unknown).
         needed: u64,
     },
     /// Any other I/O failure, with the operation and path.
@@ -177,7 +179,7 @@ impl Error {
     ) -> Self {
         let path = path.into();
         match source.raw_os_error() {
-            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { path, needed },
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { op, path, needed },
             _ => Error::Io { op, path, source },
         }
     }

@@ -1,8 +1,9 @@
 //! `zarr.json` for the array (digest §2 and §11), published atomically.
 
+use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -89,7 +90,10 @@ pub(crate) fn publish(dir: &Path, doc: &Value) -> Result<()> {
         f.write_all(&bytes)?;
         f.sync_all()
     };
-    write().map_err(|e| Error::io("write", &tmp, e, bytes.len() as u64))?;
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        Error::io("write", &tmp, e, bytes.len() as u64)
+    })?;
     fs::rename(&tmp, &dst).map_err(|e| Error::io("rename", &dst, e, 0))?;
     sync_dir(dir)
 }
@@ -99,6 +103,40 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::io("fsync", dir, e, 0))
+}
+
+/// Creates `dir` and its missing parents, collecting the directories whose entries
+/// changed (to be synced).
+pub(crate) fn create_dirs(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        create_dirs(parent, changed)?;
+        match std::fs::create_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io("create directory", dir, e, 0)),
+        }
+        changed.insert(parent.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Removes the empty directories below `dir` (and `dir` itself if it ends up empty):
+/// the preparer makes shard directories ahead of need, and a stream that stops leaves
+/// those of shards never written. Errors are ignored: a leftover empty directory is
+/// harmless to readers.
+pub(crate) fn prune_empty_dirs(dir: &Path) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                prune_empty_dirs(&e.path());
+            }
+        }
+    }
+    // Fails, as intended, when the directory still holds anything.
+    let _ = fs::remove_dir(dir);
 }
 
 #[cfg(test)]

@@ -239,18 +239,12 @@ fn push_after_a_failure_is_closed() {
         let Error::Io { op, path: file, .. } = &e else {
             panic!("want Error::Io, got {e:?}");
         };
-        assert_eq!(*op, "create", "{e}");
-        // The temporary file of shard c/2/0/0 (its exact name is the preparer's business).
-        assert_eq!(
-            file.parent(),
-            Some(path.join(".zarrstream-partial").as_path()),
-            "{e}"
-        );
-        assert!(
-            file.file_name()
-                .is_some_and(|f| f.to_string_lossy().starts_with("c.2.0.0.")),
-            "{e}"
-        );
+        // The first operation on the vanished directory fails: the free-space check
+        // before the reservation, or the creation itself.
+        assert!(matches!(*op, "statvfs" | "create"), "{e}");
+        // The temporary file of shard c/2/0/0 or its directory (the exact name is the
+        // preparer's business).
+        assert!(file.starts_with(path.join(".zarrstream-partial")), "{e}");
         assert!(e.to_string().contains(&file.display().to_string()), "{e}");
         assert_eq!(w.frames_pushed(), 4);
 

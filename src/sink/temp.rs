@@ -9,6 +9,26 @@ use rustix::fs::FallocateFlags;
 use crate::error::{Error, Result};
 use crate::shard::{ShardLayout, entry_bytes};
 
+/// Free space a reservation must leave behind, so that publishing `zarr.json` and
+/// creating shard directories never fail for lack of space once frames are accepted.
+const HEADROOM: u64 = 1 << 20;
+
+/// Refuses a reservation of `needed` bytes next to `path` that would leave less than
+/// [`HEADROOM`] free (a full disk is then refused before any frame is accepted for it).
+fn ensure_headroom(path: &Path, needed: u64) -> Result<()> {
+    let dir = path.parent().unwrap_or(path);
+    let st = rustix::fs::statvfs(dir).map_err(|e| Error::io("statvfs", dir, e.into(), 0))?;
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
+    if free < needed.saturating_add(HEADROOM) {
+        return Err(Error::DiskFull {
+            op: "reserve",
+            path: path.to_path_buf(),
+            needed,
+        });
+    }
+    Ok(())
+}
+
 /// Extension of a temporary shard file while it is being created.
 pub const CREATING_EXTENSION: &str = "creating";
 
@@ -28,6 +48,7 @@ impl TempShard {
         // Created under a `.creating` name and renamed once reserved and initialised, so
         // a crash never leaves a `.partial` whose working index is not yet valid.
         let creating = path.with_extension(CREATING_EXTENSION);
+        ensure_headroom(path, layout.file_size)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)

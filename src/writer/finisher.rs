@@ -2,7 +2,7 @@
 //! republishes `zarr.json` when the visible extent of the append axis grows.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -186,7 +186,7 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         )));
     };
     let mut new_entries = BTreeSet::new();
-    ensure_dir(parent, &mut new_entries)?;
+    metadata::create_dirs(parent, &mut new_entries)?;
     let file = temp.commit(&dst)?;
     new_entries.insert(parent.to_path_buf());
     match shared.durability {
@@ -204,22 +204,4 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
 /// cache with data nobody is about to read (the pages are clean, so this costs no I/O).
 fn release_cache(file: &std::fs::File) {
     let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
-}
-
-/// Creates `dir` and its missing parents, collecting the directories whose entries
-/// changed (to be synced).
-fn ensure_dir(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        ensure_dir(parent, changed)?;
-        match std::fs::create_dir(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io("create directory", dir, e, 0)),
-        }
-        changed.insert(parent.to_path_buf());
-    }
-    Ok(())
 }

@@ -93,6 +93,18 @@ impl Grid {
         })
     }
 
+    /// How many boxes of `size` (chunk groups, shard sets) can have received some but
+    /// not all of their frames at once: every combination of the leading axes after the
+    /// outermost one where a box is more than one frame deep.
+    pub(crate) fn max_open_boxes(&self, size: &[u64]) -> usize {
+        match size.iter().position(|&s| s > 1) {
+            None => 1,
+            Some(outer) => (outer + 1..self.extent.len())
+                .map(|i| self.extent[i].div_ceil(size[i]) as usize)
+                .product(),
+        }
+    }
+
     /// Box coordinates of `c` for boxes of `size`.
     pub(crate) fn box_of(c: &[u64], size: &[u64]) -> Vec<u64> {
         c.iter().zip(size).map(|(a, b)| a / b).collect()
@@ -213,6 +225,15 @@ mod tests {
         assert_eq!(g.shard_of_tile(5), 1);
         assert_eq!(g.slot(&[1], 5), 4 + 1);
         assert_eq!(g.shard_key(&[3], 1), "c/3/1/0");
+    }
+
+    #[test]
+    fn open_boxes_count_the_axes_after_the_outermost_deep_one() {
+        let g = grid(&[0, 5, 3, 8, 8], &[1, 1, 1, 8, 8], &[4, 2, 1, 8, 8]);
+        assert_eq!(g.max_open_boxes(&[1, 1, 1]), 1);
+        assert_eq!(g.max_open_boxes(&[4, 2, 1]), 3 * 3);
+        assert_eq!(g.max_open_boxes(&[1, 2, 1]), 3);
+        assert_eq!(g.max_open_boxes(&[1, 1, 2]), 1);
     }
 
     #[test]

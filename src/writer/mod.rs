@@ -169,6 +169,14 @@ impl Writer {
     pub fn create(path: impl AsRef<Path>, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
         let dir = path.as_ref().to_path_buf();
         prepare_dir(&dir, options.overwrite)?;
+        // A store that could not be set up completely is removed, so a retry (e.g. after
+        // freeing space) does not meet a half-made store.
+        Self::start(dir.clone(), spec, options).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })
+    }
+
+    fn start(dir: std::path::PathBuf, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
         let tmp_dir = dir.join(PARTIAL_DIR);
         std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
         let lock = StoreLock::acquire(&tmp_dir)?;
@@ -201,13 +209,7 @@ impl Writer {
 
         let g = &shared.grid;
         let (frame_pool, group_pool) = if g.deep() {
-            // Groups that can be open at once: all combinations of the leading axes after
-            // the outermost one whose chunk is deeper than one frame.
-            let outer = g.chunk_lead.iter().position(|&c| c > 1).unwrap_or(0);
-            let open: u64 = (outer + 1..g.extent.len())
-                .map(|i| g.extent[i].div_ceil(g.chunk_lead[i]))
-                .product();
-            let groups = open as usize + options.spare_groups.max(1);
+            let groups = g.max_open_boxes(&g.chunk_lead) + options.spare_groups.max(1);
             (
                 Pool::new(2, shared.spec.frame_bytes),
                 Some(Pool::new(groups, g.tiles * g.chunk_bytes)),
@@ -343,6 +345,7 @@ impl Writer {
     /// dropped, keeping its place in the array (it reads as the fill value).
     pub fn skip(&mut self) -> Result<()> {
         self.check_open()?;
+        self.check_capacity()?;
         let t = Instant::now();
         self.accept(Frame::Skipped, t).map(|_| ())
     }
@@ -377,6 +380,12 @@ impl Writer {
                 got: nbytes,
             });
         }
+        self.check_capacity()
+    }
+
+    /// A bounded append axis holds `shape[0] × frames_per_step` frames.
+    fn check_capacity(&self) -> Result<()> {
+        let spec = &self.shared.spec;
         let cap = spec.shape[0].saturating_mul(spec.frames_per_step());
         if spec.shape[0] != 0 && self.next_frame >= cap {
             return Err(Error::ArrayFull { frames: cap });
@@ -394,6 +403,8 @@ impl Writer {
         // be made (e.g. the disk is full), this frame is refused, and everything
         // accepted before it, whose space is already reserved, is finished and published.
         if let Err(e) = self.ensure_set(&Grid::box_of(&c, &shared.grid.shard_lead)) {
+            // An earlier failure of another thread explains more than this one.
+            let e = shared.take_error().unwrap_or(e);
             self.closed = true;
             self.shutdown(State::Aborted, Some(e.to_string()));
             return Err(e);
@@ -680,6 +691,7 @@ impl Writer {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
+        metadata::prune_empty_dirs(&self.shared.dir.join("c"));
         if self.shared.failed() {
             // Publish only what the finisher completed, and why the acquisition stopped.
             let steps = report.visible_extent0;

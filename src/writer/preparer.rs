@@ -1,13 +1,21 @@
 //! The preparer thread creates, reserves, maps and prefaults shard files ahead of need,
 //! so neither the pushing thread nor the workers pay for it.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
+use super::Durability;
 use super::shared::{OpenShard, Shared};
 use crate::error::Result;
+use crate::metadata;
 use crate::sink;
+
+/// Shard sets that may wait for the finisher beyond those that must be open together.
+const SPARE_UNFINISHED_SETS: usize = 3;
 
 /// All shards (one per `(y, x)` shard tile) at one point of the leading shard grid.
 pub(crate) struct PreparedSet {
@@ -29,15 +37,33 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
         .map(|(e, s)| e.div_ceil(*s))
         .collect();
     let mut coords = vec![0u64; counts.len()];
+    // Sets that must be open together, plus a few finished ones waiting for the finisher.
+    let max_unfinished = (g.max_open_boxes(&g.shard_lead) + SPARE_UNFINISHED_SETS) * g.shard_tiles;
     while coords[0] < counts[0] {
+        // Bounds the shards that are reserved but not yet finished (e.g. while a slow
+        // flush holds the finisher back): beyond it the writer waits here, not in memory.
+        while shared.unfinished_shards.load(Ordering::Acquire) >= max_unfinished {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let set = (0..g.shard_tiles)
             .map(|s| {
                 let key = g.shard_key(&coords, s);
+                // Directories are made here, before the reservation, so that running out
+                // of space for them refuses a frame instead of failing a finished shard.
+                let dst = shared.dir.join(&key);
+                if let Some(parent) = dst.parent() {
+                    let mut changed = BTreeSet::new();
+                    metadata::create_dirs(parent, &mut changed)?;
+                    if shared.durability != Durability::None {
+                        changed.iter().try_for_each(|d| metadata::sync_dir(d))?;
+                    }
+                }
                 let path = shared
                     .tmp_dir
                     .join(format!("{}.partial", key.replace('/', ".")));
                 let sink = sink::open(shared.sink, &path, shared.layout)?;
-                Ok(Arc::new(OpenShard::new(sink, n, key, coords[0])))
+                shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
+                Ok(Arc::new(OpenShard::new(sink, n, key, coords[0], &shared)))
             })
             .collect::<Result<Vec<_>>>();
         let shards = match set {

@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     /// Frames whose chunks are all in their slots (in the page cache, so they survive a
     /// crash of this process).
     pub frames_encoded: AtomicU64,
+    /// Shards reserved by the preparer and not yet finished (or discarded).
+    pub unfinished_shards: Arc<AtomicUsize>,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -55,6 +57,7 @@ impl Shared {
             packing,
             durability,
             frames_encoded: AtomicU64::new(0),
+            unfinished_shards: Arc::new(AtomicUsize::new(0)),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         }
@@ -87,16 +90,35 @@ pub(crate) struct OpenShard {
     pub key: String,
     /// Index of the shard along the append axis.
     pub row: u64,
+    _unfinished: Unfinished,
+}
+
+/// Counts a shard in [`Shared::unfinished_shards`] until it is finished or discarded.
+struct Unfinished(Arc<AtomicUsize>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl OpenShard {
-    pub(crate) fn new(sink: Box<dyn SlotSink>, n: usize, key: String, row: u64) -> Self {
+    /// A shard over `sink`, counted in `shared.unfinished_shards` (which the caller
+    /// has already incremented) until it is dropped.
+    pub(crate) fn new(
+        sink: Box<dyn SlotSink>,
+        n: usize,
+        key: String,
+        row: u64,
+        shared: &Shared,
+    ) -> Self {
         OpenShard {
             sink,
             entries: IndexEntries::new(n),
             pending: AtomicUsize::new(1),
             key,
             row,
+            _unfinished: Unfinished(Arc::clone(&shared.unfinished_shards)),
         }
     }
 

@@ -301,7 +301,10 @@ fn check_refused_store(case: &Case, path: &Path, s: &Stopped) {
 fn check_disk_full_error(case: &Case, path: &Path, s: &Stopped) {
     let name = case.name;
     let k = s.accepted.len() as u64;
-    let Error::DiskFull { path: file, needed, .. } = &s.error else {
+    let Error::DiskFull {
+        path: file, needed, ..
+    } = &s.error
+    else {
         panic!(
             "[{name}] frame {k}: want Error::DiskFull, got {:?}",
             s.error

@@ -93,6 +93,16 @@ pub enum Error {
     /// The array specification is invalid.
     #[error("invalid array specification: {0}")]
     Spec(#[from] SpecError),
+    /// A writer option is out of its range.
+    #[error("writer option {option} = {value} is out of range (at most {max})")]
+    InvalidOption {
+        /// The option's name.
+        option: &'static str,
+        /// The value given.
+        value: usize,
+        /// The largest accepted value.
+        max: usize,
+    },
     /// A frame of the wrong byte length was pushed.
     #[error("frame {frame}: expected {expected} bytes, got {got}")]
     FrameSize {

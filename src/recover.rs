@@ -14,8 +14,8 @@
 //! renamed: entries are then read from the final index, and a chunk whose slot was
 //! overwritten by the compaction is looked for at its compacted position.
 //!
-//! Do not run it on a store that a writer is still recording into: nothing in the store
-//! tells a live writer from a dead one.
+//! It refuses a store whose writer is still alive: the writer holds an `flock` on
+//! `.zarrstream-partial/writer.lock`, which the kernel releases when the process dies.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::{self, File, OpenOptions};

@@ -102,10 +102,25 @@ unsafe impl<B: Backing> Send for SlotRegion<B> {}
 unsafe impl<B: Backing> Sync for SlotRegion<B> {}
 
 /// One claimed slot: its data bytes and its index entry.
+///
+/// The views are private and only lent out for as long as the `Slot` is borrowed, so no
+/// reference into the slot can outlive the claim (and alias a later [`SlotRegion::close`]).
 pub(crate) struct Slot<'a> {
-    pub data: &'a mut [u8],
-    pub entry: &'a mut [u8; 16],
+    data: &'a mut [u8],
+    entry: &'a mut [u8; 16],
     live: &'a AtomicUsize,
+}
+
+impl Slot<'_> {
+    /// The slot's data bytes.
+    pub(crate) fn data(&mut self) -> &mut [u8] {
+        self.data
+    }
+
+    /// The slot's 16-byte working-index entry.
+    pub(crate) fn entry(&mut self) -> &mut [u8; 16] {
+        self.entry
+    }
 }
 
 impl Drop for Slot<'_> {
@@ -304,9 +319,9 @@ mod tests {
                 let r = Arc::clone(&r);
                 std::thread::spawn(move || {
                     for i in (t..n).step_by(4) {
-                        let slot = r.claim(i).unwrap();
-                        slot.data.fill(i as u8);
-                        slot.entry.copy_from_slice(&[i as u8 + 100; 16]);
+                        let mut slot = r.claim(i).unwrap();
+                        slot.data().fill(i as u8);
+                        slot.entry().copy_from_slice(&[i as u8 + 100; 16]);
                     }
                 })
             })

@@ -39,17 +39,21 @@ impl SlotSink for MmapSink {
         _scratch: &mut Vec<u8>,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<u64> {
-        let slot = self
+        let mut slot = self
             .region
             .claim(i)
             .ok_or_else(|| internal("shard slot claimed twice"))?;
-        let n = encode(slot.data)? as u64;
-        *slot.entry = entry_bytes(self.temp.layout.slot_offset(i as u64), n);
+        let n = encode(slot.data())? as u64;
+        *slot.entry() = entry_bytes(self.temp.layout.slot_offset(i as u64), n);
         Ok(n)
     }
 
     fn prefault(&self, first: usize, end: usize) {
         self.region.prefault(first, end);
+    }
+
+    fn keep_for_recovery(&self) {
+        self.temp.keep();
     }
 
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {

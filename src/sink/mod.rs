@@ -103,6 +103,10 @@ pub(crate) trait SlotSink: Send + Sync {
     /// called by the preparer thread, possibly while workers write other slots.
     fn prefault(&self, _first: usize, _end: usize) {}
 
+    /// Leaves the temporary file in place when the sink is dropped unfinished, so that
+    /// `recover` can restore its chunks (used when the writer fails).
+    fn keep_for_recovery(&self);
+
     /// Moves chunks and writes the final index per `fin`, releases any mapping and cuts
     /// the file to its final length. Called once, after every chunk was written.
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard>;

@@ -42,6 +42,10 @@ impl SlotSink for PwriteSink {
         Ok(n as u64)
     }
 
+    fn keep_for_recovery(&self) {
+        self.temp.keep();
+    }
+
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
         let mut buf = Vec::new();
         for m in &fin.moves {

@@ -1,4 +1,4 @@
-//! A shard file under its temporary name, removed unless it was committed.
+//! A shard file under its temporary name, removed unless it was committed or kept.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -39,6 +39,8 @@ pub(crate) struct TempShard {
     /// Whether `fallocate` reserved the whole file (false where it is unsupported).
     pub reserved: bool,
     committed: bool,
+    /// Left in place on drop, for `recover` (set when the writer fails).
+    keep: std::sync::atomic::AtomicBool,
 }
 
 impl TempShard {
@@ -61,6 +63,7 @@ impl TempShard {
             layout,
             reserved: true,
             committed: false,
+            keep: std::sync::atomic::AtomicBool::new(false),
         };
         match rustix::fs::fallocate(&temp.file, FallocateFlags::empty(), 0, layout.file_size) {
             Ok(()) => {}
@@ -94,6 +97,11 @@ impl TempShard {
         Ok(())
     }
 
+    /// Keeps the file when dropped: after a failure its chunks are left for `recover`.
+    pub(crate) fn keep(&self) {
+        self.keep.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub(crate) fn set_len(&self, len: u64) -> Result<()> {
         self.file
             .set_len(len)
@@ -115,7 +123,7 @@ impl TempShard {
 
 impl Drop for TempShard {
     fn drop(&mut self) {
-        if !self.committed {
+        if !self.committed && !self.keep.load(std::sync::atomic::Ordering::Relaxed) {
             // Best effort: an unused or failed temporary shard is not data anyone asked for.
             let _ = std::fs::remove_file(&self.path);
         }

@@ -63,9 +63,12 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
             Some(FinisherMsg::Shard(s)) => {
                 let s = unwrap_shard(s);
                 let row = s.row;
-                // After a failure shards are dropped (their temporary files removed), and
-                // rows stop completing, so the published extent never covers them.
-                if !shared.failed() {
+                // After a failure shards are not finished: their temporary files stay for
+                // `recover`, and rows stop completing, so the published extent never
+                // covers them.
+                if shared.failed() {
+                    s.sink.keep_for_recovery();
+                } else {
                     match finish_shard(&shared, s, &mut pending) {
                         Ok(len) => {
                             report.bytes_stored += len;
@@ -149,8 +152,9 @@ pub(crate) fn publish(shared: &Shared, extent0: u64, progress: &Progress) -> Res
     )
 }
 
-/// Workers drop their reference right after releasing the shard, so this waits only
-/// for those few instructions; it makes the finisher the one thread that unmaps.
+/// Workers drop their reference right after releasing the shard, and the preparer holds
+/// one for at most one prefault step, so this waits briefly; it makes the finisher the
+/// one thread that unmaps.
 fn unwrap_shard(mut s: Arc<OpenShard>) -> OpenShard {
     loop {
         match Arc::try_unwrap(s) {

@@ -63,8 +63,9 @@ pub enum Durability {
         /// Time between group commits.
         interval: std::time::Duration,
     },
-    /// No flushes at all (the final `zarr.json` is still written atomically): after a
-    /// power loss, recently written shards and metadata may be missing or empty.
+    /// No flushes of shard data (each `zarr.json` publication is still written with
+    /// temp file, fsync and rename): after a power loss, recently finished shards may be
+    /// missing or empty although the metadata counts them.
     None,
 }
 
@@ -77,8 +78,9 @@ pub struct WriterOptions {
     pub pin_threads: bool,
     /// Which sink writes shard files.
     pub sink: SinkChoice,
-    /// Frame buffers in the pool (0 = `2 × threads + 2`); bounds the memory for frames
-    /// not yet encoded.
+    /// Frame buffers in the pool (0 = `2 × threads + 2`, at most 65536); bounds the
+    /// memory for frames not yet encoded. Arrays with chunks deeper than one frame stage
+    /// rows instead and keep only 2 frame buffers (for [`Writer::buffer`]).
     pub pool_frames: usize,
     /// Extra staging groups beyond those that must be open at once (deep chunks only;
     /// lets the pushing thread run ahead of the encoders).
@@ -106,6 +108,22 @@ impl Default for WriterOptions {
             packing: Packing::Compact,
             overwrite: false,
         }
+    }
+}
+
+impl WriterOptions {
+    /// Bounds that keep the derived sizes (pool, queue) far from overflow.
+    fn validate(&self) -> Result<()> {
+        for (option, value, max) in [
+            ("threads", self.threads, 1024),
+            ("pool_frames", self.pool_frames, 1 << 16),
+            ("spare_groups", self.spare_groups, 1 << 16),
+        ] {
+            if value > max {
+                return Err(Error::InvalidOption { option, value, max });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -168,6 +186,7 @@ impl Writer {
     /// `zarr.json` and starts the threads.
     pub fn create(path: impl AsRef<Path>, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
         let dir = path.as_ref().to_path_buf();
+        options.validate()?;
         prepare_dir(&dir, options.overwrite)?;
         // A store that could not be set up completely is removed, so a retry (e.g. after
         // freeing space) does not meet a half-made store.
@@ -396,6 +415,9 @@ impl Writer {
     /// Any failure while accepting a frame closes the writer: finished shards stay
     /// published, the metadata records the abort, and the first error is returned.
     fn accept(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<bool> {
+        // Push latency includes waiting for the next shard set at shard boundaries.
+        let t0 = Instant::now();
+        self.started.get_or_insert(t0);
         let shared = Arc::clone(&self.shared);
         let c = shared.grid.coords(self.next_frame);
         // Every frame position opens its shard set, dropped or not, so sets are taken
@@ -409,7 +431,7 @@ impl Writer {
             self.shutdown(State::Aborted, Some(e.to_string()));
             return Err(e);
         }
-        match self.accept_frame(frame, scheduled) {
+        match self.accept_frame(frame, scheduled, t0) {
             Ok(accepted) => Ok(accepted),
             Err(e) => {
                 self.shared.fail(e);
@@ -419,9 +441,7 @@ impl Writer {
         }
     }
 
-    fn accept_frame(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<bool> {
-        let t0 = Instant::now();
-        self.started.get_or_insert(t0);
+    fn accept_frame(&mut self, frame: Frame<'_>, scheduled: Instant, t0: Instant) -> Result<bool> {
         let k = self.next_frame;
         self.next_frame += 1;
         let shared = Arc::clone(&self.shared);
@@ -683,14 +703,22 @@ impl Writer {
         }
         self.prepared = None;
         if let Some(h) = self.preparer.take() {
-            let _ = h.join();
+            if h.join().is_err() {
+                self.shared
+                    .fail(Error::Internal("the shard preparer panicked".into()));
+            }
         }
         self.finisher_tx = None;
-        let report = self
-            .finisher
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
+        let report = match self.finisher.take().map(JoinHandle::join) {
+            Some(Ok(report)) => report,
+            Some(Err(_)) => {
+                // Its shards may not be in place: never publish them as finished.
+                self.shared
+                    .fail(Error::Internal("the finisher thread panicked".into()));
+                finisher::FinisherReport::default()
+            }
+            None => finisher::FinisherReport::default(),
+        };
         metadata::prune_empty_dirs(&self.shared.dir.join("c"));
         if self.shared.failed() {
             // Publish only what the finisher completed, and why the acquisition stopped.
@@ -699,9 +727,10 @@ impl Writer {
                 state: State::Aborted,
                 frames_committed: (steps * self.shared.spec.frames_per_step()).min(self.written),
                 frames_dropped: self.dropped,
-                error: error.or_else(|| {
-                    Some("a writer thread failed; see the error returned to the caller".into())
-                }),
+                error: Some(format!(
+                    "{}; unfinished shards are kept in {PARTIAL_DIR} for `zarrstream recover`",
+                    error.as_deref().unwrap_or("a writer thread failed")
+                )),
             };
             let _ = finisher::publish(&self.shared, steps, &progress);
             if let Some(lock) = self.lock.take() {

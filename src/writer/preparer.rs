@@ -2,8 +2,8 @@
 //! so neither the pushing thread nor the workers pay for it.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
@@ -73,10 +73,12 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
                 return;
             }
         };
+        // Weak references: a shard that finishes during its prefault is not held back.
+        let weak: Vec<Weak<OpenShard>> = shards.iter().map(Arc::downgrade).collect();
         if tx
             .send(Ok(PreparedSet {
                 coords: coords.clone(),
-                shards: shards.clone(),
+                shards,
             }))
             .is_err()
         {
@@ -85,11 +87,10 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
         // Slots fill in C order, one frame's tiles (cpy × cpx slots per shard) at a time.
         let step = (g.cpy * g.cpx).max(1);
         for first in (0..n).step_by(step) {
-            for s in &shards {
+            for s in weak.iter().filter_map(Weak::upgrade) {
                 s.sink.prefault(first, first + step);
             }
         }
-        drop(shards);
         // Next point in C order.
         for i in (0..coords.len()).rev() {
             coords[i] += 1;

@@ -28,7 +28,7 @@ enum Command {
     /// Rebuild the unfinished shards a crashed writer left in STORE/.zarrstream-partial/
     /// from their verified chunks, rename them into place and republish zarr.json.
     ///
-    /// Do not run it on a store a writer is still recording into.
+    /// Refuses a store a live writer still holds (its lock on writer.lock).
     Recover {
         /// The array directory (holding zarr.json).
         store: PathBuf,

@@ -1,7 +1,7 @@
 //! Inner-chunk encoders against the reference C implementations, on the same realistic
-//! chunks (the `record` example's synthetic sCMOS camera): our blosc-lz4 container (lz4_flex
-//! + fused shuffle) vs c-blosc 1.x lz4 with byte shuffle (blosc-src), and our zstd path vs
-//! libzstd called directly. One thread each; throughput is raw MiB/s.
+//! chunks (the `record` example's synthetic sCMOS camera): our blosc-lz4 container
+//! (lz4_flex with a fused shuffle) vs c-blosc 1.x lz4 with byte shuffle (blosc-src), and
+//! our zstd path vs libzstd called directly. One thread each; throughput is raw MiB/s.
 //!
 //! `cargo bench --bench codecs`
 

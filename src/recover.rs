@@ -855,12 +855,28 @@ fn tally_frames(
             let inner: u64 = cps[1..].iter().product();
             (i as u64 / inner.max(1)) % cps[0]
         });
-        if let Some(l) = last {
-            let end = (sc[0] * cps[0] + l + 1).saturating_mul(spec.chunk[0]);
+        // A shard index too large to address is left out (it cannot be a real shard).
+        let end = last.and_then(|l| {
+            sc[0]
+                .checked_mul(cps[0])?
+                .checked_add(l + 1)?
+                .checked_mul(spec.chunk[0])
+        });
+        if let Some(end) = end {
             extent0 = extent0.max(end);
         }
     }
     let shape0 = spec.shape[0].max(extent0);
+    // Only append-axis rows that hold a shard can hold complete frames: the tally costs
+    // what is on disk, not the (possibly huge) extent.
+    let shard0 = spec.shard[0];
+    let mut rows: Vec<u64> = present.keys().map(|sc| sc[0]).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let steps = rows.into_iter().flat_map(|r| {
+        let start = r.saturating_mul(shard0).min(shape0);
+        start..start.saturating_add(shard0).min(shape0)
+    });
     let lead = &spec.shape[1..rank - 2];
     let per_step: u64 = lead.iter().product();
     let tiles_y = spec.shape[rank - 2].div_ceil(spec.chunk[rank - 2]);
@@ -877,7 +893,7 @@ fn tally_frames(
     let (mut committed, mut from_recovery) = (0u64, 0u64);
     let mut c = vec![0u64; rank - 2];
     let mut key = Vec::with_capacity(rank);
-    for t in 0..shape0 {
+    for t in steps {
         for k in 0..per_step {
             // Leading coordinates of frame (t, k) in C order.
             c[0] = t;

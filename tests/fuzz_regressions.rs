@@ -2,10 +2,6 @@
 //! `fuzz/src/lib.rs` is included here), so CI replays them without nightly or
 //! libFuzzer: `tests/fuzz_regressions/<target>/` holds the checked-in seeds (`seed-*`)
 //! and the minimized inputs of crashes found by fuzzing (`crash-*`, kept after the fix).
-//!
-//! Inputs of bugs that are found but not yet fixed live in
-//! `tests/fuzz_regressions/<target>/known/`; `known_bugs_still_fail` (ignored) replays
-//! them. Move an input up one directory when its bug is fixed.
 
 #[allow(dead_code)]
 #[path = "../fuzz/src/lib.rs"]
@@ -80,14 +76,4 @@ fn saved_inputs_run_clean() {
     let (count, failures) = replay("");
     println!("{count} saved fuzz inputs replayed");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-#[ignore = "inputs of reported, unfixed bugs"]
-fn known_bugs_still_fail() {
-    let (count, failures) = replay("known");
-    println!("{count} known-bug inputs, {} still failing", failures.len());
-    for f in &failures {
-        println!("{f}");
-    }
 }

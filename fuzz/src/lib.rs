@@ -450,14 +450,6 @@ impl Drop for TempDir {
     }
 }
 
-/// Whether to steer clear of reported, unfixed bugs (set `ZARRSTREAM_FUZZ_SKIP_KNOWN`
-/// while fuzzing, so a run looks for new ones; the regression test leaves it unset so
-/// the inputs under `known/` still reproduce).
-fn skip_known_bugs() -> bool {
-    static SKIP: OnceLock<bool> = OnceLock::new();
-    *SKIP.get_or_init(|| std::env::var_os("ZARRSTREAM_FUZZ_SKIP_KNOWN").is_some())
-}
-
 /// Keys (shard coordinates) the fuzzer may name a temporary shard with. Axis 0 is any
 /// `u64` only when the input asks for it.
 fn partial_coords(b: &mut Bytes<'_>, spec: &ArraySpec) -> Vec<u64> {
@@ -467,10 +459,6 @@ fn partial_coords(b: &mut Bytes<'_>, spec: &ArraySpec) -> Vec<u64> {
         .map(|a| {
             let grid = spec.shape()[a].div_ceil(spec.shard_shape()[a]).max(1);
             match (a, wild) {
-                // Known bug (tests/fuzz_regressions/recover/known/): recovery's frame
-                // tally walks every append-axis step up to the largest shard coordinate
-                // on disk (hangs) and multiplies it unchecked (overflows).
-                (0, 0xff) if skip_known_bugs() => b.u64() % 1000,
                 (0, 0xff) => b.u64(),
                 (0, _) => u64::from(wild % 4),
                 // Mostly inside the grid, sometimes just outside (a stranger file).
@@ -693,12 +681,7 @@ pub fn recover(data: &[u8]) {
     let sel = b.u8() % 36;
     let meta_mode = b.u8();
     // The published append-axis extent, when the input sets one.
-    let shape0 = (meta_mode & 2 != 0).then(|| match b.u64() {
-        // Known bug (tests/fuzz_regressions/recover/known/): the frame tally walks
-        // every append-axis step up to `shape[0]`, so a large extent hangs recovery.
-        v if skip_known_bugs() => v % 10_000,
-        v => v,
-    });
+    let shape0 = (meta_mode & 2 != 0).then(|| b.u64());
     let spec = recover_spec(sel);
     let layout = ShardLayout::new(&spec).expect("layout");
     let coords = partial_coords(&mut b, &spec);

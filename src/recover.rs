@@ -690,7 +690,7 @@ fn recover_partial(
     let dst = dir.join(key);
     let mut changed = BTreeSet::new();
     if let Some(parent) = dst.parent() {
-        ensure_dir(parent, &mut changed)?;
+        metadata::create_dirs(parent, &mut changed)?;
         changed.insert(parent.to_path_buf());
     }
     fs::rename(&rebuilt, &dst).map_err(io_err("rename", &dst))?;
@@ -739,24 +739,6 @@ fn write_shard(
     out.set_len(fin.len).map_err(io_err("truncate", to))?;
     out.sync_all().map_err(io_err("fsync", to))?;
     Ok(fin.len)
-}
-
-/// Creates `dir` and its missing parents, collecting the directories whose entries
-/// changed (to be synced).
-fn ensure_dir(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result<(), RecoverError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        ensure_dir(parent, changed)?;
-        match fs::create_dir(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_err("create directory", dir)(e)),
-        }
-        changed.insert(parent.to_path_buf());
-    }
-    Ok(())
 }
 
 /// Present inner chunks per shard (by shard coordinates) of every shard under `c/`.

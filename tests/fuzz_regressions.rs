@@ -77,3 +77,67 @@ fn saved_inputs_run_clean() {
     println!("{count} saved fuzz inputs replayed");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A short fuzzing smoke run on stable, for CI: every saved input of every target is
+/// mutated (byte flips, truncation, insertions, splices with another input) by a seeded
+/// generator and run through the same checks, within a time budget per target. Long runs
+/// use `cargo fuzz` (see `fuzz/README.md`); this catches a regression in minutes of CI
+/// time rather than hours.
+#[test]
+fn mutation_smoke_run() {
+    const BUDGET: Duration = Duration::from_secs(4);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut failures = Vec::new();
+    let mut total = 0usize;
+    for &(target, check) in checks::TARGETS {
+        let seeds: Vec<Vec<u8>> = inputs(&root.join(target))
+            .iter()
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        let start = std::time::Instant::now();
+        let mut runs = 0usize;
+        while start.elapsed() < BUDGET && runs < 20_000 {
+            let mut data = seeds[next() as usize % seeds.len()].clone();
+            for _ in 0..=(next() % 4) {
+                let at = if data.is_empty() {
+                    0
+                } else {
+                    next() as usize % data.len()
+                };
+                match next() % 4 {
+                    0 if !data.is_empty() => data[at] ^= 1 << (next() % 8),
+                    1 => data.truncate(at),
+                    2 => data.insert(at, next() as u8),
+                    _ => {
+                        let other = &seeds[next() as usize % seeds.len()];
+                        let from = if other.is_empty() {
+                            0
+                        } else {
+                            next() as usize % other.len()
+                        };
+                        data.splice(at..at, other[from..].iter().take(64).copied());
+                    }
+                }
+            }
+            runs += 1;
+            if let Err(msg) = run_one(check, data.clone()) {
+                failures.push(format!("{target}: mutated input {data:02x?}: {msg}"));
+                break;
+            }
+        }
+        println!(
+            "{target}: {runs} mutated inputs in {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
+        total += runs;
+    }
+    println!("{total} mutated inputs in all");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

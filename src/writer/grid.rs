@@ -26,6 +26,11 @@ pub(crate) struct Grid {
     pub tiles: usize,
     pub shard_tiles_x: usize,
     pub shard_tiles: usize,
+    /// Inner-chunk tiles of a frame that fall in each shard tile of a set.
+    pub tiles_per_shard: Vec<usize>,
+    /// Box of a whole append-axis row of shards (`shard_lead[0]` steps, every other
+    /// leading coordinate), for publication.
+    pub row_box: Vec<u64>,
     pub es: usize,
     pub chunk_bytes: usize,
     /// Frames in one full inner chunk (product of the leading chunk sizes).
@@ -47,7 +52,9 @@ impl Grid {
         let (sy, sx) = (spec.shard[r - 2] as usize, spec.shard[r - 1] as usize);
         let tiles_x = x.div_ceil(cx);
         let shard_tiles_x = x.div_ceil(sx);
-        Grid {
+        let mut row_box = extent.clone();
+        row_box[0] = spec.shard[0];
+        let mut grid = Grid {
             chunk_lead: spec.chunk[..lead].to_vec(),
             shard_lead: spec.shard[..lead].to_vec(),
             extent,
@@ -65,7 +72,15 @@ impl Grid {
             chunk_bytes: spec.chunk_bytes,
             group_frames: spec.chunk[..lead].iter().product::<u64>() as usize,
             fill: spec.fill,
+            tiles_per_shard: Vec::new(),
+            row_box,
+        };
+        let mut per = vec![0; grid.shard_tiles];
+        for t in 0..grid.tiles {
+            per[grid.shard_of_tile(t)] += 1;
         }
+        grid.tiles_per_shard = per;
+        grid
     }
 
     /// Whether inner chunks span several frames and must be staged.
@@ -108,13 +123,6 @@ impl Grid {
     /// Box coordinates of `c` for boxes of `size`.
     pub(crate) fn box_of(c: &[u64], size: &[u64]) -> Vec<u64> {
         c.iter().zip(size).map(|(a, b)| a / b).collect()
-    }
-
-    /// Box size of a whole append-axis step of shards (for publication).
-    pub(crate) fn row_box(&self) -> Vec<u64> {
-        let mut b = self.extent.clone();
-        b[0] = self.shard_lead[0];
-        b
     }
 
     /// Index of frame `c` inside its inner chunk's group (C order over the chunk box).
@@ -402,7 +410,7 @@ mod proptests {
                 .collect();
             let c = g.coords(k);
             prop_assert_eq!(&c, &unravel(k, &g.extent), "coords of frame {}", k);
-            for size in [&g.chunk_lead, &g.shard_lead, &g.row_box()] {
+            for size in [&g.chunk_lead, &g.shard_lead, &g.row_box] {
                 let last = box_corner(&c, size, &g.extent) == c;
                 prop_assert_eq!(g.last_in_box(&c, size), last, "frame {} box {:?}", k, size);
             }

@@ -431,7 +431,7 @@ impl Writer {
             self.shutdown(State::Aborted, Some(e.to_string()));
             return Err(e);
         }
-        match self.accept_frame(frame, scheduled, t0) {
+        match self.accept_frame(frame, scheduled, t0, &c) {
             Ok(accepted) => Ok(accepted),
             Err(e) => {
                 self.shared.fail(e);
@@ -441,15 +441,19 @@ impl Writer {
         }
     }
 
-    fn accept_frame(&mut self, frame: Frame<'_>, scheduled: Instant, t0: Instant) -> Result<bool> {
-        let k = self.next_frame;
+    fn accept_frame(
+        &mut self,
+        frame: Frame<'_>,
+        scheduled: Instant,
+        t0: Instant,
+        c: &[u64],
+    ) -> Result<bool> {
         self.next_frame += 1;
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
-        let c = g.coords(k);
         let wait = self.backpressure == Backpressure::Block;
         let accepted = if g.deep() {
-            self.stage(&c, frame, scheduled, wait)?
+            self.stage(c, frame, scheduled, wait)?
         } else {
             let buf = match frame {
                 Frame::Owned(b) => Some(b),
@@ -467,7 +471,7 @@ impl Writer {
                         remaining: AtomicUsize::new(g.tiles),
                         times: vec![scheduled],
                     };
-                    self.dispatch(&c.clone(), batch)?;
+                    self.dispatch(c, batch)?;
                     true
                 }
                 None => false,
@@ -478,7 +482,7 @@ impl Writer {
         } else {
             self.dropped += 1;
         }
-        self.seal_completed(&c)?;
+        self.seal_completed(c)?;
         let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let _ = self.push_latency.record(ns);
         Ok(accepted)
@@ -530,15 +534,25 @@ impl Writer {
     fn dispatch(&mut self, c: &[u64], batch: Batch) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
-        let set = self.ensure_set(&Grid::box_of(c, &g.shard_lead))?.clone();
+        let sc = Grid::box_of(c, &g.shard_lead);
+        self.ensure_set(&sc)?;
+        let set = self
+            .open_sets
+            .get(&sc)
+            .ok_or_else(|| Error::Internal("shard set vanished".into()))?;
+        // Count every job before the first is sent: a worker must never bring a shard
+        // to zero while the caller still holds its seal token. Relaxed suffices, as the
+        // channel orders each send before the worker's decrement.
+        for (shard, &n) in set.iter().zip(&g.tiles_per_shard) {
+            shard
+                .pending
+                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
         let gc = Grid::box_of(c, &g.chunk_lead);
         let batch = Arc::new(batch);
         let jobs = self.jobs.as_ref().ok_or(Error::Closed)?;
         for tile in 0..g.tiles {
             let shard = Arc::clone(&set[g.shard_of_tile(tile)]);
-            shard
-                .pending
-                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             let job = Job {
                 batch: Arc::clone(&batch),
                 tile,
@@ -584,7 +598,7 @@ impl Writer {
         if g.last_in_box(c, &g.shard_lead) {
             self.seal_set(&Grid::box_of(c, &g.shard_lead));
         }
-        if g.last_in_box(c, &g.row_box()) {
+        if g.last_in_box(c, &g.row_box) {
             let row = c[0] / g.shard_lead[0];
             self.seal_row(row, c[0] + 1);
         }

@@ -451,17 +451,17 @@ fn read_entries(file: &File, len: u64, layout: &ShardLayout) -> io::Result<Entri
         let buf = read(layout.index_offset)?;
         // With the index at the start, the finisher writes the final index over the
         // working one (same place, same size) after compacting: its crc32c then holds.
-        if let Ok(entries) = parse_index(&buf, n) {
-            if start {
-                return Ok(Entries {
-                    source: IndexSource::Final,
-                    raw: entries
-                        .iter()
-                        .map(|e| e.unwrap_or((EMPTY, EMPTY)))
-                        .collect(),
-                    data: (size, len),
-                });
-            }
+        if let Ok(entries) = parse_index(&buf, n)
+            && start
+        {
+            return Ok(Entries {
+                source: IndexSource::Final,
+                raw: entries
+                    .iter()
+                    .map(|e| e.unwrap_or((EMPTY, EMPTY)))
+                    .collect(),
+                data: (size, len),
+            });
         }
         return Ok(Entries {
             source: IndexSource::Working,

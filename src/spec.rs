@@ -282,10 +282,10 @@ impl ArraySpecBuilder {
         let chunk_bytes = product(chunk.iter().copied().chain([es]), "inner chunk size")?;
         let frame_bytes = product(shape[rank - 2..].iter().copied().chain([es]), "frame size")?;
         product(shape[1..].iter().copied().chain([es]), "array size")?;
-        if let Codec::Lz4 { .. } = self.codec {
-            if chunk_bytes > crate::codec::blosc::MAX_NBYTES as u64 {
-                return Err(SpecError::ChunkTooLargeForBlosc(chunk_bytes));
-            }
+        if let Codec::Lz4 { .. } = self.codec
+            && chunk_bytes > crate::codec::blosc::MAX_NBYTES as u64
+        {
+            return Err(SpecError::ChunkTooLargeForBlosc(chunk_bytes));
         }
         self.codec.validate()?;
         let fill = self.dtype.fill_bytes(self.fill_value)?;

@@ -269,7 +269,7 @@ fn push_after_a_failure_is_closed() {
         assert!(text.starts_with(&e.to_string()), "{text}");
         let published = doc["shape"][0].as_u64().unwrap();
         assert!(
-            (2..=4).contains(&published) && published % 2 == 0,
+            (2..=4).contains(&published) && published.is_multiple_of(2),
             "shape[0] {published}"
         );
         assert_eq!(ours["frames_committed"], published);

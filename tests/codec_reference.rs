@@ -585,7 +585,7 @@ fn check_blosc(
         if bs_el > 3 && bs_el + 3 <= n {
             ranges.push((bs_el - 3, 6)); // straddles the first block boundary
         }
-        if h.nbytes % h.blocksize != 0 && n > 2 {
+        if !h.nbytes.is_multiple_of(h.blocksize) && n > 2 {
             let left_start = (h.nbytes / h.blocksize) * h.blocksize / ts;
             ranges.push((
                 left_start.saturating_sub(1),
@@ -641,6 +641,16 @@ fn check_blosc(
             );
         }
     }
+    // With c-blosc's block size, split rule and LZ4 acceleration, and liblz4 for the
+    // streams, our frame is c-blosc's frame, byte for byte.
+    if let Some(i) = f.iter().zip(&theirs).position(|(a, b)| a != b) {
+        panic!("{what}: frame differs from c-blosc's at byte {i}");
+    }
+    assert_eq!(
+        f.len(),
+        theirs.len(),
+        "{what}: frame length differs from c-blosc's"
+    );
     BloscReport {
         header: h,
         layout,

@@ -55,7 +55,7 @@ impl Case {
 /// the codecs take their incompressible paths too.
 fn sample(k: u64, i: usize) -> u16 {
     let smooth = (i as u64 / 3 + k * 1009) as u16;
-    let v = if (i / 64 + k as usize) % 3 == 0 {
+    let v = if (i / 64 + k as usize).is_multiple_of(3) {
         let mut z = (k << 32 ^ i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -237,7 +237,7 @@ fn run_case(record: &Path, case: &Case, input: &Path, dir: &Path) -> Outcome {
     );
     let rebuilt = report["shards_recovered"].as_u64().unwrap_or(0);
     assert!(
-        rebuilt >= 1 || encoded % SHARD_FRAMES == 0,
+        rebuilt >= 1 || encoded.is_multiple_of(SHARD_FRAMES),
         "[{name}] killed after {encoded} frames but no temporary shard held a chunk: {report}"
     );
     let shards = report["shards"].as_array().cloned().unwrap_or_default();

@@ -562,7 +562,7 @@ fn failed_fsync(name: &str, sink: SinkChoice, slack_kib: u64) {
         "[{name}] frames_committed"
     );
     assert!(
-        shape0 % FRAMES_PER_SET == 0 && shape0 < s.accepted.len() as u64,
+        shape0.is_multiple_of(FRAMES_PER_SET) && shape0 < s.accepted.len() as u64,
         "[{name}] shape[0] {shape0} covers whole rows, fewer than the {} accepted frames",
         s.accepted.len()
     );

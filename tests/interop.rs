@@ -118,10 +118,10 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            if let Some(d) = self.dir.take() {
-                eprintln!("interop: keeping {} for inspection", d.keep().display());
-            }
+        if std::thread::panicking()
+            && let Some(d) = self.dir.take()
+        {
+            eprintln!("interop: keeping {} for inspection", d.keep().display());
         }
     }
 }

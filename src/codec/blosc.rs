@@ -1,15 +1,22 @@
 //! The `blosc` codec with `cname: "lz4"` and byte shuffle: a Blosc1 (format version 2)
-//! frame built around raw `lz4_flex` blocks.
+//! frame built around raw LZ4 blocks.
 //!
 //! Readers (numcodecs, tensorstore, zarrs) all decode with c-blosc 1.x, and no maintained
 //! pure-Rust crate writes compressed Blosc1 frames, so the container is written here.
+//!
+//! The LZ4 blocks come from liblz4 (the `lz4` crate), not `lz4_flex`: c-blosc maps
+//! `clevel` to LZ4's *acceleration* (`10 - clevel`, so 9 at clevel 1), which skips
+//! quickly over incompressible input such as the noisy low-byte plane of camera data.
+//! `lz4_flex` has no acceleration parameter and was 4× slower than c-blosc at clevel 1
+//! on camera chunks (BENCHMARKS.md); with the same acceleration our frames match
+//! c-blosc's speed and ratio. `lz4_flex` still decodes (`read::blosc`), in safe Rust.
 //! Layout and rules: `specs/blosc1-format.md`. In short: 16-byte header, a table of
 //! absolute block offsets, then per block one LZ4 stream per byte plane ("split") or one
 //! stream (leftover block, or small blocks), each prefixed by its int32 length; a stream
 //! that does not shrink is stored raw with length = its input length; a frame that would
 //! exceed `nbytes + 16` becomes a "memcpyed" frame of the unshuffled input.
 
-use lz4_flex::block::{compress_into, get_maximum_output_size};
+use lz4::block::{CompressionMode, compress_to_buffer};
 
 use super::shuffle::shuffle_source;
 use crate::tile::ChunkSource;
@@ -33,6 +40,11 @@ pub(crate) const VERSION_LZ4: u8 = 1;
 /// Worst case of a frame: never larger than the input plus the header.
 pub(crate) fn bound(raw: usize) -> usize {
     raw + HEADER
+}
+
+/// LZ4 acceleration c-blosc 1.x uses at `clevel` (`get_accel` in blosc.c).
+fn acceleration(clevel: u8) -> i32 {
+    10 - i32::from(clevel.min(9))
 }
 
 /// c-blosc's split rule (FORWARD_COMPAT mode, its default).
@@ -85,7 +97,7 @@ fn header(
 }
 
 /// Encodes `src` into `out` (at least `bound(src.len())` bytes); returns the frame length.
-/// `scratch` is reused between calls (one shuffled block plus one LZ4 stream).
+/// `scratch` is reused between calls (one shuffled block).
 pub(crate) fn encode(
     src: &ChunkSource<'_>,
     typesize: usize,
@@ -99,7 +111,8 @@ pub(crate) fn encode(
     let flags = FLAG_LZ4 | FLAG_SHUFFLE | if split { 0 } else { FLAG_DONT_SPLIT };
     let limit = nbytes + HEADER;
     if clevel > 0 && nbytes >= MIN_BUFFERSIZE {
-        if let Some(cbytes) = encode_blocks(src, typesize, bs, split, limit, scratch, out) {
+        let accel = acceleration(clevel);
+        if let Some(cbytes) = encode_blocks(src, typesize, bs, split, accel, limit, scratch, out) {
             header(out, flags, typesize, nbytes, bs, cbytes);
             return cbytes;
         }
@@ -110,11 +123,13 @@ pub(crate) fn encode(
 }
 
 /// Writes the offset table and the blocks; `None` when the frame would exceed `limit`.
+#[allow(clippy::too_many_arguments)]
 fn encode_blocks(
     src: &ChunkSource<'_>,
     ts: usize,
     bs: usize,
     split: bool,
+    accel: i32,
     limit: usize,
     scratch: &mut Vec<u8>,
     out: &mut [u8],
@@ -125,9 +140,7 @@ fn encode_blocks(
     if pos > limit {
         return None;
     }
-    let max_stream = get_maximum_output_size(bs);
-    scratch.resize(bs + max_stream, 0);
-    let (shuffled, lz) = scratch.split_at_mut(bs);
+    scratch.resize(bs, 0);
     for j in 0..nblocks {
         let start = j * bs;
         let bsize = bs.min(nbytes - start);
@@ -135,40 +148,35 @@ fn encode_blocks(
         let block: &[u8] = match (ts, src.as_contiguous()) {
             (1, Some(all)) => &all[start..start + bsize],
             _ => {
-                shuffle_source(src, start, ts, &mut shuffled[..bsize]);
-                &shuffled[..bsize]
+                shuffle_source(src, start, ts, &mut scratch[..bsize]);
+                &scratch[..bsize]
             }
         };
         // The leftover block is never split (the decoder re-derives this).
         let nsplits = if split && bsize == bs { ts } else { 1 };
         let neblock = bsize / nsplits;
         for stream in block.chunks_exact(neblock) {
-            if pos + 4 > limit {
+            let dst = pos + 4;
+            if dst > limit {
                 return None;
             }
-            let dst = pos + 4;
-            let need = get_maximum_output_size(neblock);
-            // lz4_flex refuses outputs below its own bound before compressing, so use
-            // the slot directly only when that much room is left, else the scratch.
-            let in_place = out.len() >= dst + need;
-            let clen = if in_place {
-                compress_into(stream, &mut out[dst..dst + need]).unwrap_or(0)
-            } else {
-                compress_into(stream, &mut lz[..need]).unwrap_or(0)
-            };
-            // A stream is raw iff csize == neblock, so a compressed one must be shorter.
-            let csize = if clen == 0 || clen >= neblock {
-                neblock
-            } else {
-                clen
-            };
+            // A stream is raw iff csize == neblock, so a compressed one must be shorter:
+            // liblz4 gets exactly that much room (and no more than the frame has left),
+            // writes in place and gives up (0) when it does not fit, as c-blosc does.
+            let room = (neblock - 1).min(limit - dst);
+            let clen = compress_to_buffer(
+                stream,
+                Some(CompressionMode::FAST(accel)),
+                false,
+                &mut out[dst..dst + room],
+            )
+            .unwrap_or(0);
+            let csize = if clen == 0 { neblock } else { clen };
             if dst + csize > limit {
                 return None;
             }
-            if csize == neblock {
+            if clen == 0 {
                 out[dst..dst + neblock].copy_from_slice(stream);
-            } else if !in_place {
-                out[dst..dst + csize].copy_from_slice(&lz[..csize]);
             }
             put_i32(out, pos, csize);
             pos = dst + csize;

@@ -7,7 +7,7 @@ use crate::tile::{ChunkSource, Segment};
 /// `start` is a multiple of `ts`.
 pub(crate) fn shuffle_source(src: &ChunkSource<'_>, start: usize, ts: usize, dst: &mut [u8]) {
     let len = dst.len();
-    debug_assert!(start % ts == 0);
+    debug_assert!(start.is_multiple_of(ts));
     // A trailing partial element (only in a last block whose length is not a multiple
     // of the element size) is copied unchanged, as c-blosc does.
     let whole = len - len % ts;
@@ -44,27 +44,21 @@ fn shuffle_run(d: &[u8], ts: usize, n: usize, e: usize, dst: &mut [u8]) {
     match ts {
         2 => {
             let (p0, p1) = dst.split_at_mut(n);
-            let (p0, p1) = (&mut p0[e..e + k], &mut p1[e..e + k]);
-            for ((a, b), x) in p0.iter_mut().zip(p1.iter_mut()).zip(d.chunks_exact(2)) {
-                *a = x[0];
-                *b = x[1];
-            }
+            split2(d, &mut p0[e..e + k], &mut p1[e..e + k]);
         }
         4 => {
             let (p01, p23) = dst.split_at_mut(2 * n);
             let (p0, p1) = p01.split_at_mut(n);
             let (p2, p3) = p23.split_at_mut(n);
-            let planes = p0[e..e + k]
-                .iter_mut()
-                .zip(&mut p1[e..e + k])
-                .zip(&mut p2[e..e + k])
-                .zip(&mut p3[e..e + k]);
-            for ((((a, b), c), f), x) in planes.zip(d.chunks_exact(4)) {
-                *a = x[0];
-                *b = x[1];
-                *c = x[2];
-                *f = x[3];
-            }
+            split4(
+                d,
+                [
+                    &mut p0[e..e + k],
+                    &mut p1[e..e + k],
+                    &mut p2[e..e + k],
+                    &mut p3[e..e + k],
+                ],
+            );
         }
         _ => {
             for (i, x) in d.chunks_exact(ts).enumerate() {
@@ -74,6 +68,97 @@ fn shuffle_run(d: &[u8], ts: usize, n: usize, e: usize, dst: &mut [u8]) {
             }
         }
     }
+}
+
+/// Low and high bytes of the 2-byte elements of `d` into `p0` and `p1`.
+///
+/// On x86-64 this runs 16 elements at a time with SSE2 (part of the x86-64 baseline, so
+/// no runtime detection), as c-blosc's `shuffle2_sse2` does: the scalar loop ran at about
+/// a tenth of the speed and made the shuffle a third of the blosc-lz4 encode time.
+/// `safe_arch` wraps the intrinsics in safe functions, so this module needs no `unsafe`.
+fn split2(d: &[u8], p0: &mut [u8], p1: &mut [u8]) {
+    #[allow(unused_mut)]
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use safe_arch::{
+            bitand_m128i, load_unaligned_m128i, pack_i16_to_u8_m128i, set_splat_i16_m128i,
+            shr_imm_u16_m128i, store_unaligned_m128i,
+        };
+        let low = set_splat_i16_m128i(0xff);
+        let (src, _) = d.as_chunks::<16>();
+        let (a0, _) = p0.as_chunks_mut::<16>();
+        let (a1, _) = p1.as_chunks_mut::<16>();
+        for ((x, a), b) in src.chunks_exact(2).zip(a0).zip(a1) {
+            let v0 = load_unaligned_m128i(&x[0]);
+            let v1 = load_unaligned_m128i(&x[1]);
+            let lo = pack_i16_to_u8_m128i(bitand_m128i(v0, low), bitand_m128i(v1, low));
+            let hi = pack_i16_to_u8_m128i(shr_imm_u16_m128i::<8>(v0), shr_imm_u16_m128i::<8>(v1));
+            store_unaligned_m128i(a, lo);
+            store_unaligned_m128i(b, hi);
+            i += 16;
+        }
+    }
+    let rest = d[2 * i..].chunks_exact(2);
+    for ((a, b), x) in p0[i..].iter_mut().zip(&mut p1[i..]).zip(rest) {
+        *a = x[0];
+        *b = x[1];
+    }
+}
+
+/// The four byte planes of the 4-byte elements of `d`; SSE2 on x86-64 as in [`split2`].
+fn split4(d: &[u8], p: [&mut [u8]; 4]) {
+    let [p0, p1, p2, p3] = p;
+    #[allow(unused_mut)]
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use safe_arch::{load_unaligned_m128i, m128i, shr_imm_u32_m128i, store_unaligned_m128i};
+        let (src, _) = d.as_chunks::<16>();
+        let (a0, _) = p0.as_chunks_mut::<16>();
+        let (a1, _) = p1.as_chunks_mut::<16>();
+        let (a2, _) = p2.as_chunks_mut::<16>();
+        let (a3, _) = p3.as_chunks_mut::<16>();
+        let planes = a0.iter_mut().zip(a1).zip(a2).zip(a3);
+        for (x, (((b0, b1), b2), b3)) in src.chunks_exact(4).zip(planes) {
+            let v: [m128i; 4] = std::array::from_fn(|q| load_unaligned_m128i(&x[q]));
+            store_unaligned_m128i(b0, byte_plane4(v, |w| w));
+            store_unaligned_m128i(b1, byte_plane4(v, shr_imm_u32_m128i::<8>));
+            store_unaligned_m128i(b2, byte_plane4(v, shr_imm_u32_m128i::<16>));
+            store_unaligned_m128i(b3, byte_plane4(v, shr_imm_u32_m128i::<24>));
+            i += 16;
+        }
+    }
+    let planes = p0[i..]
+        .iter_mut()
+        .zip(&mut p1[i..])
+        .zip(&mut p2[i..])
+        .zip(&mut p3[i..]);
+    for ((((a, b), c), f), x) in planes.zip(d[4 * i..].chunks_exact(4)) {
+        *a = x[0];
+        *b = x[1];
+        *c = x[2];
+        *f = x[3];
+    }
+}
+
+/// One byte of each of 16 u32 lanes: `shift` moves it to the low byte, then the lanes are
+/// narrowed 32 → 16 → 8 bits (the values are below 256, so the saturating packs are exact).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn byte_plane4(
+    v: [safe_arch::m128i; 4],
+    shift: impl Fn(safe_arch::m128i) -> safe_arch::m128i,
+) -> safe_arch::m128i {
+    use safe_arch::{
+        bitand_m128i, pack_i16_to_u8_m128i, pack_i32_to_i16_m128i, set_splat_i32_m128i,
+    };
+    let low = set_splat_i32_m128i(0xff);
+    let b = |q: usize| bitand_m128i(shift(v[q]), low);
+    pack_i16_to_u8_m128i(
+        pack_i32_to_i16_m128i(b(0), b(1)),
+        pack_i32_to_i16_m128i(b(2), b(3)),
+    )
 }
 
 #[cfg(test)]
@@ -112,6 +197,23 @@ mod tests {
                     reference(&whole[start..start + len], ts),
                     "ts {ts} {start}+{len}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn vector_and_scalar_paths_equal_reference_at_every_length() {
+        // Lengths around the 16-element vector steps, with odd starts, so both the SIMD
+        // body and every scalar tail are checked.
+        for ts in [2usize, 4] {
+            let data: Vec<u8> = (0..300 * ts).map(|i| (i * 151 + i / 7) as u8).collect();
+            for n in 0..100 {
+                for first in [0usize, 1, 17] {
+                    let bytes = &data[first * ts..(first + n) * ts];
+                    let mut planes = vec![0u8; bytes.len()];
+                    shuffle_run(bytes, ts, n, 0, &mut planes);
+                    assert_eq!(planes, reference(bytes, ts), "ts {ts} n {n} first {first}");
+                }
             }
         }
     }

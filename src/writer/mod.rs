@@ -716,11 +716,11 @@ impl Writer {
             }
         }
         self.prepared = None;
-        if let Some(h) = self.preparer.take() {
-            if h.join().is_err() {
-                self.shared
-                    .fail(Error::Internal("the shard preparer panicked".into()));
-            }
+        if let Some(h) = self.preparer.take()
+            && h.join().is_err()
+        {
+            self.shared
+                .fail(Error::Internal("the shard preparer panicked".into()));
         }
         self.finisher_tx = None;
         let report = match self.finisher.take().map(JoinHandle::join) {
@@ -764,10 +764,10 @@ impl Writer {
                 lock.release();
             }
             let _ = std::fs::remove_dir(&self.shared.tmp_dir);
-            if self.shared.durability != Durability::None {
-                if let Err(e) = metadata::sync_dir(&self.shared.dir) {
-                    self.shared.fail(e);
-                }
+            if self.shared.durability != Durability::None
+                && let Err(e) = metadata::sync_dir(&self.shared.dir)
+            {
+                self.shared.fail(e);
             }
         }
         (report, latency)

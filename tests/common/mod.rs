@@ -34,7 +34,9 @@ fn splitmix(mut z: u64) -> u64 {
 /// Every third run of 64 elements is noise (incompressible, so blosc/zstd take their
 /// "stored raw" paths there); the rest is smooth and compresses.
 fn noise(k: u64, i: usize) -> Option<u64> {
-    ((i / 64 + k as usize) % 3 == 0).then(|| splitmix((k << 32) ^ i as u64))
+    (i / 64 + k as usize)
+        .is_multiple_of(3)
+        .then(|| splitmix((k << 32) ^ i as u64))
 }
 
 /// An element type under test: its frame content and how to compare it.

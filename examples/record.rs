@@ -122,9 +122,11 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         Command::Run(o) => *o,
     };
     let spec = build_spec(&opts)?;
-    check_out_path(&opts)?;
-    if let Some(p) = &opts.report {
-        check_report_path(p)?;
+    if opts.save_frames.is_none() {
+        check_out_path(&opts)?;
+        if let Some(p) = &opts.report {
+            check_report_path(p)?;
+        }
     }
 
     let input = open_input(&opts, &spec)?;
@@ -146,6 +148,9 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         None => render_frames(&opts, &spec, frames)?,
     };
     let prep_seconds = prep.elapsed().as_secs_f64();
+    if let Some(path) = &opts.save_frames {
+        return save_frames(path, &pool, frames, opts.quiet);
+    }
     if !opts.quiet {
         eprintln!(
             "record: {} distinct frame(s) ready in {prep_seconds:.2} s ({source}); recording {frames} frame(s) to {}",
@@ -394,6 +399,42 @@ fn render_frames(
         cam.seed, cam.blobs
     );
     Ok((pool, desc))
+}
+
+/// `--save-frames`: writes the `frames` frames `acquire` would push (cycling through
+/// `pool`) as headerless raw bytes, through a temporary file renamed into place so that
+/// an interrupted run never leaves a short file behind.
+fn save_frames(path: &Path, pool: &[Vec<u8>], frames: u64, quiet: bool) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let what = format!("write frames to {}", tmp.display());
+    let file = File::create(&tmp).map_err(io_failure(what.clone()))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 22, file);
+    let mut bytes = 0u64;
+    for k in 0..frames {
+        let frame = &pool[(k % pool.len() as u64) as usize];
+        out.write_all(frame).map_err(io_failure(what.clone()))?;
+        bytes += frame.len() as u64;
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| io_failure(what.clone())(e.into_error()))?;
+    file.sync_all().map_err(io_failure(what))?;
+    std::fs::rename(&tmp, path).map_err(io_failure(format!(
+        "rename {} to {}",
+        tmp.display(),
+        path.display()
+    )))?;
+    if !quiet {
+        eprintln!(
+            "record: wrote {frames} frame(s), {:.1} MiB, to {}",
+            mib(bytes),
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 struct Acquisition {

@@ -57,6 +57,11 @@ FRAMES:
   Without --input a synthetic sCMOS-like camera (a port of make_frames.py) renders
   the frames before timing starts: at most 1 GiB of distinct frames, cycled.
 
+    --save-frames FILE      write the --frames frames that would be pushed (synthetic
+                            or from --input) to FILE as headerless little-endian raw
+                            (frame-major, C order; readable by --input) and exit 0
+                            without recording; --out is not touched
+
 WRITER:
     --threads N             worker threads, 0 = one per core [default: 0]
     --sink S                auto | mmap | pwrite [default: auto]
@@ -115,6 +120,8 @@ pub struct Options {
     /// `None` until resolved against the input file (see `main`).
     pub frames: Option<u64>,
     pub input: Option<PathBuf>,
+    /// Write the frames to this raw file and exit instead of recording.
+    pub save_frames: Option<PathBuf>,
     pub fps: f64,
     pub seed: u64,
     /// `None`: 400 per 2048 x 2048, scaled with the frame area.
@@ -164,6 +171,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         dim_names: None,
         frames: None,
         input: None,
+        save_frames: None,
         fps: 0.0,
         seed: 20240611,
         blobs: None,
@@ -276,6 +284,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             }
             "--frames" => o.frames = Some(parse_num(&name, v)?),
             "--input" => o.input = Some(PathBuf::from(nonempty(&name, v)?)),
+            "--save-frames" => o.save_frames = Some(PathBuf::from(nonempty(&name, v)?)),
             "--fps" => {
                 o.fps = match v.parse::<f64>() {
                     Ok(f) if f.is_finite() && f >= 0.0 => f,
@@ -457,7 +466,7 @@ fn derive_chunk_from_shard(shard: &[u64]) -> Vec<u64> {
     for a in rank - 2..rank {
         let s = shard[a];
         let best = (s.div_ceil(CHUNK_EDGE)..=s)
-            .find(|n| s % n == 0)
+            .find(|n| s.is_multiple_of(*n))
             .map_or(s, |n| s / n);
         c[a] = if best < 32 && s > CHUNK_EDGE { s } else { best };
     }

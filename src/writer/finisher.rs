@@ -10,6 +10,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::Durability;
 use super::shared::{FinisherMsg, OpenShard, Shared};
+use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};
 use crate::metadata::{self, Progress, State};
 use crate::shard::plan;
@@ -29,19 +30,31 @@ struct Row {
     extent0: u64,
 }
 
-/// Flushes not yet made durable, and the extent waiting to be published after them.
-#[derive(Default)]
+/// Shards in flight to the disk before they are published as durable.
 struct Pending {
+    /// Flushes not yet made durable (`Periodic`) ...
     files: Vec<(std::fs::File, PathBuf)>,
     dirs: BTreeSet<PathBuf>,
+    /// ... and the extent waiting to be published after them.
     extent0: Option<u64>,
+    /// Shards whose writeback was started but that are never fsynced (`None`).
+    window: WritebackWindow,
 }
+
+/// Finished shards with writeback in flight under `Durability::None`: enough for the
+/// disk to keep streaming while the finisher moves on, few enough to bound the cache.
+const WRITEBACK_WINDOW: usize = 4;
 
 pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherReport {
     let mut report = FinisherReport::default();
     let mut rows: BTreeMap<u64, Row> = BTreeMap::new();
     let mut next_row = 0u64;
-    let mut pending = Pending::default();
+    let mut pending = Pending {
+        files: Vec::new(),
+        dirs: BTreeSet::new(),
+        extent0: None,
+        window: WritebackWindow::new(WRITEBACK_WINDOW),
+    };
     let interval = match shared.durability {
         Durability::Periodic { interval } => Some(interval),
         Durability::Shard | Durability::None => None,
@@ -101,6 +114,7 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
         }
     }
     commit(&shared, &mut pending, &mut report);
+    pending.window.drain();
     report
 }
 
@@ -114,7 +128,8 @@ fn commit(shared: &Shared, pending: &mut Pending, report: &mut FinisherReport) {
         .drain(..)
         .try_for_each(|(f, path)| {
             f.sync_data().map_err(|e| Error::io("fsync", &path, e, 0))?;
-            release_cache(&f);
+            // Clean after the flush: dropping the pages costs no I/O.
+            writeback::release(&f);
             Ok(())
         })
         .and_then(|()| pending.dirs.iter().try_for_each(|d| metadata::sync_dir(d)));
@@ -180,7 +195,7 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         temp.file
             .sync_data()
             .map_err(|e| Error::io("fsync", &temp.path, e, 0))?;
-        release_cache(&temp.file);
+        writeback::release(&temp.file);
     }
     let dst = shared.dir.join(&s.key);
     let Some(parent) = dst.parent() else {
@@ -196,16 +211,12 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
     match shared.durability {
         Durability::Shard => new_entries.iter().try_for_each(|d| metadata::sync_dir(d))?,
         Durability::Periodic { .. } => {
+            // Start the writeback now, so the commit's fsync finds little left to write.
+            writeback::release(&file);
             pending.files.push((file, dst));
             pending.dirs.extend(new_entries);
         }
-        Durability::None => {}
+        Durability::None => pending.window.push(file),
     }
     Ok(fin.len)
-}
-
-/// Drops a flushed shard from the page cache: hours of acquisition then do not fill the
-/// cache with data nobody is about to read (the pages are clean, so this costs no I/O).
-fn release_cache(file: &std::fs::File) {
-    let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
 }

@@ -7,6 +7,7 @@ mod pool;
 mod preparer;
 mod shared;
 mod worker;
+mod writeback;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

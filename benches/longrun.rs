@@ -1,0 +1,292 @@
+//! A long acquisition at full speed (issue 4 item 5): throughput, memory and the page
+//! cache held by finished shards, sampled every second, must stay flat.
+//!
+//! ```text
+//! cargo bench --bench longrun -- [--frames 10000] [--size 512] [--chunk 1,128,128]
+//!     [--shard 32,512,512] [--codec lz4:1] [--sink auto] [--durability shard|none]
+//!     [--md FILE]
+//! ```
+//!
+//! C1's chunking scaled down to 512×512 frames: a chunk is a quarter of the frame edge,
+//! a shard 32 frames. A sampler thread records each second: frames pushed, the process
+//! RSS, the kernel's dirty + writeback pages, and the page cache held by the store's
+//! files (`fincore` from util-linux on every file under the store). Flatness is judged
+//! by comparing the first and last thirds of the run.
+
+mod support;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use support::{Args, median, mib};
+use zarrstream::{ArraySpec, Codec, DataType, Durability, SinkChoice, Writer, WriterOptions};
+
+/// One second of the run.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    t: f64,
+    frames: u64,
+    rss: u64,
+    dirty: u64,
+    cached_store: u64,
+}
+
+fn main() {
+    support::fixed_malloc_threshold();
+    let args = Args::parse();
+    let frames: u64 = args.num("--frames", 10_000);
+    let size: u64 = args.num("--size", 512);
+    let chunk = parse3(args.get("--chunk").unwrap_or("1,128,128"));
+    let shard = parse3(args.get("--shard").unwrap_or("32,512,512"));
+    let codec = Codec::parse(args.get("--codec").unwrap_or("lz4:1")).expect("codec");
+    let sink = match args.get("--sink").unwrap_or("auto") {
+        "mmap" => SinkChoice::Mmap,
+        "pwrite" => SinkChoice::Pwrite,
+        _ => SinkChoice::Auto,
+    };
+    let durability = match args.get("--durability").unwrap_or("shard") {
+        "none" => Durability::None,
+        _ => Durability::Shard,
+    };
+    let md_path = args
+        .get("--md")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| support::out_dir().join("longrun.md"));
+
+    // 256 distinct frames (128 MiB at 512×512), cycled.
+    let pool = support::render(256, size, size);
+    let frame_bytes = pool[0].len() as u64;
+    let spec = ArraySpec::builder()
+        .shape([0, size, size])
+        .chunk_shape(chunk)
+        .shard_shape(shard)
+        .dtype(DataType::UInt16)
+        .codec(codec)
+        .build()
+        .expect("valid spec");
+    let store = support::out_dir().join("longrun.zarr");
+    let _ = std::fs::remove_dir_all(&store);
+
+    let pushed = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let base_rss = support::status_bytes("VmRSS");
+    let sampler = {
+        let (pushed, done, store) = (pushed.clone(), done.clone(), store.clone());
+        std::thread::spawn(move || sample(&pushed, &done, &store))
+    };
+    let options = WriterOptions {
+        sink,
+        durability,
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::create(&store, spec, options).expect("create the store");
+    let t0 = Instant::now();
+    for k in 0..frames {
+        w.push_bytes(&pool[(k % pool.len() as u64) as usize], Instant::now())
+            .expect("push");
+        pushed.store(k + 1, Ordering::Relaxed);
+    }
+    let stats = w.finish().expect("finish");
+    let seconds = t0.elapsed().as_secs_f64();
+    // One more sample after the end shows what the finished store keeps cached.
+    std::thread::sleep(Duration::from_millis(1500));
+    done.store(true, Ordering::Relaxed);
+    let samples = sampler.join().expect("sampler");
+    let final_cached = fincore(&store);
+    let stored = support::stored_bytes(&store);
+    let _ = std::fs::remove_dir_all(&store);
+
+    let md = report(&Summary {
+        frames,
+        size,
+        chunk,
+        shard,
+        codec,
+        sink: stats.sink,
+        durability,
+        seconds,
+        frame_bytes,
+        stored,
+        base_rss,
+        pool_bytes: stats.pool_bytes as u64,
+        final_cached,
+        samples,
+    });
+    println!("{md}");
+    match std::fs::write(&md_path, &md) {
+        Ok(()) => eprintln!("written to {}", md_path.display()),
+        Err(e) => eprintln!("cannot write {}: {e}", md_path.display()),
+    }
+}
+
+fn parse3(s: &str) -> [u64; 3] {
+    let v: Vec<u64> = s.split(',').map(|x| x.parse().expect("number")).collect();
+    v.try_into().expect("three numbers")
+}
+
+fn sample(pushed: &AtomicU64, done: &AtomicBool, store: &Path) -> Vec<Sample> {
+    let t0 = Instant::now();
+    let mut out = Vec::new();
+    let mut next = t0;
+    while !done.load(Ordering::Relaxed) {
+        next += Duration::from_secs(1);
+        support::spin_until(next);
+        out.push(Sample {
+            t: t0.elapsed().as_secs_f64(),
+            frames: pushed.load(Ordering::Relaxed),
+            rss: support::status_bytes("VmRSS"),
+            dirty: support::meminfo_bytes("Dirty") + support::meminfo_bytes("Writeback"),
+            cached_store: fincore(store),
+        });
+    }
+    out
+}
+
+/// Bytes of the files under `dir` resident in the page cache (`fincore`, util-linux).
+fn fincore(dir: &Path) -> u64 {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    if files.is_empty() {
+        return 0;
+    }
+    let out = std::process::Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output", "RES"])
+        .args(&files)
+        .output();
+    match out {
+        Ok(o) => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse::<u64>().ok())
+            .sum(),
+        Err(_) => 0,
+    }
+}
+
+struct Summary {
+    frames: u64,
+    size: u64,
+    chunk: [u64; 3],
+    shard: [u64; 3],
+    codec: Codec,
+    sink: zarrstream::SinkKind,
+    durability: Durability,
+    seconds: f64,
+    frame_bytes: u64,
+    stored: u64,
+    base_rss: u64,
+    pool_bytes: u64,
+    final_cached: u64,
+    samples: Vec<Sample>,
+}
+
+fn report(s: &Summary) -> String {
+    let mut md = String::new();
+    let raw = s.frames * s.frame_bytes;
+    let _ = writeln!(md, "### Long run\n");
+    let _ = writeln!(
+        md,
+        "{} · {} frames {}×{} u16 ({:.2} GiB raw) · chunk {:?} shard {:?} · {} · sink {:?} · durability {:?}\n",
+        support::machine(),
+        s.frames,
+        s.size,
+        s.size,
+        raw as f64 / (1u64 << 30) as f64,
+        s.chunk,
+        s.shard,
+        s.codec.label(),
+        s.sink,
+        s.durability,
+    );
+    let _ = writeln!(
+        md,
+        "Total: {:.1} s, **{:.0} MiB/s** raw, compression ratio {:.3}, frame pool {:.0} MiB.\n",
+        s.seconds,
+        mib(raw) / s.seconds,
+        raw as f64 / s.stored.max(1) as f64,
+        mib(s.pool_bytes),
+    );
+    // Per-second rates from consecutive samples; the last samples (after the end) have
+    // no pushes and are left out of the rate statistics.
+    let mut rows = Vec::new();
+    let mut prev = (0.0, 0u64);
+    for x in &s.samples {
+        let rate = mib((x.frames - prev.1) * s.frame_bytes) / (x.t - prev.0);
+        rows.push((x, rate));
+        prev = (x.t, x.frames);
+    }
+    let active: Vec<_> = rows
+        .iter()
+        .filter(|(x, _)| x.frames < s.frames)
+        .copied()
+        .collect();
+    let third = (active.len() / 3).max(1);
+    if active.len() >= 3 {
+        let part = |r: &[(&Sample, f64)], f: &dyn Fn(&(&Sample, f64)) -> f64| {
+            let mut v: Vec<f64> = r.iter().map(f).collect();
+            median(&mut v)
+        };
+        let (first, last) = (&active[..third], &active[active.len() - third..]);
+        let rss = |r: &(&Sample, f64)| mib(r.0.rss.saturating_sub(s.base_rss));
+        let cache = |r: &(&Sample, f64)| mib(r.0.cached_store);
+        let dirty = |r: &(&Sample, f64)| mib(r.0.dirty);
+        let rate = |r: &(&Sample, f64)| r.1;
+        let max = |f: &dyn Fn(&(&Sample, f64)) -> f64| active.iter().map(f).fold(0.0f64, f64::max);
+        let _ = writeln!(
+            md,
+            "| per-second median | first third | last third | last / first | max over the run |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        for (name, f) in [
+            ("throughput MiB/s", &rate as &dyn Fn(&(&Sample, f64)) -> f64),
+            ("extra RSS MiB", &rss),
+            ("page cache of the store MiB", &cache),
+            ("dirty + writeback MiB (system)", &dirty),
+        ] {
+            let (a, b) = (part(first, f), part(last, f));
+            let _ = writeln!(
+                md,
+                "| {name} | {a:.0} | {b:.0} | {:.2} | {:.0} |",
+                if a > 0.0 { b / a } else { f64::NAN },
+                max(f)
+            );
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(
+        md,
+        "Page cache held by the finished store right after `finish`: {:.1} MiB of {:.0} MiB stored.\n",
+        mib(s.final_cached),
+        mib(s.stored)
+    );
+    let _ = writeln!(
+        md,
+        "<details><summary>every second</summary>\n\n| t s | frames | MiB/s | extra RSS MiB | store cache MiB | dirty+wb MiB |\n|---|---|---|---|---|---|"
+    );
+    for (x, rate) in &rows {
+        let _ = writeln!(
+            md,
+            "| {:.0} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            x.t,
+            x.frames,
+            rate,
+            mib(x.rss.saturating_sub(s.base_rss)),
+            mib(x.cached_store),
+            mib(x.dirty)
+        );
+    }
+    let _ = writeln!(md, "\n</details>");
+    md
+}

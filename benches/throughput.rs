@@ -1,0 +1,349 @@
+//! End-to-end throughput against the machine's ceilings, measured in the same run
+//! (issue 4 item 2, DESIGN §6).
+//!
+//! ```text
+//! cargo bench --bench throughput -- [--workloads C1,C2] [--codecs lz4:1,zstd:1,none]
+//!     [--sinks mmap,pwrite] [--frames 128] [--runs 3] [--threads 0] [--md FILE]
+//! ```
+//!
+//! One process renders the synthetic camera frames once; every measurement then uses
+//! those frames and the same number of threads. For each workload × codec, each of
+//! `--runs` rounds measures, back to back:
+//! - the **encode ceiling**: the inner chunks (cut from the frames beforehand) encoded
+//!   memory-to-memory on all threads with our `ChunkEncoder` (crc32c on, as the writer
+//!   writes it) and with the reference C library (c-blosc for `lz4`, libzstd for `zstd`,
+//!   `memcpy` for `none`);
+//! - the **disk ceiling**: sequential 8 MiB `write`s of as many bytes as the codec
+//!   stores, then `fsync`, in the output directory;
+//! - the **writer**, once per sink: `Writer::create`, a push per frame, `finish`
+//!   (durable); throughput = raw MiB / (first push → `finish` returned).
+//!
+//! Figure of merit: `writer / min(best encode ceiling, disk ceiling × compression ratio)`,
+//! with medians over the rounds. The table also gives the extra peak RSS (VmHWM reset
+//! before each run, minus the RSS before `Writer::create`) against the frame pool and
+//! staging the writer allocated, and push / frame latency percentiles of the median run.
+
+mod support;
+
+use std::ffi::CString;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::Instant;
+
+use support::{Args, Run, Workload, median, mib, pct_ms};
+use zarrstream::{ChunkEncoder, Codec, SinkChoice, WriterOptions};
+
+fn main() {
+    support::fixed_malloc_threshold();
+    let args = Args::parse();
+    let workloads: Vec<Workload> = args
+        .list("--workloads", "C1,C2")
+        .iter()
+        .map(|w| Workload::by_name(w).unwrap_or_else(|| panic!("unknown workload {w}")))
+        .collect();
+    let codecs: Vec<Codec> = args
+        .list("--codecs", "lz4:1,zstd:1,none")
+        .iter()
+        .map(|c| Codec::parse(c).unwrap_or_else(|| panic!("unknown codec {c}")))
+        .collect();
+    let sinks: Vec<SinkChoice> = args
+        .list("--sinks", "mmap,pwrite")
+        .iter()
+        .map(|s| match s.as_str() {
+            "mmap" => SinkChoice::Mmap,
+            "pwrite" => SinkChoice::Pwrite,
+            "auto" => SinkChoice::Auto,
+            _ => panic!("unknown sink {s}"),
+        })
+        .collect();
+    let frames: usize = args.num("--frames", 128);
+    let runs: usize = args.num("--runs", 3);
+    let threads = match args.num("--threads", 0usize) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let md_path = args
+        .get("--md")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| support::out_dir().join("throughput.md"));
+    let out = support::out_dir();
+
+    let t = Instant::now();
+    let [h, w] = workloads[0].frame;
+    let pool = support::render(frames, h, w);
+    eprintln!(
+        "rendered {frames} frames {h}x{w} u16 in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut rows = Vec::new();
+    for wl in &workloads {
+        let chunks = cut_chunks(wl, &pool);
+        for &codec in &codecs {
+            rows.extend(measure(
+                wl, codec, &sinks, &pool, &chunks, runs, threads, &out,
+            ));
+        }
+    }
+
+    let md = report(&rows, frames, runs, threads, &workloads[0]);
+    println!("{md}");
+    if let Err(e) = std::fs::write(&md_path, &md) {
+        eprintln!("cannot write {}: {e}", md_path.display());
+    } else {
+        eprintln!("table written to {}", md_path.display());
+    }
+}
+
+/// The inner chunks of the whole acquisition, contiguous, in shard order (untimed).
+fn cut_chunks(wl: &Workload, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let [ct, cy, cx] = wl.chunk.map(|v| v as usize);
+    let [h, w] = wl.frame.map(|v| v as usize);
+    let mut out = Vec::new();
+    for t0 in (0..pool.len() - pool.len() % ct).step_by(ct) {
+        for y0 in (0..h).step_by(cy) {
+            for x0 in (0..w).step_by(cx) {
+                let mut c = Vec::with_capacity(ct * cy * cx * 2);
+                for frame in &pool[t0..t0 + ct] {
+                    for y in y0..y0 + cy {
+                        c.extend_from_slice(&frame[(y * w + x0) * 2..(y * w + x0 + cx) * 2]);
+                    }
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// One table row: a workload × codec × sink with its ceilings.
+struct Row {
+    workload: &'static str,
+    codec: Codec,
+    sink: &'static str,
+    writer: Vec<f64>,
+    median_run: Run,
+    max_extra_rss: u64,
+    encode_ours: f64,
+    encode_ref: f64,
+    disk_raw: f64,
+    ratio: f64,
+}
+
+impl Row {
+    fn ceiling(&self) -> f64 {
+        self.encode_ours.max(self.encode_ref).min(self.disk_raw)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    wl: &Workload,
+    codec: Codec,
+    sinks: &[SinkChoice],
+    pool: &[Vec<u8>],
+    chunks: &[Vec<u8>],
+    runs: usize,
+    threads: usize,
+    out: &std::path::Path,
+) -> Vec<Row> {
+    let raw: u64 = pool.iter().map(|f| f.len() as u64).sum();
+    let chunk_raw: u64 = chunks.iter().map(|c| c.len() as u64).sum();
+    let (mut ours, mut theirs, mut disk) = (Vec::new(), Vec::new(), Vec::new());
+    let mut by_sink: Vec<Vec<Run>> = sinks.iter().map(|_| Vec::new()).collect();
+    for round in 0..runs {
+        let (secs, bytes) = encode_all(chunks, threads, |c, out| ours_encode(codec, c, out));
+        ours.push(mib(chunk_raw) / secs);
+        let stored = bytes;
+        let (secs, _) = encode_all(chunks, threads, |c, out| reference_encode(codec, c, out));
+        theirs.push(mib(chunk_raw) / secs);
+        // The writer stores about the same bytes per raw byte as the chunk encoder.
+        let disk_bytes = (stored as f64 * raw as f64 / chunk_raw as f64) as u64;
+        let secs = disk_write(out, disk_bytes, &pool[0]);
+        disk.push(mib(raw) / secs);
+        for (i, &sink) in sinks.iter().enumerate() {
+            let options = WriterOptions {
+                threads,
+                sink,
+                ..WriterOptions::default()
+            };
+            let path = out.join(format!("{}-{}.zarr", wl.name, support::sink_name(sink)));
+            let run = support::run_writer(&path, wl.spec(codec), options, pool, pool.len(), 0.0);
+            eprintln!(
+                "{} {} {} round {round}: {:.0} MiB/s (encode {:.0} / ref {:.0}, disk x ratio {:.0})",
+                wl.name,
+                codec.label(),
+                support::sink_name(sink),
+                run.mib_s(),
+                ours[round],
+                theirs[round],
+                disk[round],
+            );
+            by_sink[i].push(run);
+        }
+        std::io::stderr().flush().ok();
+    }
+    let encode_ours = median(&mut ours);
+    let encode_ref = median(&mut theirs);
+    let disk_raw = median(&mut disk);
+    sinks
+        .iter()
+        .zip(by_sink)
+        .map(|(&sink, mut runs)| {
+            let max_extra_rss = runs.iter().map(|r| r.extra_rss).max().unwrap_or(0);
+            let mut writer: Vec<f64> = runs.iter().map(Run::mib_s).collect();
+            runs.sort_by(|a, b| a.mib_s().total_cmp(&b.mib_s()));
+            let median_run = runs.swap_remove(runs.len() / 2);
+            writer.sort_by(f64::total_cmp);
+            Row {
+                workload: wl.name,
+                codec,
+                sink: support::sink_name(sink),
+                ratio: median_run.ratio(),
+                writer,
+                median_run,
+                max_extra_rss,
+                encode_ours,
+                encode_ref,
+                disk_raw,
+            }
+        })
+        .collect()
+}
+
+/// Encodes every chunk on `threads` threads (chunk i on thread i mod threads), each with
+/// its own output buffer; returns wall seconds and the total encoded bytes.
+fn encode_all(
+    chunks: &[Vec<u8>],
+    threads: usize,
+    f: impl Fn(&[u8], &mut Vec<u8>) -> usize + Sync,
+) -> (f64, u64) {
+    let t = Instant::now();
+    let total: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let f = &f;
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    chunks
+                        .iter()
+                        .skip(k)
+                        .step_by(threads)
+                        .map(|c| f(c, &mut out) as u64)
+                        .sum::<u64>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    (t.elapsed().as_secs_f64(), total)
+}
+
+fn ours_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
+    thread_local! {
+        static ENC: std::cell::RefCell<Option<(Codec, ChunkEncoder)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    ENC.with_borrow_mut(|slot| {
+        if slot.as_ref().is_none_or(|(c, _)| *c != codec) {
+            *slot = Some((codec, ChunkEncoder::new(codec, 2, true).expect("encoder")));
+        }
+        let (_, enc) = slot.as_mut().expect("just set");
+        out.resize(enc.slot_bound(chunk.len()), 0);
+        enc.encode_slice(chunk, out).expect("encode")
+    })
+}
+
+fn reference_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
+    out.resize(chunk.len() + 1024, 0);
+    match codec {
+        Codec::Lz4 { clevel } => c_blosc_lz4(chunk, out, i32::from(clevel)),
+        Codec::Zstd { level, .. } => {
+            zstd::bulk::compress_to_buffer(chunk, out, level).expect("libzstd compress")
+        }
+        _ => {
+            out[..chunk.len()].copy_from_slice(chunk);
+            chunk.len()
+        }
+    }
+}
+
+fn c_blosc_lz4(src: &[u8], dst: &mut [u8], clevel: i32) -> usize {
+    let lz4 = CString::new("lz4").unwrap_or_default();
+    // SAFETY: src and dst are valid for their lengths; c-blosc writes at most destsize.
+    let n = unsafe {
+        blosc_src::blosc_compress_ctx(
+            clevel,
+            1,
+            2,
+            src.len(),
+            src.as_ptr().cast(),
+            dst.as_mut_ptr().cast(),
+            dst.len(),
+            lz4.as_ptr(),
+            0,
+            1,
+        )
+    };
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// Sequential write of `bytes` in 8 MiB `write`s + `fsync`; returns seconds.
+fn disk_write(dir: &std::path::Path, bytes: u64, data: &[u8]) -> f64 {
+    let path = dir.join("disk-ceiling.bin");
+    let t = Instant::now();
+    let mut f = std::fs::File::create(&path).expect("create the disk-ceiling file");
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(data.len() as u64) as usize;
+        f.write_all(&data[..n])
+            .expect("write the disk-ceiling file");
+        left -= n as u64;
+    }
+    f.sync_all().expect("fsync the disk-ceiling file");
+    let secs = t.elapsed().as_secs_f64();
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    secs
+}
+
+fn report(rows: &[Row], frames: usize, runs: usize, threads: usize, wl: &Workload) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "### End-to-end throughput vs ceilings\n");
+    let _ = writeln!(
+        s,
+        "{} · {frames} frames {}×{} u16 · {threads} threads · median of {runs} rounds · `cargo bench --bench throughput`\n",
+        support::machine(),
+        wl.frame[0],
+        wl.frame[1]
+    );
+    let _ = writeln!(
+        s,
+        "| workload | codec | sink | writer MiB/s (runs) | encode ceiling ours / C ref | disk ceiling × ratio | **of ceiling** | ratio | extra RSS MiB (pool + staging) | push ms p50/p99/p99.9/max | frame ms p50/p99/p99.9/max |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let med = r.writer[r.writer.len() / 2];
+        let all: Vec<String> = r.writer.iter().map(|v| format!("{v:.0}")).collect();
+        let st = &r.median_run.stats;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | **{med:.0}** ({}) | {:.0} / {:.0} | {:.0} | **{:.2}** | {:.3} | {:.0} ({:.0} + {:.0}) | {} | {} |",
+            r.workload,
+            r.codec.label(),
+            r.sink,
+            all.join(", "),
+            r.encode_ours,
+            r.encode_ref,
+            r.disk_raw,
+            med / r.ceiling(),
+            r.ratio,
+            mib(r.max_extra_rss),
+            mib(st.pool_bytes as u64),
+            mib(st.staging_bytes as u64),
+            pct_ms(&st.push_latency_ns),
+            pct_ms(&st.frame_latency_ns),
+        );
+    }
+    s
+}

@@ -22,7 +22,11 @@
 //!
 //! `cargo bench --bench latency -- [--workload C1] [--codec lz4:1] [--sink auto|pwrite|mmap]
 //! [--frames 1024] [--runs 3] [--paced-runs 1] [--threads 0] [--backpressure drop|block]
-//! [--svg PATH]`
+//! [--feed copy|zero-copy] [--svg PATH] [--md PATH]`
+//!
+//! `--feed copy` pushes with `push_bytes` (the frame copy is inside push latency);
+//! `--feed zero-copy` fills a pool buffer first, as a camera driver's DMA would, and
+//! hands it over with `push_buffer` (the fill counts in frame latency, not push latency).
 //!
 //! `$ZARRSTREAM_BENCH_DIR` moves the scratch store and the outputs off `target/bench-out`.
 
@@ -59,7 +63,9 @@ struct Config {
     paced_runs: usize,
     threads: usize,
     backpressure: Backpressure,
+    feed: support::Feed,
     svg: PathBuf,
+    md: PathBuf,
 }
 
 impl Config {
@@ -85,9 +91,17 @@ impl Config {
             paced_runs: args.num("--paced-runs", 1usize).max(1),
             threads: args.num("--threads", 0),
             backpressure,
+            feed: match args.get("--feed").unwrap_or("copy") {
+                "copy" => support::Feed::Copy,
+                "zero-copy" => support::Feed::ZeroCopy,
+                other => panic!("--feed: expected copy or zero-copy, got {other:?}"),
+            },
             svg: args
                 .get("--svg")
                 .map_or_else(|| support::out_dir().join("latency.svg"), PathBuf::from),
+            md: args
+                .get("--md")
+                .map_or_else(|| support::out_dir().join("latency.md"), PathBuf::from),
         }
     }
 
@@ -144,8 +158,8 @@ fn main() {
         started.elapsed().as_secs_f64(),
     );
     println!("{report}");
-    let md = support::out_dir().join("latency.md");
-    std::fs::write(&md, &report).expect("write latency.md");
+    let md = &cfg.md;
+    std::fs::write(md, &report).expect("write the latency report");
     plot(&cfg, max_fps, &paced).expect("draw the latency SVG");
     eprintln!("wrote {} and {}", md.display(), cfg.svg.display());
 }
@@ -167,13 +181,14 @@ fn max_rates(cfg: &Config, frames: &[Vec<u8>]) -> Vec<f64> {
     (0..cfg.runs)
         .map(|i| {
             settle();
-            let run = support::run_writer(
+            let run = support::run_writer_fed(
                 &store(),
                 cfg.workload.spec(cfg.codec),
                 cfg.options(Backpressure::Block),
                 frames,
                 cfg.frames,
                 0.0,
+                cfg.feed,
             );
             let fps = run.stats.frames_written as f64 / run.seconds;
             eprintln!("closed loop {}/{}: {fps:.1} fps", i + 1, cfg.runs);
@@ -188,13 +203,14 @@ fn paced(cfg: &Config, frames: &[Vec<u8>], load: f64, max_fps: f64) -> Paced {
     let mut runs: Vec<Run> = (0..cfg.paced_runs)
         .map(|_| {
             settle();
-            let run = support::run_writer(
+            let run = support::run_writer_fed(
                 &store(),
                 cfg.workload.spec(cfg.codec),
                 cfg.options(cfg.backpressure),
                 frames,
                 cfg.frames,
                 target_fps,
+                cfg.feed,
             );
             eprintln!(
                 "paced {:.0} % ({target_fps:.1} fps): dropped {}, frame p99.9 {:.2} ms",
@@ -234,6 +250,7 @@ fn report(cfg: &Config, max_fps: f64, samples: &[f64], paced: &[Paced], secs: f6
     let mut out = format!(
         "## Latency: {} {}, sink {} ({}), {} frames per run\n\n\
          - max rate (closed loop, block): **{max_fps:.1} fps** = {:.0} MiB/s, median of {samples:.1?}\n\
+         - frames fed by {}\n\
          - paced runs: backpressure {}, threads {} (0 = one per core), {} run(s) per load\n\
          - machine: {}\n\
          - benchmark time: {secs:.0} s\n\n",
@@ -243,6 +260,7 @@ fn report(cfg: &Config, max_fps: f64, samples: &[f64], paced: &[Paced], secs: f6
         used_sink,
         cfg.frames,
         max_fps * cfg.workload.frame_bytes() as f64 / (1u64 << 20) as f64,
+        cfg.feed.name(),
         cfg.backpressure_name(),
         cfg.threads,
         cfg.paced_runs,

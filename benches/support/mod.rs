@@ -173,6 +173,26 @@ impl Run {
     }
 }
 
+/// How frames reach the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// `push_bytes`: the writer copies the frame into a pooled buffer inside `push`.
+    Copy,
+    /// `buffer` + `push_buffer`: the frame is written into a pooled buffer first (as a
+    /// camera driver's DMA would; outside push latency, inside frame latency), then
+    /// handed over. No free buffer under `Drop` counts the frame as dropped (`skip`).
+    ZeroCopy,
+}
+
+impl Feed {
+    pub fn name(self) -> &'static str {
+        match self {
+            Feed::Copy => "copy (push_bytes)",
+            Feed::ZeroCopy => "zero-copy (buffer + push_buffer)",
+        }
+    }
+}
+
 /// Writes `count` frames (cycling `frames`) into a fresh store at `path`, paced at `fps`
 /// (0 = as fast as possible), and returns the timings. Frame k is due at t0 + k/fps; its
 /// latency is measured from then (open loop).
@@ -183,6 +203,19 @@ pub fn run_writer(
     frames: &[Vec<u8>],
     count: usize,
     fps: f64,
+) -> Run {
+    run_writer_fed(path, spec, options, frames, count, fps, Feed::Copy)
+}
+
+/// [`run_writer`] with a choice of [`Feed`].
+pub fn run_writer_fed(
+    path: &Path,
+    spec: ArraySpec,
+    options: WriterOptions,
+    frames: &[Vec<u8>],
+    count: usize,
+    fps: f64,
+    feed: Feed,
 ) -> Run {
     let _ = std::fs::remove_dir_all(path);
     let base = status_bytes("VmRSS");
@@ -203,8 +236,19 @@ pub fn run_writer(
         } else {
             Instant::now()
         };
-        w.push_bytes(&frames[k % frames.len()], due)
-            .expect("push a frame");
+        let frame = &frames[k % frames.len()];
+        match feed {
+            Feed::Copy => {
+                w.push_bytes(frame, due).expect("push a frame");
+            }
+            Feed::ZeroCopy => match w.buffer().expect("take a pool buffer") {
+                Some(mut buf) => {
+                    buf.copy_from_slice(frame);
+                    w.push_buffer(buf, due).expect("push a buffer");
+                }
+                None => w.skip().expect("skip a frame"),
+            },
+        }
     }
     let stats = w.finish().expect("finish the store");
     let seconds = t0.elapsed().as_secs_f64();

@@ -5,6 +5,7 @@ mod finisher;
 mod grid;
 mod pool;
 mod preparer;
+mod priority;
 mod shared;
 mod worker;
 mod writeback;
@@ -77,6 +78,13 @@ pub struct WriterOptions {
     pub threads: usize,
     /// Pin worker `i` to core `i mod cores`.
     pub pin_threads: bool,
+    /// Scheduling niceness of the writer's own threads — workers, shard preparer and
+    /// finisher — (0..=19; on Linux per thread). Encoding and finishing shards are
+    /// throughput work; the thread that pushes frames is latency work. With the writer's
+    /// threads a few steps nicer, a push that wakes one of them (handing a shard to the
+    /// finisher, say) is not preempted by it, and a push waits for its frame copy, not
+    /// behind an encode, when every core is busy. 0 leaves priorities alone.
+    pub background_nice: u8,
     /// Which sink writes shard files.
     pub sink: SinkChoice,
     /// Frame buffers in the pool (0 = `2 × threads + 2`, at most 65536); bounds the
@@ -101,6 +109,7 @@ impl Default for WriterOptions {
         WriterOptions {
             threads: 0,
             pin_threads: true,
+            background_nice: 5,
             sink: SinkChoice::Auto,
             pool_frames: 0,
             spare_groups: 1,
@@ -119,6 +128,7 @@ impl WriterOptions {
             ("threads", self.threads, 1024),
             ("pool_frames", self.pool_frames, 1 << 16),
             ("spare_groups", self.spare_groups, 1 << 16),
+            ("background_nice", usize::from(self.background_nice), 19),
         ] {
             if value > max {
                 return Err(Error::InvalidOption { option, value, max });
@@ -263,18 +273,26 @@ impl Writer {
         for i in 0..threads {
             let (s, rx, ftx) = (Arc::clone(&shared), jobs_rx.clone(), fin_tx.clone());
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+            let nice = options.background_nice;
             let h = spawn(format!("zarrstream-worker-{i}"))
-                .spawn(move || worker::run(s, rx, ftx, core))
+                .spawn(move || worker::run(s, rx, ftx, core, nice))
                 .map_err(|e| Error::io("spawn thread", "", e, 0))?;
             workers.push(h);
         }
+        let nice = options.background_nice;
         let s = Arc::clone(&shared);
         let preparer = spawn("zarrstream-preparer".into())
-            .spawn(move || preparer::run(s, prep_tx))
+            .spawn(move || {
+                priority::lower_priority(nice);
+                preparer::run(s, prep_tx)
+            })
             .map_err(|e| Error::io("spawn thread", "", e, 0))?;
         let s = Arc::clone(&shared);
         let finisher = spawn("zarrstream-finisher".into())
-            .spawn(move || finisher::run(s, fin_rx))
+            .spawn(move || {
+                priority::lower_priority(nice);
+                finisher::run(s, fin_rx)
+            })
             .map_err(|e| Error::io("spawn thread", "", e, 0))?;
 
         Ok(Writer {

@@ -19,10 +19,12 @@ pub(crate) fn run(
     jobs: Receiver<Job>,
     finisher: Sender<FinisherMsg>,
     core: Option<core_affinity::CoreId>,
+    nice: u8,
 ) -> WorkerReport {
     if let Some(core) = core {
         core_affinity::set_for_current(core);
     }
+    super::priority::lower_priority(nice);
     let mut latency = crate::stats::histogram();
     let spec = &shared.spec;
     let mut encoder = match ChunkEncoder::new(spec.codec, spec.dtype.size(), spec.crc32c) {

@@ -2,8 +2,9 @@
 //!
 //! A killed writer leaves finished shards under `c/…` and the shards it was filling as
 //! temporary files `.zarrstream-partial/<key with / as .>.partial`, at their worst-case
-//! size: chunk `i` in its fixed slot, then a 16-byte working-index entry written only
-//! after the chunk's bytes (`ShardLayout`). [`recover_store`] rebuilds each temporary
+//! size: chunk `i` in its fixed slot (mmap sink) or appended after the chunks finished
+//! before it (pwrite sink), then a 16-byte working-index entry written only after the
+//! chunk's bytes (`ShardLayout`). [`recover_store`] rebuilds each temporary
 //! shard from the entries whose chunk verifies (by its crc32c, or, for arrays without
 //! the per-chunk crc32c, by decoding it), exactly as the writer's finisher would have
 //! (compact packing, final index with its crc32c), renames it into place, and
@@ -110,7 +111,7 @@ pub enum RejectReason {
         /// The entry's nbytes field.
         nbytes: u64,
     },
-    /// The entry's bytes do not lie inside the chunk's slot (or, with a final index,
+    /// The entry's bytes do not lie inside the slots region (or, with a final index,
     /// inside the file's data region).
     #[error("entry {offset}+{nbytes} lies outside {region}")]
     OutOfBounds {
@@ -118,7 +119,7 @@ pub enum RejectReason {
         offset: u64,
         /// The entry's length.
         nbytes: u64,
-        /// `its slot` or `the data region of the file`.
+        /// `the slots region` or `the data region of the file`.
         region: &'static str,
     },
     /// The chunk is too short to hold its crc32c (or is empty).
@@ -544,11 +545,10 @@ fn check_at(file: &File, spec: &ArraySpec, offset: u64, nbytes: u64) -> Result<(
     verify(spec, &buf)
 }
 
-/// Where chunk `i` may be found: `(offset, nbytes)` after the bounds checks, or why not.
+/// Whether an entry `(offset, nbytes)` passes the bounds checks, or why not.
 fn bounds(
     entries: &Entries,
     layout: &ShardLayout,
-    i: usize,
     (offset, nbytes): (u64, u64),
 ) -> Result<(), RejectReason> {
     if (offset == EMPTY) != (nbytes == EMPTY) {
@@ -560,8 +560,15 @@ fn bounds(
     let end = offset.checked_add(nbytes);
     let (lo, hi, region) = match entries.source {
         IndexSource::Working => {
-            let slot = layout.slot_offset(i as u64);
-            (slot, slot + layout.slot_size, "its slot")
+            // The mmap sink writes chunk `i` in its slot, the pwrite sink appends chunks
+            // back to back from the start of the data region: either way inside the
+            // slots region, and the chunk itself is verified next.
+            let lo = if layout.location == IndexLocation::Start {
+                layout.index_size
+            } else {
+                0
+            };
+            (lo, layout.slot_offset(layout.n), "the slots region")
         }
         _ => (
             entries.data.0,
@@ -641,7 +648,7 @@ fn recover_partial(
         if entry == (EMPTY, EMPTY) || entry == (0, 0) {
             continue;
         }
-        let first = bounds(&entries, layout, i, entry)
+        let first = bounds(&entries, layout, entry)
             .and_then(|()| check_at(&file, spec, entry.0, entry.1));
         let found = match first {
             Ok(()) => Ok(entry.0),
@@ -1066,8 +1073,8 @@ mod tests {
                 .unwrap();
             // Chunk 9: a flipped byte.
             f.write_all_at(&[0x5a], l.slot_offset(9) + 20).unwrap();
-            // Chunk 10: the entry points past the end of its slot.
-            set_entry(&s.path, &l, 10, l.slot_offset(10) + l.slot_size - 8, 40);
+            // Chunk 10: the entry points past the end of the slots region.
+            set_entry(&s.path, &l, 10, l.slot_offset(l.n) - 8, 40);
             // Chunk 11: torn entry, offset set and nbytes garbage.
             set_entry(&s.path, &l, 11, l.slot_offset(11), 0xdead_beef_dead_beef);
             // Chunk 12: torn the other way round (offset still empty).
@@ -1090,7 +1097,7 @@ mod tests {
                     (
                         10,
                         RejectReason::OutOfBounds {
-                            region: "its slot",
+                            region: "the slots region",
                             ..
                         }
                     )

@@ -7,4 +7,4 @@ mod plan;
 pub(crate) use index::{IndexEntries, encode_index, entry_bytes};
 pub use layout::ShardLayout;
 pub use plan::Packing;
-pub(crate) use plan::{FinalLayout, plan};
+pub(crate) use plan::{FinalLayout, packed, plan};

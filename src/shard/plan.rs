@@ -77,6 +77,32 @@ pub(crate) fn plan(
             last.unwrap_or(if start { layout.index_size } else { 0 })
         }
     };
+    with_index(layout, entries, moves, holes, data_end)
+}
+
+/// The layout of a shard whose sink already wrote its chunks back to back from the start
+/// of the data region (the pwrite sink): nothing moves, only the index is placed.
+pub(crate) fn packed(layout: &ShardLayout, written: &[Option<(u64, u64)>]) -> FinalLayout {
+    let start = layout.location == IndexLocation::Start;
+    let data_start = if start { layout.index_size } else { 0 };
+    let data_end = written
+        .iter()
+        .flatten()
+        .map(|(o, n)| o + n)
+        .max()
+        .unwrap_or(data_start);
+    with_index(layout, written.to_vec(), Vec::new(), Vec::new(), data_end)
+}
+
+/// Places the index before the data (start) or right after it (end).
+fn with_index(
+    layout: &ShardLayout,
+    entries: Vec<Option<(u64, u64)>>,
+    moves: Vec<Move>,
+    mut holes: Vec<(u64, u64)>,
+    data_end: u64,
+) -> FinalLayout {
+    let start = layout.location == IndexLocation::Start;
     let (index_at, len) = if start {
         (0, data_end.max(layout.index_size))
     } else {
@@ -130,6 +156,27 @@ mod tests {
                 },
             location,
         }
+    }
+
+    #[test]
+    fn packed_shards_move_nothing_and_place_the_index() {
+        // Chunks appended in completion order 2, 0 (chunk 1 dropped).
+        let end = layout(IndexLocation::End);
+        let written = [Some((40, 30)), None, Some((0, 40))];
+        let fin = packed(&end, &written);
+        assert!(fin.moves.is_empty() && fin.holes.is_empty());
+        assert_eq!(fin.entries, written.to_vec());
+        assert_eq!((fin.index_at, fin.len), (70, 70 + end.index_size));
+
+        let start = layout(IndexLocation::Start);
+        let d = start.index_size;
+        let written = [Some((d, 10)), Some((d + 10, 5)), None];
+        let fin = packed(&start, &written);
+        assert!(fin.moves.is_empty());
+        assert_eq!((fin.index_at, fin.len), (0, d + 15));
+        // Nothing written: just the index.
+        let fin = packed(&start, &[None, None, None]);
+        assert_eq!(fin.len, d);
     }
 
     #[test]

@@ -38,14 +38,15 @@ impl SlotSink for MmapSink {
         i: usize,
         _scratch: &mut Vec<u8>,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
-    ) -> Result<u64> {
+    ) -> Result<(u64, u64)> {
         let mut slot = self
             .region
             .claim(i)
             .ok_or_else(|| internal("shard slot claimed twice"))?;
         let n = encode(slot.data())? as u64;
-        *slot.entry() = entry_bytes(self.temp.layout.slot_offset(i as u64), n);
-        Ok(n)
+        let offset = self.temp.layout.slot_offset(i as u64);
+        *slot.entry() = entry_bytes(offset, n);
+        Ok((offset, n))
     }
 
     fn prefault(&self, first: usize, end: usize) {

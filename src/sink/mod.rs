@@ -89,15 +89,21 @@ fn mapping_is_safe(dir: &Path) -> bool {
 
 /// One shard file being filled by the workers.
 pub(crate) trait SlotSink: Send + Sync {
-    /// Encodes chunk `i` into its slot with `encode` (which returns the bytes used) and
-    /// then records its working-index entry, so a crash never leaves an entry pointing at
-    /// unwritten data. Returns the encoded length.
+    /// Encodes chunk `i` with `encode` (which returns the bytes used), writes it, then
+    /// records its working-index entry, so a crash never leaves an entry pointing at
+    /// unwritten data. Returns where the chunk is, `(offset, nbytes)`.
     fn write_chunk(
         &self,
         i: usize,
         scratch: &mut Vec<u8>,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
-    ) -> Result<u64>;
+    ) -> Result<(u64, u64)>;
+
+    /// Whether chunks are written back to back (no slot gaps), so finishing the shard
+    /// moves nothing ([`packed`](crate::shard::packed) instead of a compaction plan).
+    fn packs_chunks(&self) -> bool {
+        false
+    }
 
     /// Makes the slots `first..end` cheap to write (the mmap sink populates its pages);
     /// called by the preparer thread, possibly while workers write other slots.

@@ -1,4 +1,6 @@
-//! The pwrite sink: workers encode into a per-thread buffer and write it at the slot.
+//! The pwrite sink: workers encode into a per-thread buffer, then append it to the shard
+//! file, one writer at a time. Chunks land back to back in completion order (the index
+//! says where each is), so finishing the shard moves no data.
 
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
@@ -6,18 +8,25 @@ use std::sync::Mutex;
 use super::{SlotSink, TempShard};
 use crate::error::{Error, Result};
 use crate::shard::{FinalLayout, encode_index, entry_bytes};
+use crate::spec::IndexLocation;
 
 pub(crate) struct PwriteSink {
     temp: TempShard,
-    /// Serialises the workers' writes to this file (see `write_chunk`).
-    writing: Mutex<()>,
+    /// Where the next chunk goes; held while writing (see `write_chunk`).
+    next: Mutex<u64>,
 }
 
 impl PwriteSink {
     pub(crate) fn new(temp: TempShard) -> Self {
+        let l = temp.layout;
+        let data_start = if l.location == IndexLocation::Start {
+            l.index_size
+        } else {
+            0
+        };
         PwriteSink {
             temp,
-            writing: Mutex::new(()),
+            next: Mutex::new(data_start),
         }
     }
 
@@ -35,22 +44,26 @@ impl SlotSink for PwriteSink {
         i: usize,
         scratch: &mut Vec<u8>,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
-    ) -> Result<u64> {
+    ) -> Result<(u64, u64)> {
         let l = self.temp.layout;
         scratch.resize(l.slot_size as usize, 0);
-        let n = encode(scratch)?;
-        let offset = l.slot_offset(i as u64);
+        let n = encode(scratch)? as u64;
         // Buffered writes to one file take its inode lock exclusively, and a writer
-        // that finds it taken *spins* in the kernel while the owner copies. Two workers
-        // writing one shard spent more time spinning than encoding; waiting here
-        // sleeps instead, and with one writer at a time the kernel never spins.
-        let _one_writer = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        self.write_at(&scratch[..n], offset)?;
-        self.write_at(
-            &entry_bytes(offset, n as u64),
-            l.index_offset + 16 * i as u64,
-        )?;
-        Ok(n as u64)
+        // that finds it taken *spins* in the kernel while the owner copies: two workers
+        // writing one shard spent more time spinning than encoding. Here the second
+        // one sleeps, the kernel never spins, and the lock also hands out the append
+        // position. The chunks of a shard never exceed the slots they would have used,
+        // so appending stays inside the reserved data region.
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let offset = *next;
+        self.write_at(&scratch[..n as usize], offset)?;
+        self.write_at(&entry_bytes(offset, n), l.index_offset + 16 * i as u64)?;
+        *next = offset + n;
+        Ok((offset, n))
+    }
+
+    fn packs_chunks(&self) -> bool {
+        true
     }
 
     fn keep_for_recovery(&self) {

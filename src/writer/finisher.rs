@@ -13,7 +13,7 @@ use super::shared::{FinisherMsg, OpenShard, Shared};
 use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};
 use crate::metadata::{self, Progress, State};
-use crate::shard::plan;
+use crate::shard::{packed, plan};
 
 #[derive(Debug, Default)]
 pub(crate) struct FinisherReport {
@@ -198,7 +198,11 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         // temporary file is just removed (when the sink drops).
         return Ok(0);
     }
-    let fin = plan(&shared.layout, &written, shared.packing);
+    let fin = if s.sink.packs_chunks() {
+        packed(&shared.layout, &written)
+    } else {
+        plan(&shared.layout, &written, shared.packing)
+    };
     let temp = s.sink.finalize(&fin)?;
     if shared.durability == Durability::Shard {
         temp.file

@@ -43,11 +43,7 @@ pub(crate) fn run(
                 .sink
                 .write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out))
             {
-                Ok(n) => {
-                    job.shard
-                        .entries
-                        .set(job.slot, shared.layout.slot_offset(job.slot as u64), n)
-                }
+                Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
                 Err(e) => shared.fail(e),
             }
         }

@@ -648,8 +648,8 @@ fn recover_partial(
         if entry == (EMPTY, EMPTY) || entry == (0, 0) {
             continue;
         }
-        let first = bounds(&entries, layout, entry)
-            .and_then(|()| check_at(&file, spec, entry.0, entry.1));
+        let first =
+            bounds(&entries, layout, entry).and_then(|()| check_at(&file, spec, entry.0, entry.1));
         let found = match first {
             Ok(()) => Ok(entry.0),
             Err(reason) => {

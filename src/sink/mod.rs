@@ -15,18 +15,20 @@ use crate::shard::{FinalLayout, ShardLayout};
 /// Which sink writes the shard files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SinkChoice {
-    /// The measured default: `pwrite`. On the C1 benchmark (2048² u16 frames, 512²
-    /// chunks, 32-frame shards, 2 cores, ext4; median of 3 runs of the `record` example)
-    /// pwrite matched or beat mmap on throughput (lz4:1 973 vs 930 MiB/s, zstd:1 434 vs
-    /// 397, none 1105 vs 930) with ~50 MiB instead of ~400–560 MiB extra resident memory
-    /// (mapped shard pages count as resident) and a lower p99 push latency.
+    /// The measured default: `pwrite`. In `cargo bench --bench throughput` (C1 and C2 ×
+    /// lz4:1, zstd:1, none; 2 cores, ext4; medians of 3 rounds; BENCHMARKS.md) pwrite was
+    /// faster on 11 of 12 configurations (C1 lz4:1 2248 vs 1355 MiB/s, zstd:1 452 vs 406,
+    /// none 1550 vs 1239), with 49–51 MiB extra resident memory on C1 against 550–822 MiB
+    /// for mmap, whose first touch of each mapped page costs a fault and a page zeroing
+    /// (the mapped shard pages also count as resident), and with lower push latency.
     #[default]
     Auto,
     /// Workers encode straight into a shared mapping of the shard (no copy). Falls back
     /// to `pwrite` where a reservation does not protect a mapping (btrfs, ZFS, NFS,
     /// CIFS/SMB, FUSE, AFS), since a full disk would then raise SIGBUS.
     Mmap,
-    /// Workers encode into a per-thread buffer and `pwrite` it at the slot offset.
+    /// Workers encode into a per-thread buffer and append it to the shard file with
+    /// `pwrite` (one writer per file at a time; chunks back to back, nothing to compact).
     Pwrite,
 }
 

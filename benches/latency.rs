@@ -21,7 +21,7 @@
 //! (`target/bench-out/latency.svg` by default) on a "nines" axis, -log10(1 - q).
 //!
 //! `cargo bench --bench latency -- [--workload C1] [--codec lz4:1] [--sink auto|pwrite|mmap]
-//! [--frames 1024] [--runs 3] [--paced-runs 1] [--threads 0] [--backpressure drop|block]
+//! [--frames 1024] [--runs 3] [--paced-runs 3] [--threads 0] [--backpressure drop|block]
 //! [--feed copy|zero-copy] [--svg PATH] [--md PATH]`
 //!
 //! `--feed copy` pushes with `push_bytes` (the frame copy is inside push latency);
@@ -88,7 +88,7 @@ impl Config {
                 .unwrap_or_else(|| panic!("--sink: expected auto, pwrite or mmap")),
             frames: args.num("--frames", 1024),
             runs: args.num("--runs", 3usize).max(1),
-            paced_runs: args.num("--paced-runs", 1usize).max(1),
+            paced_runs: args.num("--paced-runs", 3usize).max(1),
             threads: args.num("--threads", 0),
             backpressure,
             feed: match args.get("--feed").unwrap_or("copy") {
@@ -405,9 +405,10 @@ fn plot(cfg: &Config, max_fps: f64, paced: &[Paced]) -> Result<(), Box<dyn Error
     let sink = paced.first().map_or("?", |p| p.run.stats.sink.as_str());
     let root = root.titled(
         &format!(
-            "{} {}, sink {sink}, max {max_fps:.0} fps, backpressure {}: latency percentiles",
+            "{} {}, sink {sink}, {}, max {max_fps:.0} fps, backpressure {}",
             cfg.workload.name,
             cfg.codec_name,
+            cfg.feed.name(),
             cfg.backpressure_name()
         ),
         ("sans-serif", 20),

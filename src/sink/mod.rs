@@ -17,7 +17,7 @@ use crate::shard::{FinalLayout, ShardLayout};
 pub enum SinkChoice {
     /// The measured default: `pwrite`. In `cargo bench --bench throughput` (C1 and C2 ×
     /// lz4:1, zstd:1, none; 2 cores, ext4; medians of 3 rounds; BENCHMARKS.md) pwrite was
-    /// faster on 11 of 12 configurations (C1 lz4:1 2248 vs 1355 MiB/s, zstd:1 452 vs 406,
+    /// faster on 5 of 6 workload × codec pairs (C1 lz4:1 2248 vs 1355 MiB/s, zstd:1 452 vs 406,
     /// none 1550 vs 1239), with 49–51 MiB extra resident memory on C1 against 550–822 MiB
     /// for mmap, whose first touch of each mapped page costs a fault and a page zeroing
     /// (the mapped shard pages also count as resident), and with lower push latency.

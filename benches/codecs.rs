@@ -5,11 +5,10 @@
 //!
 //! `cargo bench --bench codecs`
 
-#[allow(dead_code)]
-#[path = "../examples/record/camera.rs"]
-mod camera;
+mod support;
 
-use std::ffi::CString;
+use support::{c_blosc_lz4, camera};
+
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -37,26 +36,6 @@ fn chunks() -> Vec<Vec<u8>> {
         }
     }
     out
-}
-
-fn c_blosc_lz4(src: &[u8], dst: &mut [u8], clevel: i32) -> usize {
-    let lz4 = CString::new("lz4").unwrap_or_default();
-    // SAFETY: src and dst are valid for their lengths; c-blosc writes at most destsize.
-    let n = unsafe {
-        blosc_src::blosc_compress_ctx(
-            clevel,
-            1,
-            2,
-            src.len(),
-            src.as_ptr().cast(),
-            dst.as_mut_ptr().cast(),
-            dst.len(),
-            lz4.as_ptr(),
-            0,
-            1,
-        )
-    };
-    usize::try_from(n).unwrap_or(0)
 }
 
 fn bench(c: &mut Criterion) {

@@ -181,7 +181,7 @@ fn max_rates(cfg: &Config, frames: &[Vec<u8>]) -> Vec<f64> {
     (0..cfg.runs)
         .map(|i| {
             settle();
-            let run = support::run_writer_fed(
+            let run = support::run_writer(
                 &store(),
                 cfg.workload.spec(cfg.codec),
                 cfg.options(Backpressure::Block),
@@ -203,7 +203,7 @@ fn paced(cfg: &Config, frames: &[Vec<u8>], load: f64, max_fps: f64) -> Paced {
     let mut runs: Vec<Run> = (0..cfg.paced_runs)
         .map(|_| {
             settle();
-            let run = support::run_writer_fed(
+            let run = support::run_writer(
                 &store(),
                 cfg.workload.spec(cfg.codec),
                 cfg.options(cfg.backpressure),

@@ -26,7 +26,6 @@
 
 mod support;
 
-use std::ffi::CString;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Instant;
@@ -173,7 +172,15 @@ fn measure(
                 ..WriterOptions::default()
             };
             let path = out.join(format!("{}-{}.zarr", wl.name, support::sink_name(sink)));
-            let run = support::run_writer(&path, wl.spec(codec), options, pool, pool.len(), 0.0);
+            let run = support::run_writer(
+                &path,
+                wl.spec(codec),
+                options,
+                pool,
+                pool.len(),
+                0.0,
+                support::Feed::Copy,
+            );
             eprintln!(
                 "{} {} {} round {round}: {:.0} MiB/s (encode {:.0} / ref {:.0}, disk x ratio {:.0})",
                 wl.name,
@@ -262,7 +269,7 @@ fn ours_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
 fn reference_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
     out.resize(chunk.len() + 1024, 0);
     match codec {
-        Codec::Lz4 { clevel } => c_blosc_lz4(chunk, out, i32::from(clevel)),
+        Codec::Lz4 { clevel } => support::c_blosc_lz4(chunk, out, i32::from(clevel)),
         Codec::Zstd { level, .. } => {
             zstd::bulk::compress_to_buffer(chunk, out, level).expect("libzstd compress")
         }
@@ -271,26 +278,6 @@ fn reference_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
             chunk.len()
         }
     }
-}
-
-fn c_blosc_lz4(src: &[u8], dst: &mut [u8], clevel: i32) -> usize {
-    let lz4 = CString::new("lz4").unwrap_or_default();
-    // SAFETY: src and dst are valid for their lengths; c-blosc writes at most destsize.
-    let n = unsafe {
-        blosc_src::blosc_compress_ctx(
-            clevel,
-            1,
-            2,
-            src.len(),
-            src.as_ptr().cast(),
-            dst.as_mut_ptr().cast(),
-            dst.len(),
-            lz4.as_ptr(),
-            0,
-            1,
-        )
-    };
-    usize::try_from(n).unwrap_or(0)
 }
 
 /// Sequential write of `bytes` into `files` equal files, each in 8 MiB `write`s and

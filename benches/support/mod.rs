@@ -1,4 +1,4 @@
-//! What the end-to-end benchmarks (`throughput`, `latency`, `longrun`) share: the DESIGN §6
+//! What the benchmarks (`codecs`, `throughput`, `latency`, `longrun`) share: the DESIGN §6
 //! workloads, the synthetic camera frames, one timed writer run, memory readings, and a
 //! small option parser and table printer.
 #![allow(dead_code)] // each benchmark uses its own subset
@@ -193,22 +193,10 @@ impl Feed {
     }
 }
 
-/// Writes `count` frames (cycling `frames`) into a fresh store at `path`, paced at `fps`
-/// (0 = as fast as possible), and returns the timings. Frame k is due at t0 + k/fps; its
-/// latency is measured from then (open loop).
+/// Writes `count` frames (cycling `frames`) into a fresh store at `path`, fed as `feed`
+/// says and paced at `fps` (0 = as fast as possible), and returns the timings. Frame k is
+/// due at t0 + k/fps; its latency is measured from then (open loop).
 pub fn run_writer(
-    path: &Path,
-    spec: ArraySpec,
-    options: WriterOptions,
-    frames: &[Vec<u8>],
-    count: usize,
-    fps: f64,
-) -> Run {
-    run_writer_fed(path, spec, options, frames, count, fps, Feed::Copy)
-}
-
-/// [`run_writer`] with a choice of [`Feed`].
-pub fn run_writer_fed(
     path: &Path,
     spec: ArraySpec,
     options: WriterOptions,
@@ -352,6 +340,28 @@ impl Args {
             .map(str::to_owned)
             .collect()
     }
+}
+
+/// c-blosc 1.x (the `blosc-src` dev-dependency) compressing `src` with lz4 + byte shuffle
+/// for 2-byte elements at `clevel`, single-threaded; returns the frame length (0 = error).
+pub fn c_blosc_lz4(src: &[u8], dst: &mut [u8], clevel: i32) -> usize {
+    let lz4 = std::ffi::CString::new("lz4").unwrap_or_default();
+    // SAFETY: src and dst are valid for their lengths; c-blosc writes at most destsize.
+    let n = unsafe {
+        blosc_src::blosc_compress_ctx(
+            clevel,
+            1,
+            2,
+            src.len(),
+            src.as_ptr().cast(),
+            dst.as_mut_ptr().cast(),
+            dst.len(),
+            lz4.as_ptr(),
+            0,
+            1,
+        )
+    };
+    usize::try_from(n).unwrap_or(0)
 }
 
 /// Machine facts for the report header.

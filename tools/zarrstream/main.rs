@@ -2,12 +2,24 @@
 //!
 //! ```text
 //! zarrstream recover STORE [--json]
+//! zarrstream inspect STORE [--shard KEY] [--json]
+//! zarrstream verify STORE [--decode] [--json]
+//! zarrstream refs STORE --format json|parquet [--url-template T] [--out PATH] [--json]
+//! zarrstream convert LEGACY OUT [--json]
+//! zarrstream compact STORE [--json]
 //! ```
 //!
 //! Exit status: 0 on success, 1 when the command failed, 2 for invalid usage.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+mod compact;
+mod convert;
+mod inspect;
+mod refs;
+mod store;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use zarrstream::recover::{RecoveryReport, ShardOutcome, recover_store};
@@ -36,6 +48,33 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Summarise an array: shape, dtype, chunk and shard shapes, codecs, sizes, empty
+    /// chunks and gaps; with --shard KEY, that shard's index as a table.
+    Inspect(inspect::Args),
+    /// Check every shard: index crc32c and bounds, every chunk's crc32c (or a full
+    /// decode); exits 1 on any problem.
+    Verify(verify::Args),
+    /// Write a kerchunk reference set for the inner-chunk view of the array.
+    Refs(refs::Args),
+    /// Convert an array in a pre-standard sharding layout to standard Zarr v3 sharding,
+    /// without recompressing.
+    Convert(convert::Args),
+    /// Rewrite sparse shards (with gaps) as dense ones, in place and crash-safe.
+    Compact(compact::Args),
+}
+
+/// A subcommand's outcome: `Ok(status)` or an error printed as one line (exit 1).
+type Outcome = Result<ExitCode, Box<dyn std::error::Error>>;
+
+/// Runs a subcommand and turns an error into one line on stderr and exit status 1.
+fn finish(name: &str, outcome: Outcome) -> ExitCode {
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("zarrstream {name}: error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -65,6 +104,11 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::Inspect(args) => finish("inspect", inspect::run(args)),
+        Command::Verify(args) => finish("verify", verify::run(args)),
+        Command::Refs(args) => finish("refs", refs::run(args)),
+        Command::Convert(args) => finish("convert", convert::run(args)),
+        Command::Compact(args) => finish("compact", compact::run(args)),
     }
 }
 

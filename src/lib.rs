@@ -50,6 +50,7 @@ mod writer;
 pub use codec::{ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
 pub use error::{Error, Result, SpecError};
+pub use lock::{LOCK_FILE, StoreLock};
 pub use shard::{Packing, ShardLayout};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};

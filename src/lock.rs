@@ -14,8 +14,11 @@ use crate::error::{Error, Result};
 pub const LOCK_FILE: &str = "writer.lock";
 
 /// An exclusive lock on a store's temporary directory; released on drop.
+///
+/// Public so that tools which rewrite a finished store in place (`zarrstream compact`)
+/// can refuse a store a live writer holds, and keep writers out while they work.
 #[derive(Debug)]
-pub(crate) struct StoreLock {
+pub struct StoreLock {
     _file: File,
     path: PathBuf,
 }
@@ -23,7 +26,7 @@ pub(crate) struct StoreLock {
 impl StoreLock {
     /// Takes the lock in `dir`, failing at once with [`Error::Locked`] if a live
     /// process holds it.
-    pub(crate) fn acquire(dir: &Path) -> Result<Self> {
+    pub fn acquire(dir: &Path) -> Result<Self> {
         let path = dir.join(LOCK_FILE);
         let file = OpenOptions::new()
             .create(true)
@@ -39,7 +42,7 @@ impl StoreLock {
     }
 
     /// Removes the lock file, then releases the lock.
-    pub(crate) fn release(self) {
+    pub fn release(self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -65,7 +65,7 @@ pub fn convert_shard(src: &Path, dst: &Path, n: u64) -> Result<Option<ShardStats
 
 /// Reads the last `16 n` bytes of a shard of `len` bytes.
 fn read_index(src: &Path, len: u64, n: u64) -> Result<Vec<u8>, ConvertError> {
-    let index_len = n.checked_mul(16).unwrap_or(u64::MAX);
+    let index_len = n.saturating_mul(16);
     if len < index_len {
         return Err(corrupt(
             src,

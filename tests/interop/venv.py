@@ -23,7 +23,8 @@ REQUIREMENTS = os.path.join(HERE, "requirements.txt")
 MARKER = ".zarrstream-interop-ready"
 # Import name -> distribution name, checked against the pins after installing.
 CHECK = {"zarr": "zarr", "numcodecs": "numcodecs", "tensorstore": "tensorstore",
-         "zarrs": "zarrs", "numpy": "numpy"}
+         "zarrs": "zarrs", "numpy": "numpy", "fsspec": "fsspec",
+         "fastparquet": "fastparquet", "pandas": "pandas"}
 
 
 def log(msg):

@@ -458,3 +458,28 @@ fn print_text(r: &Report) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zarrstream::read::index::parse_index;
+
+    #[test]
+    fn encoded_index_parses_back() {
+        let entries = vec![Some((0, 10)), None, Some((10, 7)), None];
+        let bytes = encode_index(&entries);
+        assert_eq!(bytes.len(), 4 * 16 + 4);
+        assert_eq!(parse_index(&bytes, 4).unwrap(), entries);
+    }
+
+    #[test]
+    fn temp_files_are_hidden_beside_the_shard_and_not_keys() {
+        let shard = Shard {
+            key: "c/1/0/2".into(),
+            coords: vec![1, 0, 2],
+            path: PathBuf::from("/s/c/1/0/2"),
+            len: 0,
+        };
+        assert_eq!(temp_path(&shard), PathBuf::from("/s/c/1/0/.2.compact-tmp"));
+    }
+}

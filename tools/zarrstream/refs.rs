@@ -433,11 +433,14 @@ fn replace(tmp: &Path, out: &Path) -> Result<(), RefsError> {
 fn print_summary(s: &Summary) {
     let what = match s.format {
         Format::Json => "JSON reference file".to_string(),
-        Format::Parquet => format!(
-            "parquet reference set ({} record files of up to {} chunks)",
-            s.record_files.unwrap_or(0),
-            s.record_size.unwrap_or(0)
-        ),
+        Format::Parquet => {
+            let files = s.record_files.unwrap_or(0);
+            let plural = if files == 1 { "" } else { "s" };
+            format!(
+                "parquet reference set ({files} record file{plural} of up to {} chunks)",
+                s.record_size.unwrap_or(0)
+            )
+        }
     };
     println!("{}: wrote {what}", s.out.display());
     println!(

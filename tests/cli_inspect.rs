@@ -519,6 +519,8 @@ fn compact_turns_sparse_shards_dense_and_readers_agree() {
         assert!(gaps > 0, "{name}: sparse packing left no gaps");
         assert_eq!(read_with_zarrs(&path), expected, "{name}: sparse original");
 
+        // A temporary file a crashed run left behind is not a shard and is removed.
+        fs::write(path.join("c/1/0/.0.compact-tmp"), b"stale").expect("stale temp");
         let (code, report, stderr) = run_json(&["compact", s(&path)]);
         assert_eq!(code, 0, "{name}: {stderr}");
         assert_eq!(report["compacted"], 3, "{report}");

@@ -730,6 +730,8 @@ fn bad_input_is_one_line_and_exit_1_for_every_subcommand() {
     let not_json = dir.path().join("notjson.zarr");
     fs::create_dir(&not_json).expect("mkdir");
     fs::write(not_json.join("zarr.json"), "{ not json").expect("write");
+    let file = dir.path().join("file.zarr");
+    fs::write(&file, "not a directory").expect("write");
 
     // A real store whose zarr.json is changed to an unsupported codec (gzip).
     let (good, _, _) = good_store(dir.path());
@@ -746,6 +748,7 @@ fn bad_input_is_one_line_and_exit_1_for_every_subcommand() {
         for (p, needle) in [
             (&missing, "no such file or directory"),
             (&empty, "no zarr.json"),
+            (&file, "not a Zarr v3 array (not a directory)"),
             (&not_json, "not JSON"),
             (&gzip, "unsupported inner codec gzip"),
         ] {

@@ -103,6 +103,12 @@ impl Store {
         if !root.exists() {
             return Err(StoreError::NotFound(root.to_path_buf()));
         }
+        if !root.is_dir() {
+            return Err(StoreError::NotAStore {
+                path: root.to_path_buf(),
+                why: "not a directory".into(),
+            });
+        }
         let meta_path = root.join("zarr.json");
         let text = match std::fs::read_to_string(&meta_path) {
             Ok(t) => t,

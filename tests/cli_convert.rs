@@ -11,7 +11,6 @@
 //! * `bad_input_*`: one-line errors, exit status 1, never a panic, no output left.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -20,6 +19,18 @@ use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 
 const EMPTY: u64 = u64::MAX;
+
+#[path = "support/python.rs"]
+mod pyenv;
+use pyenv::shout;
+
+/// Both environments (zarr 2.18 for the fixtures, the interop readers), or `None` after a
+/// loud message (a panic with `CI=true`).
+fn pythons() -> Option<(PathBuf, PathBuf)> {
+    let both = pyenv::venv("legacy/venv.py", "legacy-venv")
+        .and_then(|l| Ok((l, pyenv::venv("interop/venv.py", "interop-venv")?)));
+    pyenv::require(both, "CONVERT READ-BACK TEST")
+}
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zarrstream"))
@@ -36,15 +47,6 @@ fn scratch(prefix: &str) -> tempfile::TempDir {
         .prefix(prefix)
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .expect("scratch dir")
-}
-
-/// Writes straight to stderr, past the harness's capture, so skips show.
-fn shout(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 // ---------------------------------------------------------------- a PR 876 array in Rust
@@ -260,57 +262,6 @@ fn bad_input_corrupted_shards() {
 }
 
 // ---------------------------------------------------------------- real readers
-
-/// Runs `python3 tests/<script> VENV` and returns the venv's interpreter.
-fn venv(script: &str, name: &str) -> Result<PathBuf, String> {
-    let base = std::env::var("ZARRSTREAM_PYTHON").unwrap_or_else(|_| "python3".into());
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(script);
-    let o = Command::new(&base)
-        .arg(&script)
-        .arg(target.join(name))
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {base} ({e}); install Python >= 3.11"))?;
-    let said = String::from_utf8_lossy(&o.stderr);
-    if !o.status.success() {
-        return Err(format!(
-            "{} failed ({}):\n{said}",
-            script.display(),
-            o.status
-        ));
-    }
-    if !said.trim().is_empty() {
-        shout(said.trim_end());
-    }
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    Ok(PathBuf::from(
-        stdout.lines().last().unwrap_or_default().trim(),
-    ))
-}
-
-/// Both environments, or `None` after a loud message (a panic with `CI=true`).
-fn pythons() -> Option<(PathBuf, PathBuf)> {
-    match venv("legacy/venv.py", "legacy-venv")
-        .and_then(|l| Ok((l, venv("interop/venv.py", "interop-venv")?)))
-    {
-        Ok(p) => Some(p),
-        Err(e) if in_ci() => panic!("convert: the Python environments are missing: {e}"),
-        Err(e) => {
-            shout(&format!(
-                "\n{bar}\nCONVERT READ-BACK TEST SKIPPED: no Python environment.\n{e}\n\
-                 (With CI=true this is a failure.)\n{bar}\n",
-                bar = "!".repeat(78)
-            ));
-            None
-        }
-    }
-}
 
 fn run_py(py: &Path, args: &[&Path], env: &[(&str, &str)]) -> String {
     let o = Command::new(py)

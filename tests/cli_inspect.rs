@@ -17,7 +17,6 @@ use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
@@ -31,6 +30,14 @@ const H: usize = 64;
 const W: usize = 64;
 
 // ---------------------------------------------------------------- helpers
+
+#[path = "support/python.rs"]
+mod pyenv;
+
+/// The interop suite's interpreter (`tests/interop/venv.py` → `target/interop-venv`).
+fn python() -> Option<PathBuf> {
+    pyenv::interop("cli_inspect: the zarr-python/tensorstore check of compact")
+}
 
 /// A scratch directory under `target/tmp` (ext4 here, so the mmap sink is used and
 /// sparse packing really leaves holes).
@@ -670,53 +677,6 @@ print("zarr-python and tensorstore agree")
         path.display(),
         said.trim()
     );
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-/// The interop suite's interpreter (`tests/interop/venv.py` → `target/interop-venv`).
-fn python() -> Option<PathBuf> {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let result = PYTHON.get_or_init(|| {
-        let base = std::env::var("ZARRSTREAM_PYTHON").unwrap_or_else(|_| "python3".into());
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .parent()
-            .expect("target dir")
-            .to_path_buf();
-        let venv = target.join("interop-venv");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/venv.py");
-        match Command::new(&base)
-            .arg(script)
-            .arg(&venv)
-            .stdin(Stdio::null())
-            .output()
-        {
-            Err(e) => Err(format!("cannot run {base} ({e})")),
-            Ok(o) if !o.status.success() => Err(format!(
-                "tests/interop/venv.py failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-            )),
-            Ok(o) => {
-                let stdout = String::from_utf8_lossy(&o.stdout);
-                Ok(PathBuf::from(
-                    stdout.lines().last().unwrap_or_default().trim(),
-                ))
-            }
-        }
-    });
-    match result {
-        Ok(p) => Some(p.clone()),
-        Err(e) if in_ci() => panic!("cli_inspect: no Python reader environment: {e}"),
-        Err(e) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "cli_inspect: SKIPPED the zarr-python/tensorstore check of compact: {e}"
-            );
-            None
-        }
-    }
 }
 
 // ---------------------------------------------------------------- bad input

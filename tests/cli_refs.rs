@@ -18,73 +18,26 @@
 //! `CI=true`, where that is a failure.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use zarrstream::{ArraySpec, Codec, DataType, Writer, WriterOptions};
 
 // ---------------------------------------------------------------- environment
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-/// Writes past the test harness's output capture.
-fn shout(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
-}
+#[path = "support/python.rs"]
+mod pyenv;
+use pyenv::shout;
 
 /// The pinned reader environment's interpreter (shared with tests/interop.rs), or `None`
 /// after a loud message; with `CI=true` a missing environment panics.
 fn python() -> Option<PathBuf> {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let result = PYTHON.get_or_init(|| {
-        let base = std::env::var("ZARRSTREAM_PYTHON").unwrap_or_else(|_| "python3".into());
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .parent()
-            .expect("target dir")
-            .to_path_buf();
-        let venv = target.join("interop-venv");
-        let out = Command::new(&base)
-            .arg(interop_dir().join("venv.py"))
-            .arg(&venv)
-            .stdin(Stdio::null())
-            .output();
-        match out {
-            Err(e) => Err(format!("cannot run {base} ({e}); install Python >= 3.11")),
-            Ok(o) if !o.status.success() => Err(format!(
-                "{base} tests/interop/venv.py failed ({}):\n{}{}",
-                o.status,
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            )),
-            Ok(o) => {
-                let stdout = String::from_utf8_lossy(&o.stdout);
-                Ok(PathBuf::from(
-                    stdout.lines().last().unwrap_or_default().trim(),
-                ))
-            }
-        }
-    });
-    match result {
-        Ok(p) => Some(p.clone()),
-        Err(e) if in_ci() => panic!("cli_refs: the Python reader environment is missing: {e}"),
-        Err(e) => {
-            shout(&format!(
-                "\n{bar}\nREFS READER TEST SKIPPED: no Python reader environment.\n{e}\n\
-                 (With CI=true this is a failure.)\n{bar}\n",
-                bar = "!".repeat(78)
-            ));
-            None
-        }
-    }
+    pyenv::interop("cli_refs: the fsspec + zarr-python reader test")
+}
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
 }
 
 fn scratch(prefix: &str) -> tempfile::TempDir {

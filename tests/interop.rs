@@ -21,7 +21,6 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -32,70 +31,18 @@ use zarrstream::{
 
 // ---------------------------------------------------------------- environment
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
+#[path = "support/python.rs"]
+mod pyenv;
+use pyenv::shout;
 
 /// The pinned environment's interpreter, or `None` (after a loud message) when it
 /// cannot be had outside CI. With `CI=true` a missing Python or a failed install panics.
 fn python() -> Option<PathBuf> {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let result = PYTHON.get_or_init(|| {
-        let base = std::env::var("ZARRSTREAM_PYTHON").unwrap_or_else(|_| "python3".into());
-        // `target/tmp` is what cargo gives integration tests; the venv sits beside it.
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .parent()
-            .expect("target dir")
-            .to_path_buf();
-        let venv = target.join("interop-venv");
-        let out = Command::new(&base)
-            .arg(interop_dir().join("venv.py"))
-            .arg(&venv)
-            .stdin(Stdio::null())
-            .output();
-        match out {
-            Err(e) => Err(format!("cannot run {base} ({e}); install Python >= 3.11")),
-            Ok(o) if !o.status.success() => Err(format!(
-                "{base} tests/interop/venv.py {} failed ({}):\n{}{}",
-                venv.display(),
-                o.status,
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            )),
-            Ok(o) => {
-                // Says so when it had to (re)build the environment.
-                let said = String::from_utf8_lossy(&o.stderr);
-                if !said.trim().is_empty() {
-                    shout(said.trim_end());
-                }
-                let stdout = String::from_utf8_lossy(&o.stdout);
-                let py = stdout.lines().last().unwrap_or_default().trim();
-                Ok(PathBuf::from(py))
-            }
-        }
-    });
-    match result {
-        Ok(p) => Some(p.clone()),
-        Err(e) if in_ci() => panic!("interop: the Python reader environment is missing: {e}"),
-        Err(e) => {
-            shout(&format!(
-                "\n{bar}\nINTEROP TEST SKIPPED: no Python reader environment.\n{e}\n\
-                 (With CI=true this is a failure.)\n{bar}\n",
-                bar = "!".repeat(78)
-            ));
-            None
-        }
-    }
+    pyenv::interop("INTEROP TEST")
 }
 
-/// Writes straight to the process's stderr, past the test harness's output capture, so
-/// skips and summaries show in a plain `cargo test` run.
-fn shout(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
 }
 
 /// A scratch directory under `target/tmp`, kept (and printed) if the test fails.

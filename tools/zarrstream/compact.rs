@@ -327,7 +327,7 @@ fn write_copy(
         .enumerate()
         .filter_map(|(i, e)| e.as_ref().map(|e| (i, e)))
     {
-        let bytes = original_chunk(store, original, i, offset, nbytes)?;
+        let bytes = checked_chunk("original", store, original, i, offset, nbytes)?;
         out.write_all(&bytes).map_err(io("write", tmp))?;
         len += nbytes;
     }
@@ -341,8 +341,9 @@ fn write_copy(
     Ok(len)
 }
 
-/// Reads and checks one chunk of the original shard.
-fn original_chunk(
+/// Reads and checks one chunk of the original shard or of the copy (`which`).
+fn checked_chunk(
+    which: &'static str,
     store: &Store,
     file: &File,
     i: usize,
@@ -350,7 +351,7 @@ fn original_chunk(
     nbytes: u64,
 ) -> Result<Vec<u8>, CompactError> {
     let chunk_err = |fault| CompactError::Chunk {
-        which: "original",
+        which,
         chunk: store::coords_text(&store.inner_coords(i as u64)),
         fault,
     };
@@ -391,7 +392,7 @@ fn verify_copy(
             (None, None) => continue,
             (Some((o, n)), Some((p, m))) if n == m => {
                 let a = read_chunk(original, *o, *n);
-                let b = copy_chunk(store, &file, i, *p, *m)?;
+                let b = checked_chunk("copy", store, &file, i, *p, *m)?;
                 a.is_ok_and(|a| a == b)
             }
             _ => false,
@@ -404,24 +405,6 @@ fn verify_copy(
         }
     }
     Ok(())
-}
-
-/// Reads and checks one chunk of the copy.
-fn copy_chunk(
-    store: &Store,
-    file: &File,
-    i: usize,
-    offset: u64,
-    nbytes: u64,
-) -> Result<Vec<u8>, CompactError> {
-    let chunk_err = |fault| CompactError::Chunk {
-        which: "copy",
-        chunk: store::coords_text(&store.inner_coords(i as u64)),
-        fault,
-    };
-    let bytes = read_chunk(file, offset, nbytes).map_err(chunk_err)?;
-    store.check_chunk(&bytes, false).map_err(chunk_err)?;
-    Ok(bytes)
 }
 
 /// Fsyncs the directory holding `path`, so a rename in it is durable.

@@ -191,6 +191,23 @@ impl ChunkEncoder {
         self.encode(&ChunkSource::contiguous(data, fill), out)
     }
 
+    /// For the `none` codec and a chunk already contiguous in memory (a staged deep
+    /// chunk), the encoded chunk without copying it: the chunk's bytes and the crc32c to
+    /// append, if enabled. `None` otherwise ([`encode`](Self::encode) then gathers).
+    pub(crate) fn raw_contiguous<'a>(
+        &self,
+        src: &ChunkSource<'a>,
+    ) -> Option<(&'a [u8], Option<[u8; 4]>)> {
+        if self.codec != Codec::None {
+            return None;
+        }
+        let data = src.as_contiguous()?;
+        Some((
+            data,
+            self.crc32c.then(|| crc32c::crc32c(data).to_le_bytes()),
+        ))
+    }
+
     /// Encodes `src` into `out` (at least [`slot_bound`](Self::slot_bound) bytes) and
     /// appends the crc32c when enabled; returns the bytes used.
     pub fn encode(&mut self, src: &ChunkSource<'_>, out: &mut [u8]) -> Result<usize, Error> {
@@ -258,5 +275,26 @@ mod tests {
         assert_eq!(n, 13);
         // The RFC 3720 check value.
         assert_eq!(&out[9..13], &0xE306_9283u32.to_le_bytes());
+    }
+
+    #[test]
+    fn raw_contiguous_is_the_encoded_chunk_in_parts() {
+        let fill = crate::dtype::FillPattern::new(&[0]);
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        for crc in [false, true] {
+            let mut enc = ChunkEncoder::new(Codec::None, 2, crc).unwrap();
+            let src = ChunkSource::contiguous(&data, fill);
+            let (bytes, tail) = enc.raw_contiguous(&src).unwrap();
+            let mut whole = bytes.to_vec();
+            whole.extend(tail.iter().flatten());
+            let mut out = vec![0u8; enc.slot_bound(data.len())];
+            let n = enc.encode(&src, &mut out).unwrap();
+            assert_eq!(whole, &out[..n]);
+        }
+        let enc = ChunkEncoder::new(Codec::lz4(1), 2, true).unwrap();
+        assert!(
+            enc.raw_contiguous(&ChunkSource::contiguous(&data, fill))
+                .is_none()
+        );
     }
 }

@@ -101,6 +101,14 @@ pub(crate) trait SlotSink: Send + Sync {
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<(u64, u64)>;
 
+    /// Writes chunk `i`, already encoded in memory as `data` followed by `tail` (an
+    /// uncompressed staged chunk and its crc32c), without copying it into a buffer first,
+    /// like [`write_chunk`](Self::write_chunk) otherwise. `None` if this sink has no
+    /// such path.
+    fn write_encoded(&self, _i: usize, _data: &[u8], _tail: &[u8]) -> Option<Result<(u64, u64)>> {
+        None
+    }
+
     /// Whether chunks are written back to back (no slot gaps), so finishing the shard
     /// moves nothing ([`packed`](crate::shard::packed) instead of a compaction plan).
     fn packs_chunks(&self) -> bool {

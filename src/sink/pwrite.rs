@@ -62,6 +62,21 @@ impl SlotSink for PwriteSink {
         Ok((offset, n))
     }
 
+    fn write_encoded(&self, i: usize, data: &[u8], tail: &[u8]) -> Option<Result<(u64, u64)>> {
+        let l = self.temp.layout;
+        let n = (data.len() + tail.len()) as u64;
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let offset = *next;
+        let written = self
+            .write_at(data, offset)
+            .and_then(|()| self.write_at(tail, offset + data.len() as u64))
+            .and_then(|()| self.write_at(&entry_bytes(offset, n), l.index_offset + 16 * i as u64));
+        Some(written.map(|()| {
+            *next = offset + n;
+            (offset, n)
+        }))
+    }
+
     fn packs_chunks(&self) -> bool {
         true
     }

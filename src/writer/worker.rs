@@ -38,11 +38,18 @@ pub(crate) fn run(
     for job in jobs {
         if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
             let src = job.batch.source(&shared.grid, job.tile);
-            match job
-                .shard
-                .sink
-                .write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out))
-            {
+            let sink = &job.shard.sink;
+            // An uncompressed staged chunk is written from the staging buffer itself, one
+            // copy less than gathering it into the scratch (strided frame tiles are still
+            // gathered: writing their rows directly, under the file's lock, was slower).
+            let direct = enc.raw_contiguous(&src).and_then(|(data, crc)| {
+                sink.write_encoded(job.slot, data, crc.as_ref().map_or(&[][..], |c| &c[..]))
+            });
+            let written = match direct {
+                Some(r) => r,
+                None => sink.write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out)),
+            };
+            match written {
                 Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
                 Err(e) => shared.fail(e),
             }

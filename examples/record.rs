@@ -31,9 +31,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zarrstream::{ArraySpec, Backpressure, Durability, Packing, Stats, Writer, WriterOptions};
+use zarrstream::{
+    ArraySpec, Backpressure, Durability, Ome, Omero, Packing, Stats, Writer, WriterOptions,
+};
 
-use crate::args::{Command, Options, UsageError, join};
+use crate::args::{Command, OmeArgs, Options, UsageError, join};
 use crate::report::{mib, round};
 
 /// Largest total size of distinct synthetic frames kept in memory (they are cycled).
@@ -174,7 +176,10 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         overwrite: opts.overwrite,
         ..WriterOptions::default()
     };
-    let mut writer = Writer::create(&opts.out, spec, options)?;
+    let mut writer = match &opts.ome {
+        Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
+        None => Writer::create(&opts.out, spec, options)?,
+    };
     let run = acquire(&mut writer, &pool, frames, opts.fps, opts.progress)?;
     let stats = writer.finish()?;
     let seconds = run.started.elapsed().as_secs_f64();
@@ -238,6 +243,25 @@ fn build_spec(o: &Options) -> Result<ArraySpec, Failure> {
     };
     attrs.insert("record".into(), source);
     Ok(builder.attributes(attrs).build()?)
+}
+
+/// The library's OME-Zarr options from `--pixel-size`, `--z-step`, `--frame-interval`
+/// and `--channels` (micrometers and milliseconds; `omero` metadata with channels).
+fn ome_options(a: &OmeArgs) -> Ome {
+    let mut ome = Ome::new().name("record");
+    if let Some((y, x)) = a.pixel_size {
+        ome = ome.pixel_size(y, x);
+    }
+    if let Some(z) = a.z_step {
+        ome = ome.z_step(z);
+    }
+    if let Some(ms) = a.frame_interval_ms {
+        ome = ome.frame_interval(std::time::Duration::from_secs_f64(ms / 1e3));
+    }
+    if let Some(c) = &a.channels {
+        ome = ome.channels(c.iter().cloned()).omero(Omero::Auto);
+    }
+    ome
 }
 
 /// Fails before the acquisition, not after it, if the report cannot be written there.

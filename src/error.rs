@@ -86,6 +86,55 @@ pub enum SpecError {
     ChunkTooLargeForBlosc(u64),
 }
 
+/// Why the options of an OME-Zarr image ([`Ome`](crate::Ome)) were rejected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OmeError {
+    /// OME-Zarr images have at most 5 axes (and ours at least 3).
+    #[error("rank {0} cannot be an OME-Zarr image: 3 to 5 axes (t, [c], [z], y, x) are supported")]
+    Rank(usize),
+    /// A physical size must be a positive finite number.
+    #[error("OME option {field} = {value} must be a positive number")]
+    NotPositive {
+        /// Which option.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// An option describes an axis the array does not have.
+    #[error("OME option {field} is given but the array has no {axis} axis")]
+    NoAxis {
+        /// Which option.
+        field: &'static str,
+        /// The missing axis.
+        axis: &'static str,
+    },
+    /// The channel list does not match the size of the channel axis.
+    #[error("OME option {field} lists {got} channels but the channel axis has size {axis_size}")]
+    ChannelCount {
+        /// `channels` or `omero`.
+        field: &'static str,
+        /// Channels given.
+        got: usize,
+        /// Size of the channel axis (1 without one).
+        axis_size: u64,
+    },
+    /// An `omero` colour is not 6 hexadecimal digits.
+    #[error("OME option omero: channel {channel} colour {color:?} is not RRGGBB hex")]
+    Color {
+        /// The channel.
+        channel: usize,
+        /// The colour given.
+        color: String,
+    },
+    /// An `omero` window is not finite or not ordered (`min <= max`, `start <= end`).
+    #[error("OME option omero: channel {channel} has an invalid window")]
+    Window {
+        /// The channel.
+        channel: usize,
+    },
+}
+
 /// Errors of the writer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -93,6 +142,9 @@ pub enum Error {
     /// The array specification is invalid.
     #[error("invalid array specification: {0}")]
     Spec(#[from] SpecError),
+    /// The OME-Zarr image options are invalid.
+    #[error("invalid OME-Zarr options: {0}")]
+    Ome(#[from] OmeError),
     /// A writer option is out of its range.
     #[error("writer option {option} = {value} is out of range (at most {max})")]
     InvalidOption {

@@ -36,6 +36,7 @@ mod dtype;
 mod error;
 mod lock;
 mod metadata;
+mod ome;
 pub mod read;
 pub mod recover;
 mod shard;
@@ -49,8 +50,11 @@ mod writer;
 
 pub use codec::{ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
-pub use error::{Error, Result, SpecError};
+pub use error::{Error, OmeError, Result, SpecError};
 pub use lock::{LOCK_FILE, StoreLock};
+pub use ome::{
+    Axis, AxisKind, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel, SpaceUnit, TimeUnit, Window,
+};
 pub use shard::{Packing, ShardLayout};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};

@@ -40,6 +40,19 @@ ARRAY:
     --dim-names N0,...      dimension names, or 'none' [default: t,y,x for rank 3,
                             t,z,y,x for rank 4, t,c,z,y,x for rank 5]
 
+OME-ZARR:
+    --ome                   write an OME-Zarr 0.5 image: --out is a group whose
+                            zarr.json holds attributes.ome (axes t, [c], [z], y, x),
+                            the array is its level 0 at --out/0 (point zarrstream
+                            recover/inspect/verify at --out/0)
+    --pixel-size UM         pixel size in micrometers (y and x), or Y,X (needs --ome)
+    --z-step UM             z step in micrometers (needs --ome and a z axis)
+    --frame-interval MS     time between frames (time axis) in milliseconds
+                            (needs --ome) [default with --fps: 1000/F]
+    --channels A,B,...      channel names, one per entry of the channel axis; with
+                            rank 4 and no --dim-names the axes become t,c,y,x; also
+                            writes omero channel metadata (needs --ome)
+
 FRAMES:
     --frames N              frames (2-D planes) to push; with rank > 3 they fill the
                             leading axes in C order [default: 2^29 elements' worth,
@@ -117,6 +130,8 @@ pub struct Options {
     pub index_location: IndexLocation,
     pub fill_value: f64,
     pub dim_names: Option<Vec<String>>,
+    /// Write an OME-Zarr image (`--ome`), with these options.
+    pub ome: Option<OmeArgs>,
     /// `None` until resolved against the input file (see `main`).
     pub frames: Option<u64>,
     pub input: Option<PathBuf>,
@@ -139,6 +154,19 @@ pub struct Options {
     pub progress: bool,
 }
 
+/// The OME-Zarr options (`--ome` and its companions).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OmeArgs {
+    /// Pixel size (y, x) in micrometers.
+    pub pixel_size: Option<(f64, f64)>,
+    /// z step in micrometers.
+    pub z_step: Option<f64>,
+    /// Frame interval in milliseconds.
+    pub frame_interval_ms: Option<f64>,
+    /// Channel names.
+    pub channels: Option<Vec<String>>,
+}
+
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
@@ -153,6 +181,10 @@ struct Raw {
     chunk: Option<Vec<u64>>,
     shard: Option<Vec<u64>>,
     dim_names: Option<Option<Vec<String>>>,
+    ome: bool,
+    ome_args: OmeArgs,
+    /// The first OME option given (for "needs --ome").
+    ome_option: Option<String>,
 }
 
 /// Parses the arguments after the program name.
@@ -169,6 +201,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         index_location: IndexLocation::End,
         fill_value: 0.0,
         dim_names: None,
+        ome: None,
         frames: None,
         input: None,
         save_frames: None,
@@ -202,18 +235,19 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             None => (arg.clone(), None),
         };
         // Flags take no value.
-        let flag = |o: &mut Options| -> Option<()> {
+        let flag = |o: &mut Options, raw: &mut Raw| -> Option<()> {
             match name.as_str() {
                 "--overwrite" => o.overwrite = true,
                 "--no-crc32c" => o.crc32c = false,
                 "--no-pin" => o.pin = false,
                 "--quiet" => o.quiet = true,
                 "--progress" => o.progress = true,
+                "--ome" => raw.ome = true,
                 _ => return None,
             }
             Some(())
         };
-        if flag(&mut o).is_some() {
+        if flag(&mut o, &mut raw).is_some() {
             if inline.is_some() {
                 return usage(format!("{name} takes no value"));
             }
@@ -282,6 +316,33 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
                     Some(names)
                 })
             }
+            "--pixel-size" | "--z-step" | "--frame-interval" | "--channels" => {
+                raw.ome_option.get_or_insert_with(|| name.clone());
+                let a = &mut raw.ome_args;
+                match name.as_str() {
+                    "--pixel-size" => {
+                        let p: Vec<f64> = v
+                            .split(',')
+                            .map(|x| positive(&name, x))
+                            .collect::<Result<_, _>>()?;
+                        a.pixel_size = match p[..] {
+                            [p] => Some((p, p)),
+                            [y, x] => Some((y, x)),
+                            _ => return usage(format!("--pixel-size '{v}': expected UM or Y,X")),
+                        }
+                    }
+                    "--z-step" => a.z_step = Some(positive(&name, v)?),
+                    "--frame-interval" => a.frame_interval_ms = Some(positive(&name, v)?),
+                    _ => {
+                        let names: Vec<String> =
+                            v.split(',').map(|s| s.trim().to_string()).collect();
+                        if names.iter().any(String::is_empty) {
+                            return usage(format!("--channels '{v}': empty name"));
+                        }
+                        a.channels = Some(names);
+                    }
+                }
+            }
             "--frames" => o.frames = Some(parse_num(&name, v)?),
             "--input" => o.input = Some(PathBuf::from(nonempty(&name, v)?)),
             "--save-frames" => o.save_frames = Some(PathBuf::from(nonempty(&name, v)?)),
@@ -338,6 +399,18 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             _ => return usage(format!("unknown option {name} (see --help)")),
         }
     }
+    if !raw.ome
+        && let Some(name) = &raw.ome_option
+    {
+        return usage(format!("{name} needs --ome"));
+    }
+    if raw.ome {
+        let mut a = raw.ome_args.clone();
+        if a.frame_interval_ms.is_none() && o.fps > 0.0 {
+            a.frame_interval_ms = Some(1000.0 / o.fps);
+        }
+        o.ome = Some(a);
+    }
     resolve_shapes(&mut o, raw)?;
     Ok(Command::Run(Box::new(o)))
 }
@@ -346,6 +419,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
 fn is_option(name: &str) -> bool {
     HELP.lines()
         .any(|l| l.trim_start().starts_with(&format!("{name} ")))
+}
+
+fn positive(name: &str, v: &str) -> Result<f64, UsageError> {
+    match v.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => usage(format!("{name} '{v}': expected a positive number")),
+    }
 }
 
 fn nonempty<'a>(name: &str, v: &'a str) -> Result<&'a str, UsageError> {
@@ -434,6 +514,7 @@ fn resolve_shapes(o: &mut Options, raw: Raw) -> Result<(), UsageError> {
         None => {
             let names: &[&str] = match rank {
                 3 => &["t", "y", "x"],
+                4 if raw.ome_args.channels.is_some() => &["t", "c", "y", "x"],
                 4 => &["t", "z", "y", "x"],
                 5 => &["t", "c", "z", "y", "x"],
                 _ => &[],
@@ -564,5 +645,32 @@ mod tests {
             err(&["--chunk", "1,300,512", "--shard", "1,2048,2048"]).contains("does not divide")
         );
         assert!(err(&["--quiet=1"]).contains("takes no value"));
+        assert!(err(&["--pixel-size", "0.5"]).contains("needs --ome"));
+        assert!(err(&["--ome", "--z-step", "0"]).contains("positive number"));
+        assert!(err(&["--ome", "--pixel-size", "1,2,3"]).contains("expected UM or Y,X"));
+    }
+
+    #[test]
+    fn ome_options() {
+        let o = run(&[
+            "--ome",
+            "--shape",
+            "0,2,64,64",
+            "--channels",
+            "a,b",
+            "--fps",
+            "20",
+        ]);
+        assert_eq!(
+            o.dim_names.as_deref(),
+            Some(&["t", "c", "y", "x"].map(String::from)[..])
+        );
+        let a = o.ome.expect("ome");
+        assert_eq!(a.channels, Some(vec!["a".into(), "b".into()]));
+        assert_eq!(a.frame_interval_ms, Some(50.0));
+        let o = run(&["--ome", "--pixel-size", "0.5,0.25", "--z-step=2"]);
+        let a = o.ome.expect("ome");
+        assert_eq!((a.pixel_size, a.z_step), (Some((0.5, 0.25)), Some(2.0)));
+        assert!(run(&[]).ome.is_none());
     }
 }

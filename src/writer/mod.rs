@@ -30,6 +30,7 @@ use crate::dtype::{DataType, Element};
 use crate::error::{Error, Result};
 use crate::lock::StoreLock;
 use crate::metadata::{self, Progress, State};
+use crate::ome::Ome;
 use crate::shard::{Packing, ShardLayout};
 use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
@@ -203,6 +204,65 @@ impl Writer {
         // freeing space) does not meet a half-made store.
         Self::start(dir.clone(), spec, options).inspect_err(|_| {
             let _ = std::fs::remove_dir_all(&dir);
+        })
+    }
+
+    /// Creates an OME-Zarr 0.5 image at `path`: a group whose `zarr.json` holds
+    /// `attributes.ome` (from `ome`, see [`Ome::attributes`]) and the full-resolution
+    /// level as a sharded array at `path/0` ([`LEVEL0_PATH`](crate::LEVEL0_PATH)), with
+    /// `dimension_names` equal to the axis names (set from the axes when `spec` has
+    /// none). Frames are pushed exactly as with [`create`](Self::create).
+    ///
+    /// The level array is an ordinary zarrstream array: its progress attributes, its
+    /// `.zarrstream-partial/` directory and the writer's lock live at `path/0`, so
+    /// `zarrstream recover|inspect|verify|compact` are pointed at `path/0`.
+    /// `overwrite` refuses an image whose level array a live writer still holds.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use zarrstream::{ArraySpec, Ome, Writer, WriterOptions};
+    /// let spec = ArraySpec::builder()
+    ///     .shape([0, 2, 1024, 1024])
+    ///     .chunk_shape([1, 1, 512, 512])
+    ///     .shard_shape([32, 1, 1024, 1024])
+    ///     .build()?;
+    /// let ome = Ome::new()
+    ///     .pixel_size(0.65, 0.65)
+    ///     .frame_interval(Duration::from_millis(20))
+    ///     .channels(["GFP", "mCherry"]);
+    /// let mut writer = Writer::create_ome("run.ome.zarr", spec, &ome, WriterOptions::default())?;
+    /// let frame = vec![0u16; 1024 * 1024];
+    /// for _ in 0..100 {
+    ///     writer.push(&frame)?; // channel 0, channel 1, channel 0, ...
+    /// }
+    /// writer.finish()?;
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn create_ome(
+        path: impl AsRef<Path>,
+        mut spec: ArraySpec,
+        ome: &Ome,
+        options: WriterOptions,
+    ) -> Result<Self> {
+        let root = path.as_ref().to_path_buf();
+        options.validate()?;
+        let axes = ome.axes(&spec)?;
+        if spec.dimension_names.is_none() {
+            spec.dimension_names = Some(axes.into_iter().map(|a| a.name).collect());
+        }
+        let group = crate::ome::group_json(ome.attributes(&spec)?);
+        prepare_dir(&root, options.overwrite)?;
+        let level0 = root.join(crate::ome::LEVEL0_PATH);
+        let made = std::fs::create_dir(&level0)
+            .map_err(|e| Error::io("create directory", &level0, e, 0))
+            .and_then(|()| Self::start(level0, spec, options))
+            .and_then(|writer| {
+                // After the level's zarr.json, so the group never names a missing array.
+                metadata::publish(&root, &group)?;
+                Ok(writer)
+            });
+        made.inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&root);
         })
     }
 
@@ -811,6 +871,22 @@ enum Frame<'a> {
 /// The directory of temporary shards (and the writer's lock), outside the key space.
 pub const PARTIAL_DIR: &str = ".zarrstream-partial";
 
+/// Fails with [`Error::Locked`] if a live writer holds the lock of the array at `dir`
+/// or of an array directly below it (the level arrays of an OME-Zarr image).
+fn refuse_live(dir: &Path) -> Result<()> {
+    let children = std::fs::read_dir(dir)
+        .map_err(|e| Error::io("read directory", dir, e, 0))?
+        .flatten()
+        .map(|e| e.path());
+    for array in std::iter::once(dir.to_path_buf()).chain(children) {
+        let tmp = array.join(PARTIAL_DIR);
+        if tmp.is_dir() {
+            StoreLock::acquire(&tmp)?.release();
+        }
+    }
+    Ok(())
+}
+
 /// Creates the store directory, refusing an existing path unless `overwrite`.
 fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
@@ -820,11 +896,9 @@ fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
             });
         }
         Ok(m) if m.is_dir() => {
-            // Never delete a store another live process is still recording into.
-            let tmp = dir.join(PARTIAL_DIR);
-            if tmp.is_dir() {
-                StoreLock::acquire(&tmp)?.release();
-            }
+            // Never delete a store another live process is still recording into: an
+            // array's lock is in the store, an OME image's in its level arrays.
+            refuse_live(dir)?;
             std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
         }
         Ok(_) => std::fs::remove_file(dir).map_err(|e| Error::io("remove", dir, e, 0))?,

@@ -1,0 +1,672 @@
+//! OME-Zarr (NGFF) 0.5 image metadata (digest §9): the store root is a Zarr group whose
+//! `zarr.json` carries `attributes.ome` (`version`, one `multiscales` entry, optional
+//! `omero`), and each resolution level is a sharded array below it (`0`, `1`, …).
+//!
+//! Axes follow from the array's rank: time (the append axis), then an optional channel
+//! axis, then space (`z`, `y`, `x`). The level arrays' `dimension_names` equal the axis
+//! names. Only level `0` is written so far; the metadata code already computes the
+//! scale and pixel-centre translation of downsampled levels, ready for a pyramid.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::dtype::DataType;
+use crate::error::OmeError;
+use crate::spec::ArraySpec;
+
+/// The OME-Zarr version written.
+pub const OME_VERSION: &str = "0.5";
+
+/// The path of the full-resolution level array inside the image group.
+pub const LEVEL0_PATH: &str = "0";
+
+/// Unit of the spatial axes (a UDUNITS-2 name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SpaceUnit {
+    /// `micrometer`.
+    #[default]
+    Micrometer,
+    /// `nanometer`.
+    Nanometer,
+}
+
+impl SpaceUnit {
+    /// The UDUNITS-2 name written into `axes[].unit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpaceUnit::Micrometer => "micrometer",
+            SpaceUnit::Nanometer => "nanometer",
+        }
+    }
+}
+
+/// Unit of the time axis (a UDUNITS-2 name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeUnit {
+    /// `second`.
+    Second,
+    /// `millisecond`.
+    #[default]
+    Millisecond,
+}
+
+impl TimeUnit {
+    /// The UDUNITS-2 name written into `axes[].unit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeUnit::Second => "second",
+            TimeUnit::Millisecond => "millisecond",
+        }
+    }
+
+    fn of(self, d: Duration) -> f64 {
+        match self {
+            TimeUnit::Second => d.as_secs_f64(),
+            TimeUnit::Millisecond => d.as_secs_f64() * 1e3,
+        }
+    }
+}
+
+/// What an axis holds (`axes[].type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisKind {
+    /// The append axis.
+    Time,
+    /// Channels (no unit).
+    Channel,
+    /// `z`, `y` or `x`.
+    Space,
+}
+
+impl AxisKind {
+    /// The name written into `axes[].type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AxisKind::Time => "time",
+            AxisKind::Channel => "channel",
+            AxisKind::Space => "space",
+        }
+    }
+}
+
+/// One axis of the image, as written into `multiscales[0].axes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// Name, equal to the level arrays' dimension name.
+    pub name: String,
+    /// Time, channel or space.
+    pub kind: AxisKind,
+    /// UDUNITS-2 unit, `None` for channels and for axes without a physical size.
+    pub unit: Option<&'static str>,
+    /// Physical size of one level-0 pixel along the axis (1 where there is none).
+    pub scale: f64,
+}
+
+/// A channel's display window for `omero` (in data values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    /// Smallest value the data type holds (or the data may take).
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Display range start.
+    pub start: f64,
+    /// Display range end.
+    pub end: f64,
+}
+
+/// One channel of the transitional `omero` rendering metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OmeroChannel {
+    /// Label shown by viewers.
+    pub label: String,
+    /// Colour as 6 hexadecimal digits, `RRGGBB`.
+    pub color: String,
+    /// Display window.
+    pub window: Window,
+    /// Whether the channel is shown.
+    pub active: bool,
+}
+
+/// The `omero` rendering metadata to write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Omero {
+    /// One channel per channel-axis entry (one if there is no channel axis), labelled
+    /// with the channel names, coloured from a fixed palette (grey for a single
+    /// channel), windows over the data type's range.
+    Auto,
+    /// These channels, one per channel-axis entry.
+    Channels(Vec<OmeroChannel>),
+}
+
+/// Options of an OME-Zarr 0.5 image; pass to
+/// [`Writer::create_ome`](crate::Writer::create_ome).
+///
+/// Every option is optional: an axis without a physical size gets no unit and scale 1.
+/// Values are checked when the image is created ([`OmeError`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use zarrstream::{ArraySpec, Ome, SpaceUnit};
+/// let spec = ArraySpec::builder()
+///     .shape([0, 2, 512, 512])
+///     .chunk_shape([1, 1, 256, 256])
+///     .shard_shape([16, 1, 512, 512])
+///     .dimension_names(["t", "c", "y", "x"])
+///     .build()?;
+/// let ome = Ome::new()
+///     .pixel_size(0.65, 0.65)
+///     .space_unit(SpaceUnit::Micrometer)
+///     .frame_interval(Duration::from_millis(50))
+///     .channels(["GFP", "mCherry"]);
+/// let attrs = ome.attributes(&spec)?;
+/// let ms = &attrs["ome"]["multiscales"][0];
+/// assert_eq!(ms["axes"][1]["type"], "channel");
+/// let scale = &ms["datasets"][0]["coordinateTransformations"][0]["scale"];
+/// assert_eq!(scale, &serde_json::json!([50.0, 1.0, 0.65, 0.65]));
+/// # Ok::<(), zarrstream::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ome {
+    name: Option<String>,
+    pixel_size: Option<(f64, f64)>,
+    z_step: Option<f64>,
+    frame_interval: Option<Duration>,
+    space_unit: SpaceUnit,
+    time_unit: TimeUnit,
+    channels: Option<Vec<String>>,
+    omero: Option<Omero>,
+}
+
+impl Ome {
+    /// Options with nothing set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Name of the multiscale image (default `"image"`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    /// Physical pixel size along y and x, in the space unit; must be positive.
+    pub fn pixel_size(mut self, y: f64, x: f64) -> Self {
+        self.pixel_size = Some((y, x));
+        self
+    }
+    /// Distance between z planes, in the space unit; must be positive.
+    pub fn z_step(mut self, step: f64) -> Self {
+        self.z_step = Some(step);
+        self
+    }
+    /// Time between frames along the time axis; must be positive.
+    pub fn frame_interval(mut self, interval: Duration) -> Self {
+        self.frame_interval = Some(interval);
+        self
+    }
+    /// Unit of the pixel size and z step (default micrometer).
+    pub fn space_unit(mut self, unit: SpaceUnit) -> Self {
+        self.space_unit = unit;
+        self
+    }
+    /// Unit the frame interval is written in (default millisecond).
+    pub fn time_unit(mut self, unit: TimeUnit) -> Self {
+        self.time_unit = unit;
+        self
+    }
+    /// Channel names, one per entry of the channel axis. For a rank-4 array without
+    /// dimension names, giving channels makes axis 1 the channel axis (`t, c, y, x`).
+    pub fn channels<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.channels = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Writes `omero` rendering metadata.
+    pub fn omero(mut self, omero: Omero) -> Self {
+        self.omero = Some(omero);
+        self
+    }
+
+    /// The axes of an image stored as `spec`, with level-0 scales.
+    ///
+    /// Axis 0 is time and the last two are space (`y`, `x`). Rank 5 is `t, c, z, y, x`;
+    /// for rank 4 axis 1 is the channel axis when it is named `c` (or, without dimension
+    /// names, when channels are given), otherwise space (`z`). Names are the array's
+    /// dimension names, or these defaults when it has none.
+    pub fn axes(&self, spec: &ArraySpec) -> Result<Vec<Axis>, OmeError> {
+        let rank = spec.rank();
+        let names: Vec<String> = match spec.dimension_names() {
+            Some(n) => n.to_vec(),
+            None => {
+                let d: &[&str] = match rank {
+                    3 => &["t", "y", "x"],
+                    4 if self.channels.is_some() => &["t", "c", "y", "x"],
+                    4 => &["t", "z", "y", "x"],
+                    5 => &["t", "c", "z", "y", "x"],
+                    _ => return Err(OmeError::Rank(rank)),
+                };
+                d.iter().map(|s| s.to_string()).collect()
+            }
+        };
+        let kinds: &[AxisKind] = {
+            use AxisKind::*;
+            match rank {
+                3 => &[Time, Space, Space],
+                4 if names[1] == "c" => &[Time, Channel, Space, Space],
+                4 => &[Time, Space, Space, Space],
+                5 => &[Time, Channel, Space, Space, Space],
+                _ => return Err(OmeError::Rank(rank)),
+            }
+        };
+        self.validate(spec, kinds)?;
+        let space = self.space_unit.as_str();
+        let axes = names
+            .into_iter()
+            .zip(kinds)
+            .enumerate()
+            .map(|(i, (name, &kind))| {
+                let physical = match kind {
+                    AxisKind::Time => self
+                        .frame_interval
+                        .map(|d| (self.time_unit.of(d), self.time_unit.as_str())),
+                    AxisKind::Channel => None,
+                    AxisKind::Space if i == rank - 2 => self.pixel_size.map(|p| (p.0, space)),
+                    AxisKind::Space if i == rank - 1 => self.pixel_size.map(|p| (p.1, space)),
+                    AxisKind::Space => self.z_step.map(|z| (z, space)),
+                };
+                Axis {
+                    name,
+                    kind,
+                    unit: physical.map(|p| p.1),
+                    scale: physical.map_or(1.0, |p| p.0),
+                }
+            })
+            .collect();
+        Ok(axes)
+    }
+
+    fn validate(&self, spec: &ArraySpec, kinds: &[AxisKind]) -> Result<(), OmeError> {
+        let positive = |field: &'static str, value: f64| {
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                Err(OmeError::NotPositive { field, value })
+            }
+        };
+        if let Some((y, x)) = self.pixel_size {
+            positive("pixel_size (y)", y)?;
+            positive("pixel_size (x)", x)?;
+        }
+        if let Some(z) = self.z_step {
+            positive("z_step", z)?;
+            if kinds.iter().filter(|k| **k == AxisKind::Space).count() < 3 {
+                return Err(OmeError::NoAxis {
+                    field: "z_step",
+                    axis: "z",
+                });
+            }
+        }
+        if let Some(d) = self.frame_interval {
+            positive("frame_interval", d.as_secs_f64())?;
+        }
+        let channel_axis = kinds.iter().position(|k| *k == AxisKind::Channel);
+        let n_channels = channel_axis.map_or(1, |a| spec.shape()[a]);
+        if let Some(names) = &self.channels {
+            let Some(axis) = channel_axis else {
+                return Err(OmeError::NoAxis {
+                    field: "channels",
+                    axis: "c",
+                });
+            };
+            if names.len() as u64 != spec.shape()[axis] {
+                return Err(OmeError::ChannelCount {
+                    field: "channels",
+                    got: names.len(),
+                    axis_size: spec.shape()[axis],
+                });
+            }
+        }
+        if let Some(Omero::Channels(chs)) = &self.omero {
+            if chs.len() as u64 != n_channels {
+                return Err(OmeError::ChannelCount {
+                    field: "omero",
+                    got: chs.len(),
+                    axis_size: n_channels,
+                });
+            }
+            for (i, c) in chs.iter().enumerate() {
+                if c.color.len() != 6 || !c.color.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(OmeError::Color {
+                        channel: i,
+                        color: c.color.clone(),
+                    });
+                }
+                let w = c.window;
+                if ![w.min, w.max, w.start, w.end].iter().all(|v| v.is_finite())
+                    || w.min > w.max
+                    || w.start > w.end
+                {
+                    return Err(OmeError::Window { channel: i });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The root group's `attributes` (`{"ome": {...}}`) for an image whose level 0 is
+    /// stored as `spec`, listing level `0` only.
+    pub fn attributes(&self, spec: &ArraySpec) -> Result<Value, OmeError> {
+        self.attributes_for_levels(spec, &[1])
+    }
+
+    /// The attributes for levels downsampled in y and x by `factors` (`factors[0]` = 1
+    /// for level 0; level `l` is stored at path `l`). A level downsampled by `f` with
+    /// block means has pixels `f` times larger whose centres sit `(f - 1) / 2` level-0
+    /// pixels further along: its `scale` is `f` times level 0's and its `translation`
+    /// is that shift.
+    pub(crate) fn attributes_for_levels(
+        &self,
+        spec: &ArraySpec,
+        factors: &[u64],
+    ) -> Result<Value, OmeError> {
+        let axes = self.axes(spec)?;
+        let rank = axes.len();
+        let datasets: Vec<Value> = factors
+            .iter()
+            .enumerate()
+            .map(|(level, &f)| {
+                let f = f as f64;
+                let yx = |i: usize| i + 2 >= rank;
+                let scale: Vec<f64> = (axes.iter().enumerate())
+                    .map(|(i, a)| if yx(i) { a.scale * f } else { a.scale })
+                    .collect();
+                let mut transforms = vec![json!({"type": "scale", "scale": scale})];
+                if f > 1.0 {
+                    let shift: Vec<f64> = (axes.iter().enumerate())
+                        .map(|(i, a)| {
+                            if yx(i) {
+                                a.scale * (f - 1.0) / 2.0
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect();
+                    transforms.push(json!({"type": "translation", "translation": shift}));
+                }
+                json!({"path": level.to_string(), "coordinateTransformations": transforms})
+            })
+            .collect();
+        let axes_json: Vec<Value> = axes
+            .iter()
+            .map(|a| {
+                let mut v = json!({"name": a.name, "type": a.kind.as_str()});
+                if let Some(u) = a.unit {
+                    v["unit"] = json!(u);
+                }
+                v
+            })
+            .collect();
+        let multiscale = json!({
+            "name": self.name.as_deref().unwrap_or("image"),
+            "type": "mean",
+            "metadata": {
+                "method": "block mean over y and x (zarrstream)",
+                "version": env!("CARGO_PKG_VERSION"),
+            },
+            "axes": axes_json,
+            "datasets": datasets,
+        });
+        let mut ome = json!({"version": OME_VERSION, "multiscales": [multiscale]});
+        if let Some(omero) = &self.omero {
+            ome["omero"] = self.omero_json(omero, &axes, spec);
+        }
+        Ok(json!({ "ome": ome }))
+    }
+
+    fn omero_json(&self, omero: &Omero, axes: &[Axis], spec: &ArraySpec) -> Value {
+        let channels = match omero {
+            Omero::Channels(chs) => chs.clone(),
+            Omero::Auto => {
+                let n = axes
+                    .iter()
+                    .position(|a| a.kind == AxisKind::Channel)
+                    .map_or(1, |i| spec.shape()[i]);
+                let (min, max) = dtype_range(spec.dtype());
+                let window = Window {
+                    min,
+                    max,
+                    start: min,
+                    end: max,
+                };
+                (0..n as usize)
+                    .map(|i| OmeroChannel {
+                        label: self
+                            .channels
+                            .as_ref()
+                            .and_then(|c| c.get(i).cloned())
+                            .unwrap_or_else(|| i.to_string()),
+                        color: if n == 1 {
+                            "FFFFFF".into()
+                        } else {
+                            PALETTE[i % PALETTE.len()].into()
+                        },
+                        window,
+                        active: true,
+                    })
+                    .collect()
+            }
+        };
+        let channels: Vec<Value> = channels
+            .iter()
+            .map(|c| {
+                json!({
+                    "label": c.label,
+                    "color": c.color,
+                    "active": c.active,
+                    "window": {"min": c.window.min, "max": c.window.max,
+                               "start": c.window.start, "end": c.window.end},
+                })
+            })
+            .collect();
+        json!({"channels": channels, "rdefs": {"model": "color"}})
+    }
+}
+
+/// Channel colours of [`Omero::Auto`]: green, magenta, cyan, yellow, red, blue.
+const PALETTE: [&str; 6] = ["00FF00", "FF00FF", "00FFFF", "FFFF00", "FF0000", "0000FF"];
+
+/// The display range of a data type (floats: 0..1).
+fn dtype_range(dtype: DataType) -> (f64, f64) {
+    match dtype {
+        DataType::UInt8 => (0.0, u8::MAX as f64),
+        DataType::UInt16 => (0.0, u16::MAX as f64),
+        DataType::Int16 => (i16::MIN as f64, i16::MAX as f64),
+        DataType::UInt32 => (0.0, u32::MAX as f64),
+        _ => (0.0, 1.0),
+    }
+}
+
+/// The root group's `zarr.json` (digest §7: nothing but these three keys).
+pub(crate) fn group_json(attributes: Value) -> Value {
+    json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(shape: &[u64], names: Option<&[&str]>) -> ArraySpec {
+        let rank = shape.len();
+        let mut chunk = vec![1; rank];
+        chunk[rank - 2] = 8;
+        chunk[rank - 1] = 8;
+        let mut b = ArraySpec::builder()
+            .shape(shape)
+            .chunk_shape(&chunk)
+            .shard_shape(&chunk);
+        if let Some(n) = names {
+            b = b.dimension_names(n.iter().copied());
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn axes_follow_rank_and_names() {
+        let kinds = |s: &ArraySpec, o: &Ome| -> Vec<(String, AxisKind)> {
+            o.axes(s)
+                .unwrap()
+                .into_iter()
+                .map(|a| (a.name, a.kind))
+                .collect()
+        };
+        use AxisKind::*;
+        let o = Ome::new();
+        assert_eq!(
+            kinds(&spec(&[0, 8, 8], None), &o),
+            [("t".into(), Time), ("y".into(), Space), ("x".into(), Space)]
+        );
+        let k = kinds(&spec(&[0, 3, 8, 8], None), &o);
+        assert_eq!(k[1], ("z".into(), Space));
+        let k = kinds(&spec(&[0, 2, 8, 8], None), &o.clone().channels(["a", "b"]));
+        assert_eq!(k[1], ("c".into(), Channel));
+        let k = kinds(&spec(&[0, 2, 8, 8], Some(&["t", "c", "y", "x"])), &o);
+        assert_eq!(k[1], ("c".into(), Channel));
+        let k = kinds(&spec(&[0, 2, 3, 8, 8], None), &o);
+        assert_eq!(
+            k.iter().map(|a| a.1).collect::<Vec<_>>(),
+            [Time, Channel, Space, Space, Space]
+        );
+    }
+
+    #[test]
+    fn scales_units_and_translations() {
+        let o = Ome::new()
+            .pixel_size(0.5, 0.25)
+            .z_step(2.0)
+            .frame_interval(Duration::from_millis(100));
+        let a = o
+            .attributes_for_levels(&spec(&[0, 2, 3, 8, 8], None), &[1, 2])
+            .unwrap();
+        let ms = &a["ome"]["multiscales"][0];
+        assert_eq!(a["ome"]["version"], "0.5");
+        assert_eq!(
+            ms["axes"][0],
+            json!({"name": "t", "type": "time", "unit": "millisecond"})
+        );
+        assert_eq!(ms["axes"][1], json!({"name": "c", "type": "channel"}));
+        assert_eq!(ms["axes"][2]["unit"], "micrometer");
+        let d = &ms["datasets"];
+        assert_eq!(
+            d[0],
+            json!({"path": "0", "coordinateTransformations": [
+                {"type": "scale", "scale": [100.0, 1.0, 2.0, 0.5, 0.25]}]})
+        );
+        assert_eq!(
+            d[1]["coordinateTransformations"],
+            json!([{"type": "scale", "scale": [100.0, 1.0, 2.0, 1.0, 0.5]},
+                   {"type": "translation", "translation": [0.0, 0.0, 0.0, 0.25, 0.125]}])
+        );
+        // Without physical sizes: no units, scale 1.
+        let a = Ome::new().attributes(&spec(&[0, 8, 8], None)).unwrap();
+        let ms = &a["ome"]["multiscales"][0];
+        assert_eq!(ms["axes"][1], json!({"name": "y", "type": "space"}));
+        assert_eq!(
+            ms["datasets"][0]["coordinateTransformations"][0]["scale"],
+            json!([1.0, 1.0, 1.0])
+        );
+    }
+
+    #[test]
+    fn invalid_options_name_the_field() {
+        let s5 = spec(&[0, 2, 3, 8, 8], None);
+        let s3 = spec(&[0, 8, 8], None);
+        let cases: Vec<(Ome, &ArraySpec, OmeError)> = vec![
+            (
+                Ome::new().pixel_size(0.0, 1.0),
+                &s5,
+                OmeError::NotPositive {
+                    field: "pixel_size (y)",
+                    value: 0.0,
+                },
+            ),
+            (
+                Ome::new().z_step(-1.0),
+                &s5,
+                OmeError::NotPositive {
+                    field: "z_step",
+                    value: -1.0,
+                },
+            ),
+            (
+                Ome::new().frame_interval(Duration::ZERO),
+                &s5,
+                OmeError::NotPositive {
+                    field: "frame_interval",
+                    value: 0.0,
+                },
+            ),
+            (
+                Ome::new().channels(["a"]),
+                &s5,
+                OmeError::ChannelCount {
+                    field: "channels",
+                    got: 1,
+                    axis_size: 2,
+                },
+            ),
+            (
+                Ome::new().channels(["a"]),
+                &s3,
+                OmeError::NoAxis {
+                    field: "channels",
+                    axis: "c",
+                },
+            ),
+            (
+                Ome::new().z_step(1.0),
+                &s3,
+                OmeError::NoAxis {
+                    field: "z_step",
+                    axis: "z",
+                },
+            ),
+            (
+                Ome::new().omero(Omero::Channels(vec![OmeroChannel {
+                    label: "a".into(),
+                    color: "GG0000".into(),
+                    window: Window {
+                        min: 0.0,
+                        max: 1.0,
+                        start: 0.0,
+                        end: 1.0,
+                    },
+                    active: true,
+                }])),
+                &s3,
+                OmeError::Color {
+                    channel: 0,
+                    color: "GG0000".into(),
+                },
+            ),
+        ];
+        for (o, s, want) in cases {
+            assert_eq!(o.attributes(s).unwrap_err(), want);
+        }
+        let s6 = ArraySpec::builder()
+            .shape([0, 1, 1, 1, 8, 8])
+            .chunk_shape([1, 1, 1, 1, 8, 8])
+            .shard_shape([1, 1, 1, 1, 8, 8])
+            .build()
+            .unwrap();
+        assert_eq!(Ome::new().attributes(&s6).unwrap_err(), OmeError::Rank(6));
+    }
+
+    #[test]
+    fn auto_omero_labels_and_colours() {
+        let o = Ome::new().channels(["GFP", "RFP"]).omero(Omero::Auto);
+        let a = o.attributes(&spec(&[0, 2, 8, 8], None)).unwrap();
+        let ch = &a["ome"]["omero"]["channels"];
+        assert_eq!(ch[0]["label"], "GFP");
+        assert_eq!(ch[1]["color"], "FF00FF");
+        assert_eq!(ch[0]["window"]["max"], 65535.0);
+    }
+}

@@ -24,7 +24,8 @@ MARKER = ".zarrstream-interop-ready"
 # Import name -> distribution name, checked against the pins after installing.
 CHECK = {"zarr": "zarr", "numcodecs": "numcodecs", "tensorstore": "tensorstore",
          "zarrs": "zarrs", "numpy": "numpy", "fsspec": "fsspec",
-         "fastparquet": "fastparquet", "pandas": "pandas"}
+         "fastparquet": "fastparquet", "pandas": "pandas",
+         "ome_zarr_models": "ome-zarr-models", "ome_zarr": "ome-zarr"}
 
 
 def log(msg):

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Checks OME-Zarr 0.5 images written by zarrstream (tests/ome.rs).
+
+    ome_check.py images MANIFEST.json   validate and read finished images
+    ome_check.py live MANIFEST.json     read an image again and again while it is recorded
+
+MANIFEST: {"images": [{"name", "path", "expected" (raw little-endian file), "dtype"
+(numpy), "shape"}]} or {"live": {... as one image, "timeout_s", "ready_file"}}.
+
+For each image: the group validates with ome-zarr-models (NGFF 0.5 pydantic models);
+the ome-zarr reader (parse_url + Reader) finds one image node whose level 0 equals the
+expected data; zarr-python reads level 0 through the group equal to it too. Live: every
+read (zarr-python through the group, and ome-zarr's Reader) sees level 0's shape never
+ahead of its data and never shrinking. Prints FAIL lines and exits 1 on any failure.
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+import zarr
+from ome_zarr.io import parse_url
+from ome_zarr.reader import Reader
+from ome_zarr_models.v05.image import Image
+
+
+def expected(entry):
+    data = np.fromfile(entry["expected"], dtype=entry["dtype"])
+    return data.reshape(entry["shape"])
+
+
+def validate(path):
+    """The group and its levels validate with ome-zarr-models; returns the model."""
+    return Image.from_zarr(zarr.open_group(path, mode="r"))
+
+
+def ome_zarr_level0(path):
+    nodes = list(Reader(parse_url(path))())
+    if not nodes:
+        raise AssertionError("ome-zarr found no image node")
+    return nodes[0], np.asarray(nodes[0].data[0])
+
+
+def compare(name, what, got, want, fails):
+    if got.shape != want.shape:
+        fails.append(f"FAIL [{name}] {what}: shape {got.shape}, expected {want.shape}")
+    elif not np.array_equal(got, want):
+        bad = np.argwhere(got != want)[0]
+        fails.append(f"FAIL [{name}] {what}: first difference at {tuple(bad)}: "
+                     f"{got[tuple(bad)]} != {want[tuple(bad)]}")
+
+
+def check_image(entry, fails):
+    name, path = entry["name"], entry["path"]
+    want = expected(entry)
+    try:
+        model = validate(path)
+        axes = [a.name for a in model.attributes.ome.multiscales[0].axes]
+        print(f"{name}: ome-zarr-models validated, axes {axes}")
+    except Exception as e:  # noqa: BLE001
+        fails.append(f"FAIL [{name}] ome-zarr-models: {e}")
+    try:
+        node, data = ome_zarr_level0(path)
+        compare(name, "ome-zarr level 0", data, want, fails)
+        got_axes = [a["name"] for a in node.metadata["axes"]]
+        if got_axes != entry["axes"]:
+            fails.append(f"FAIL [{name}] ome-zarr axes {got_axes}, expected {entry['axes']}")
+    except Exception as e:  # noqa: BLE001
+        fails.append(f"FAIL [{name}] ome-zarr: {type(e).__name__}: {e}")
+    try:
+        level0 = zarr.open_group(path, mode="r")["0"]
+        compare(name, "zarr-python level 0", level0[...], want, fails)
+    except Exception as e:  # noqa: BLE001
+        fails.append(f"FAIL [{name}] zarr-python: {type(e).__name__}: {e}")
+
+
+def run_images(manifest):
+    fails = []
+    for entry in manifest["images"]:
+        check_image(entry, fails)
+    return fails
+
+
+def run_live(manifest):
+    entry = manifest["live"]
+    name, path = entry["name"], entry["path"]
+    want = expected(entry)
+    fails = []
+    with open(entry["ready_file"], "w") as f:
+        f.write("ready")
+    deadline = time.monotonic() + entry["timeout_s"]
+    state, seen, last = None, set(), 0
+    while state != "finished" and len(fails) < 20:
+        if time.monotonic() > deadline:
+            fails.append(f"FAIL [{name}] live: not finished within {entry['timeout_s']} s")
+            break
+        try:
+            level0 = zarr.open_group(path, mode="r")["0"]
+        except Exception:  # noqa: BLE001  (not created yet)
+            time.sleep(0.01)
+            continue
+        state = level0.attrs["zarrstream"]["state"]
+        rows = level0.shape[0]
+        if rows < last:
+            fails.append(f"FAIL [{name}] live: shape[0] shrank from {last} to {rows}")
+        last = rows
+        seen.add(rows)
+        compare(name, f"live zarr-python read of {rows} rows", level0[...], want[:rows], fails)
+        try:
+            _, data = ome_zarr_level0(path)
+            rows2 = data.shape[0]
+            compare(name, f"live ome-zarr read of {rows2} rows", data, want[:rows2], fails)
+        except Exception as e:  # noqa: BLE001
+            fails.append(f"FAIL [{name}] live ome-zarr: {type(e).__name__}: {e}")
+    partial = sorted(s for s in seen if 0 < s < want.shape[0])
+    print(f"live: shape[0] seen while recording: {sorted(seen)}")
+    if len(partial) < 2:
+        fails.append(f"FAIL [{name}] live: saw only {sorted(seen)} rows; too short to "
+                     "read at two growing sizes")
+    check_image(entry, fails)
+    return fails
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("images", "live"):
+        print(__doc__)
+        return 2
+    with open(sys.argv[2], encoding="utf-8") as f:
+        manifest = json.load(f)
+    fails = run_images(manifest) if sys.argv[1] == "images" else run_live(manifest)
+    for line in fails:
+        print(line)
+    if fails:
+        print(f"{len(fails)} failure(s)")
+        return 1
+    print("ome: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,492 @@
+//! OME-Zarr 0.5 image output (issue 7, level 0): the group and level-0 metadata we
+//! expect (axis order, names, types, units, scales, `dimension_names`), typed errors for
+//! bad options, the writer lock and overwrite with the array at `<store>/0`, recovery of
+//! the level array, and — in the pinned Python environment — validation with
+//! `ome-zarr-models`, reading with the `ome-zarr` reader and zarr-python, and reads while
+//! `record --ome` records (`tests/interop/ome_check.py`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use zarrstream::{
+    ArraySpec, Error, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer, WriterOptions,
+};
+
+#[path = "support/python.rs"]
+mod pyenv;
+
+/// One test image: shape (axis 0 = frames' steps), dimension names (or none) and options.
+struct Image {
+    name: &'static str,
+    shape: Vec<u64>,
+    names: Option<Vec<&'static str>>,
+    ome: Ome,
+    axes: Vec<(&'static str, &'static str, Option<&'static str>)>,
+    scale: Vec<f64>,
+}
+
+fn images() -> Vec<Image> {
+    vec![
+        Image {
+            name: "r3_tyx",
+            shape: vec![0, 48, 40],
+            names: None,
+            ome: Ome::new()
+                .pixel_size(0.65, 0.5)
+                .frame_interval(Duration::from_millis(40)),
+            axes: vec![
+                ("t", "time", Some("millisecond")),
+                ("y", "space", Some("micrometer")),
+                ("x", "space", Some("micrometer")),
+            ],
+            scale: vec![40.0, 0.65, 0.5],
+        },
+        Image {
+            name: "r4_tzyx",
+            shape: vec![0, 3, 32, 32],
+            names: None,
+            ome: Ome::new()
+                .pixel_size(100.0, 100.0)
+                .space_unit(SpaceUnit::Nanometer)
+                .z_step(250.0)
+                .frame_interval(Duration::from_secs(2))
+                .time_unit(TimeUnit::Second),
+            axes: vec![
+                ("t", "time", Some("second")),
+                ("z", "space", Some("nanometer")),
+                ("y", "space", Some("nanometer")),
+                ("x", "space", Some("nanometer")),
+            ],
+            scale: vec![2.0, 250.0, 100.0, 100.0],
+        },
+        Image {
+            name: "r4_tcyx",
+            shape: vec![0, 2, 32, 48],
+            names: Some(vec!["t", "c", "y", "x"]),
+            ome: Ome::new().channels(["GFP", "mCherry"]).omero(Omero::Auto),
+            axes: vec![
+                ("t", "time", None),
+                ("c", "channel", None),
+                ("y", "space", None),
+                ("x", "space", None),
+            ],
+            scale: vec![1.0, 1.0, 1.0, 1.0],
+        },
+        Image {
+            name: "r5_tczyx",
+            shape: vec![0, 2, 3, 32, 32],
+            names: None,
+            ome: Ome::new()
+                .pixel_size(0.2, 0.2)
+                .z_step(1.5)
+                .frame_interval(Duration::from_millis(500))
+                .channels(["a", "b"])
+                .omero(Omero::Auto),
+            axes: vec![
+                ("t", "time", Some("millisecond")),
+                ("c", "channel", None),
+                ("z", "space", Some("micrometer")),
+                ("y", "space", Some("micrometer")),
+                ("x", "space", Some("micrometer")),
+            ],
+            scale: vec![500.0, 1.0, 1.5, 0.2, 0.2],
+        },
+    ]
+}
+
+const STEPS: u64 = 5;
+
+impl Image {
+    fn rank(&self) -> usize {
+        self.shape.len()
+    }
+    fn spec(&self) -> ArraySpec {
+        let rank = self.rank();
+        let mut chunk = vec![1; rank];
+        chunk[rank - 2] = 16;
+        chunk[rank - 1] = 16;
+        let mut shard = self.shape.clone();
+        shard[0] = 2;
+        for (s, d) in shard.iter_mut().zip(&self.shape).skip(rank - 2) {
+            *s = d.div_ceil(16) * 16;
+        }
+        let mut b = ArraySpec::builder()
+            .shape(&self.shape)
+            .chunk_shape(&chunk)
+            .shard_shape(&shard);
+        if let Some(n) = &self.names {
+            b = b.dimension_names(n.iter().copied());
+        }
+        b.build().expect("spec")
+    }
+    fn frames(&self) -> u64 {
+        STEPS * self.shape[1..self.rank() - 2].iter().product::<u64>()
+    }
+    fn plane(&self) -> usize {
+        (self.shape[self.rank() - 2] * self.shape[self.rank() - 1]) as usize
+    }
+    /// Every frame in order: the expected level-0 data, C order, u16.
+    fn data(&self) -> Vec<u16> {
+        let n = self.plane();
+        (0..self.frames())
+            .flat_map(|k| (0..n).map(move |i| (k as usize * 7919 + i * 13) as u16))
+            .collect()
+    }
+    fn write(&self, root: &Path, options: WriterOptions) -> PathBuf {
+        let path = root.join(format!("{}.ome.zarr", self.name));
+        let mut w = Writer::create_ome(&path, self.spec(), &self.ome, options).expect("create");
+        for frame in self.data().chunks(self.plane()) {
+            assert!(w.push(frame).expect("push"));
+        }
+        w.finish().expect("finish");
+        path
+    }
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .expect("json")
+}
+
+fn options() -> WriterOptions {
+    WriterOptions {
+        threads: 2,
+        pin_threads: false,
+        ..WriterOptions::default()
+    }
+}
+
+#[test]
+fn group_and_level0_metadata_follow_ngff_0_5() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for im in images() {
+        let path = im.write(dir.path(), options());
+        let group = read_json(&path.join("zarr.json"));
+        assert_eq!(group["zarr_format"], 3, "{}", im.name);
+        assert_eq!(group["node_type"], "group");
+        let keys: Vec<&String> = group.as_object().expect("object").keys().collect();
+        assert_eq!(
+            keys.len(),
+            3,
+            "only zarr_format, node_type, attributes: {keys:?}"
+        );
+        let ome = &group["attributes"]["ome"];
+        assert_eq!(ome["version"], "0.5");
+        let ms = ome["multiscales"].as_array().expect("multiscales");
+        assert_eq!(ms.len(), 1);
+        let ms = &ms[0];
+        for key in ["name", "type", "metadata"] {
+            assert!(!ms[key].is_null(), "{}: multiscale {key}", im.name);
+        }
+        // Axes: names, types, units, and the order time -> channel -> space.
+        let axes = ms["axes"].as_array().expect("axes");
+        let got: Vec<(&str, &str, Option<&str>)> = axes
+            .iter()
+            .map(|a| {
+                (
+                    a["name"].as_str().expect("name"),
+                    a["type"].as_str().expect("type"),
+                    a["unit"].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(got, im.axes, "{}", im.name);
+        let order = |t: &str| ["time", "channel", "space"].iter().position(|x| *x == t);
+        assert!(
+            got.windows(2).all(|w| order(w[0].1) <= order(w[1].1)),
+            "{}: axis order {got:?}",
+            im.name
+        );
+        // One dataset, level 0, exactly one scale of the physical pixel size.
+        let ds = ms["datasets"].as_array().expect("datasets");
+        assert_eq!(ds.len(), 1);
+        assert_eq!(ds[0]["path"], "0");
+        assert_eq!(
+            ds[0]["coordinateTransformations"],
+            json!([{"type": "scale", "scale": im.scale}]),
+            "{}",
+            im.name
+        );
+        // The level array: sharded, dimension_names = axis names, progress attributes.
+        let level = read_json(&path.join("0/zarr.json"));
+        assert_eq!(level["node_type"], "array");
+        let names: Vec<&str> = im.axes.iter().map(|a| a.0).collect();
+        assert_eq!(level["dimension_names"], json!(names), "{}", im.name);
+        assert_eq!(level["codecs"][0]["name"], "sharding_indexed");
+        assert_eq!(level["shape"][0], STEPS);
+        assert_eq!(level["attributes"]["zarrstream"]["state"], "finished");
+        assert!(!path.join("0").join(".zarrstream-partial").exists());
+        if im.name == "r4_tcyx" {
+            let ch = &ome["omero"]["channels"];
+            assert_eq!(ch[0]["label"], "GFP");
+            assert_eq!(ch[1]["label"], "mCherry");
+        }
+    }
+}
+
+#[test]
+fn bad_options_are_typed_errors_and_leave_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("bad.ome.zarr");
+    let ims = images();
+    let r5 = &ims[3];
+    let cases = [
+        (
+            Ome::new().channels(["only one"]),
+            OmeError::ChannelCount {
+                field: "channels",
+                got: 1,
+                axis_size: 2,
+            },
+        ),
+        (
+            Ome::new().pixel_size(-0.1, 0.1),
+            OmeError::NotPositive {
+                field: "pixel_size (y)",
+                value: -0.1,
+            },
+        ),
+    ];
+    for (ome, want) in cases {
+        match Writer::create_ome(&path, r5.spec(), &ome, options()) {
+            Err(Error::Ome(e)) => assert_eq!(e, want),
+            other => panic!("expected {want:?}, got {:?}", other.map(|_| ())),
+        }
+        assert!(!path.exists(), "a refused image leaves nothing on disk");
+    }
+    // The array's own dimension names must not contradict the axes.
+    let spec = ArraySpec::builder()
+        .shape([0, 2, 16, 16])
+        .chunk_shape([1, 1, 16, 16])
+        .shard_shape([1, 1, 16, 16])
+        .dimension_names(["t", "z", "y", "x"])
+        .build()
+        .expect("spec");
+    let err = Writer::create_ome(&path, spec, &Ome::new().channels(["a", "b"]), options());
+    assert!(matches!(
+        err,
+        Err(Error::Ome(OmeError::NoAxis {
+            field: "channels",
+            ..
+        }))
+    ));
+}
+
+#[test]
+fn lock_and_overwrite_refuse_a_live_image() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let ims = images();
+    let im = &ims[0];
+    let path = dir.path().join("live.ome.zarr");
+    let mut w = Writer::create_ome(&path, im.spec(), &im.ome, options()).expect("create");
+    w.push(&im.data()[..im.plane()]).expect("push");
+    assert!(path.join("0/.zarrstream-partial/writer.lock").exists());
+    // Without overwrite: exists. With overwrite: locked (as image and as plain array).
+    assert!(matches!(
+        Writer::create_ome(&path, im.spec(), &im.ome, options()),
+        Err(Error::Exists { .. })
+    ));
+    let over = WriterOptions {
+        overwrite: true,
+        ..options()
+    };
+    assert!(matches!(
+        Writer::create_ome(&path, im.spec(), &im.ome, over.clone()),
+        Err(Error::Locked { .. })
+    ));
+    assert!(matches!(
+        Writer::create(&path, im.spec(), over.clone()),
+        Err(Error::Locked { .. })
+    ));
+    // Recovery of the level array is refused while the writer lives.
+    assert!(zarrstream::recover::recover_store(path.join("0")).is_err());
+    assert!(
+        path.join("zarr.json").exists(),
+        "the live image is untouched"
+    );
+    w.finish().expect("finish");
+    // Finished: overwrite replaces it.
+    Writer::create_ome(&path, im.spec(), &im.ome, over)
+        .expect("overwrite a finished image")
+        .finish()
+        .expect("finish");
+    assert_eq!(
+        read_json(&path.join("0/zarr.json"))["shape"][0],
+        0,
+        "a fresh image"
+    );
+}
+
+// ---------------------------------------------------------------- Python readers
+
+fn python() -> Option<PathBuf> {
+    pyenv::interop("OME-ZARR READER TEST")
+}
+
+fn check_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ome_check.py")
+}
+
+fn entry(im: &Image, path: &Path, dir: &Path) -> Value {
+    let expected = dir.join(format!("{}.expected.raw", im.name));
+    let bytes: Vec<u8> = im.data().iter().flat_map(|v| v.to_le_bytes()).collect();
+    fs::write(&expected, bytes).expect("write expected");
+    let mut shape = im.shape.clone();
+    shape[0] = STEPS;
+    json!({
+        "name": im.name, "path": path, "expected": expected, "dtype": "<u2",
+        "shape": shape, "axes": im.axes.iter().map(|a| a.0).collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn readers_validate_and_read_every_image() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::Builder::new()
+        .prefix("ome-readers-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tmp");
+    let entries: Vec<Value> = images()
+        .iter()
+        .map(|im| entry(im, &im.write(dir.path(), options()), dir.path()))
+        .collect();
+    let manifest = dir.path().join("manifest.json");
+    fs::write(&manifest, json!({ "images": entries }).to_string()).expect("manifest");
+    let out = Command::new(&py)
+        .arg(check_script())
+        .arg("images")
+        .arg(&manifest)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ome_check.py");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "ome_check.py images failed:\n{text}");
+}
+
+/// The `record` example, built now (as in tests/interop.rs).
+fn record_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("profile dir")
+        .to_path_buf();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--quiet", "--example", "record"])
+        .stdin(Stdio::null());
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    if let Some(target) = profile_dir.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    let out = cmd.output().expect("cargo build");
+    assert!(
+        out.status.success(),
+        "cargo build --example record failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    profile_dir.join("examples/record")
+}
+
+#[test]
+fn readers_never_see_level0_ahead_of_its_data_while_recording() {
+    let Some(py) = python() else { return };
+    let record = record_binary();
+    let dir = tempfile::Builder::new()
+        .prefix("ome-live-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tmp");
+    let dir = dir.path();
+    // 2 channels x 64 x 48, 2 steps per shard; 180 frames at 60 fps = 3 s, 90 steps.
+    let im = Image {
+        name: "live_tcyx",
+        shape: vec![0, 2, 64, 48],
+        names: Some(vec!["t", "c", "y", "x"]),
+        ome: Ome::new(),
+        axes: vec![
+            ("t", "", None),
+            ("c", "", None),
+            ("y", "", None),
+            ("x", "", None),
+        ],
+        scale: vec![],
+    };
+    let frames = 180u64;
+    let data: Vec<u8> = (0..frames)
+        .flat_map(|k| (0..im.plane()).map(move |i| (k as usize * 7919 + i * 13) as u16))
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let input = dir.join("frames.raw");
+    fs::write(&input, &data).expect("input");
+    let store = dir.join("live.ome.zarr");
+    let ready = dir.join("ready");
+    let manifest = dir.join("live.json");
+    let live = json!({
+        "name": im.name, "path": store, "expected": input, "dtype": "<u2",
+        "shape": [frames / 2, 2, 64, 48], "axes": ["t", "c", "y", "x"],
+        "timeout_s": 120, "ready_file": ready,
+    });
+    fs::write(&manifest, json!({ "live": live }).to_string()).expect("manifest");
+    let mut reader = Command::new(&py)
+        .arg(check_script())
+        .arg("live")
+        .arg(&manifest)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ome_check.py live");
+    let t0 = Instant::now();
+    while !ready.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "reader never ready"
+        );
+        if let Ok(Some(s)) = reader.try_wait() {
+            panic!("ome_check.py live exited early: {s}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rec = Command::new(&record)
+        .arg("--out")
+        .arg(&store)
+        .args(["--ome", "--shape", "0,2,64,48", "--chunk", "1,1,32,48"])
+        .args([
+            "--shard",
+            "2,2,64,48",
+            "--codec",
+            "zstd:1",
+            "--channels",
+            "A,B",
+        ])
+        .args(["--pixel-size", "0.5", "--frames", &frames.to_string()])
+        .args(["--fps", "60", "--threads", "2", "--no-pin", "--quiet"])
+        .arg("--input")
+        .arg(&input)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run record");
+    let out = reader.wait_with_output().expect("reader output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(
+        rec.status.success(),
+        "record --ome failed: {}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    assert!(out.status.success(), "live OME reads failed:\n{text}");
+}

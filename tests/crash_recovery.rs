@@ -51,6 +51,9 @@ impl Case {
     }
 }
 
+#[path = "support/record.rs"]
+mod record_example;
+
 /// Element `i` of frame `k`: never the fill value 0; a third of each frame is noise so
 /// the codecs take their incompressible paths too.
 fn sample(k: u64, i: usize) -> u16 {
@@ -74,37 +77,6 @@ fn write_input(path: &Path) {
         }
     }
     std::fs::write(path, bytes).expect("write input");
-}
-
-/// The `record` example binary, built now (integration tests do not build examples).
-fn record_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/crash_recovery-<hash> -> target/<profile>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("profile dir")
-        .to_path_buf();
-    let release = profile_dir.file_name().is_some_and(|n| n == "release");
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--quiet", "--example", "record"])
-        .stdin(Stdio::null());
-    if release {
-        cmd.arg("--release");
-    }
-    if let Some(target) = profile_dir.parent() {
-        cmd.arg("--target-dir").arg(target);
-    }
-    let out = cmd.output().expect("cargo build");
-    assert!(
-        out.status.success(),
-        "cargo build --example record failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bin = profile_dir.join("examples/record");
-    assert!(bin.exists(), "{} missing after the build", bin.display());
-    bin
 }
 
 /// Runs the recording until it reports `kill_at` frames encoded, kills it with SIGKILL
@@ -345,7 +317,7 @@ fn run_case(record: &Path, case: &Case, input: &Path, dir: &Path) -> Outcome {
 
 #[test]
 fn killed_recordings_are_recovered() {
-    let record = record_binary();
+    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
     let dir = tempfile::tempdir().expect("tempdir");
     let input = dir.path().join("frames.raw");
     write_input(&input);

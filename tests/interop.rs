@@ -35,6 +35,9 @@ use zarrstream::{
 mod pyenv;
 use pyenv::shout;
 
+#[path = "support/record.rs"]
+mod record_example;
+
 /// The pinned environment's interpreter, or `None` (after a loud message) when it
 /// cannot be had outside CI. With `CI=true` a missing Python or a failed install panics.
 fn python() -> Option<PathBuf> {
@@ -1005,42 +1008,6 @@ fn corrupted_shards_are_rejected() {
     );
 }
 
-/// The `record` example binary, built now so that `cargo test --test interop` (which
-/// does not build examples) uses a current one.
-fn record_binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    // target/<profile>/deps/interop-<hash> -> target/<profile>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("no profile dir")?
-        .to_path_buf();
-    let release = profile_dir.file_name().is_some_and(|n| n == "release");
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--quiet", "--example", "record"])
-        .stdin(Stdio::null());
-    if release {
-        cmd.arg("--release");
-    }
-    if let Some(target) = profile_dir.parent() {
-        cmd.arg("--target-dir").arg(target);
-    }
-    let out = cmd.output().map_err(|e| format!("cargo build: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cargo build --example record failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let bin = profile_dir.join("examples/record");
-    if bin.exists() {
-        Ok(bin)
-    } else {
-        Err(format!("{} missing after the build", bin.display()))
-    }
-}
-
 fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let t0 = Instant::now();
     loop {
@@ -1059,7 +1026,7 @@ fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
 #[test]
 fn during_acquisition_every_read_is_exact() {
     let Some(py) = python() else { return };
-    let record = record_binary().unwrap_or_else(|e| panic!("record example: {e}"));
+    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
     let scratch = Scratch::new("interop-live-");
     let dir = scratch.path();
     // [t, c, z] = [*, 2, 3], deep in z, 12 frames per shard; 245 frames at 60 fps

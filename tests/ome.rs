@@ -28,6 +28,9 @@ struct Image {
     scale: Vec<f64>,
 }
 
+#[path = "support/record.rs"]
+mod record_example;
+
 fn images() -> Vec<Image> {
     vec![
         Image {
@@ -371,37 +374,10 @@ fn readers_validate_and_read_every_image() {
     assert!(out.status.success(), "ome_check.py images failed:\n{text}");
 }
 
-/// The `record` example, built now (as in tests/interop.rs).
-fn record_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("profile dir")
-        .to_path_buf();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--quiet", "--example", "record"])
-        .stdin(Stdio::null());
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    if let Some(target) = profile_dir.parent() {
-        cmd.arg("--target-dir").arg(target);
-    }
-    let out = cmd.output().expect("cargo build");
-    assert!(
-        out.status.success(),
-        "cargo build --example record failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    profile_dir.join("examples/record")
-}
-
 #[test]
 fn readers_never_see_level0_ahead_of_its_data_while_recording() {
     let Some(py) = python() else { return };
-    let record = record_binary();
+    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
     let dir = tempfile::Builder::new()
         .prefix("ome-live-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))

@@ -38,6 +38,32 @@ impl PwriteSink {
     }
 }
 
+impl PwriteSink {
+    /// Appends one encoded chunk, given as consecutive `parts`, then its working-index
+    /// entry; returns `(offset, nbytes)`.
+    ///
+    /// Buffered writes to one file take its inode lock exclusively, and a writer that
+    /// finds it taken *spins* in the kernel while the owner copies: two workers writing
+    /// one shard spent more time spinning than encoding. Here the second one sleeps, the
+    /// kernel never spins, and the lock also hands out the append position. The chunks
+    /// of a shard never exceed the slots they would have used, so appending stays inside
+    /// the reserved data region.
+    fn append(&self, i: usize, parts: &[&[u8]]) -> Result<(u64, u64)> {
+        let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let offset = *next;
+        let mut at = offset;
+        for part in parts {
+            self.write_at(part, at)?;
+            at += part.len() as u64;
+        }
+        let entry_at = self.temp.layout.index_offset + 16 * i as u64;
+        self.write_at(&entry_bytes(offset, n), entry_at)?;
+        *next = offset + n;
+        Ok((offset, n))
+    }
+}
+
 impl SlotSink for PwriteSink {
     fn write_chunk(
         &self,
@@ -45,36 +71,13 @@ impl SlotSink for PwriteSink {
         scratch: &mut Vec<u8>,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<(u64, u64)> {
-        let l = self.temp.layout;
-        scratch.resize(l.slot_size as usize, 0);
-        let n = encode(scratch)? as u64;
-        // Buffered writes to one file take its inode lock exclusively, and a writer
-        // that finds it taken *spins* in the kernel while the owner copies: two workers
-        // writing one shard spent more time spinning than encoding. Here the second
-        // one sleeps, the kernel never spins, and the lock also hands out the append
-        // position. The chunks of a shard never exceed the slots they would have used,
-        // so appending stays inside the reserved data region.
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        let offset = *next;
-        self.write_at(&scratch[..n as usize], offset)?;
-        self.write_at(&entry_bytes(offset, n), l.index_offset + 16 * i as u64)?;
-        *next = offset + n;
-        Ok((offset, n))
+        scratch.resize(self.temp.layout.slot_size as usize, 0);
+        let n = encode(scratch)?;
+        self.append(i, &[&scratch[..n]])
     }
 
     fn write_encoded(&self, i: usize, data: &[u8], tail: &[u8]) -> Option<Result<(u64, u64)>> {
-        let l = self.temp.layout;
-        let n = (data.len() + tail.len()) as u64;
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        let offset = *next;
-        let written = self
-            .write_at(data, offset)
-            .and_then(|()| self.write_at(tail, offset + data.len() as u64))
-            .and_then(|()| self.write_at(&entry_bytes(offset, n), l.index_offset + 16 * i as u64));
-        Some(written.map(|()| {
-            *next = offset + n;
-            (offset, n)
-        }))
+        Some(self.append(i, &[data, tail]))
     }
 
     fn packs_chunks(&self) -> bool {

@@ -261,6 +261,12 @@ fn ome_options(a: &OmeArgs) -> Ome {
     if let Some(c) = &a.channels {
         ome = ome.channels(c.iter().cloned()).omero(Omero::Auto);
     }
+    if let Some(l) = a.levels {
+        ome = ome.levels(l);
+    }
+    if let Some(m) = a.downsample {
+        ome = ome.downsample(m);
+    }
     ome
 }
 

@@ -37,6 +37,7 @@ mod error;
 mod lock;
 mod metadata;
 mod ome;
+mod pyramid;
 pub mod read;
 pub mod recover;
 mod shard;
@@ -55,6 +56,7 @@ pub use lock::{LOCK_FILE, StoreLock};
 pub use ome::{
     Axis, AxisKind, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel, SpaceUnit, TimeUnit, Window,
 };
+pub use pyramid::{Downsample, Levels, MAX_LEVELS};
 pub use shard::{Packing, ShardLayout};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};

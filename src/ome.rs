@@ -4,8 +4,8 @@
 //!
 //! Axes follow from the array's rank: time (the append axis), then an optional channel
 //! axis, then space (`z`, `y`, `x`). The level arrays' `dimension_names` equal the axis
-//! names. Only level `0` is written so far; the metadata code already computes the
-//! scale and pixel-centre translation of downsampled levels, ready for a pyramid.
+//! names. Levels `1…L` ([`Ome::levels`]) are 2×2 reductions in y and x built during the
+//! acquisition (`crate::pyramid`); each lists its scale and pixel-centre translation.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::dtype::DataType;
 use crate::error::OmeError;
+use crate::pyramid::{Downsample, Levels};
 use crate::spec::ArraySpec;
 
 /// The OME-Zarr version written.
@@ -177,6 +178,8 @@ pub struct Ome {
     time_unit: TimeUnit,
     channels: Option<Vec<String>>,
     omero: Option<Omero>,
+    levels: Levels,
+    downsample: Downsample,
 }
 
 impl Ome {
@@ -224,6 +227,26 @@ impl Ome {
     pub fn omero(mut self, omero: Omero) -> Self {
         self.omero = Some(omero);
         self
+    }
+    /// Resolution levels, level 0 included (default 1: no pyramid). Level `k` is stored
+    /// at path `k` and is level `k - 1` reduced 2×2 in y and x, built while frames are
+    /// pushed (see [`Downsample`] for the rounding and odd sizes).
+    pub fn levels(mut self, levels: Levels) -> Self {
+        self.levels = levels;
+        self
+    }
+    /// How each level is reduced from the one above (default [`Downsample::Mean`]).
+    pub fn downsample(mut self, method: Downsample) -> Self {
+        self.downsample = method;
+        self
+    }
+    /// The number of levels for an image whose level 0 is `spec`.
+    pub fn level_count(&self, spec: &ArraySpec) -> Result<usize, OmeError> {
+        crate::pyramid::level_count(spec, self.levels)
+    }
+    /// The downsampling method.
+    pub fn downsample_method(&self) -> Downsample {
+        self.downsample
     }
 
     /// The axes of an image stored as `spec`, with level-0 scales.
@@ -353,16 +376,19 @@ impl Ome {
     }
 
     /// The root group's `attributes` (`{"ome": {...}}`) for an image whose level 0 is
-    /// stored as `spec`, listing level `0` only.
+    /// stored as `spec`, listing every level ([`levels`](Self::levels)).
     pub fn attributes(&self, spec: &ArraySpec) -> Result<Value, OmeError> {
-        self.attributes_for_levels(spec, &[1])
+        let n = self.level_count(spec)?;
+        let factors: Vec<u64> = (0..n).map(|k| 1u64 << k).collect();
+        self.attributes_for_levels(spec, &factors)
     }
 
     /// The attributes for levels downsampled in y and x by `factors` (`factors[0]` = 1
     /// for level 0; level `l` is stored at path `l`). A level downsampled by `f` with
-    /// block means has pixels `f` times larger whose centres sit `(f - 1) / 2` level-0
-    /// pixels further along: its `scale` is `f` times level 0's and its `translation`
-    /// is that shift.
+    /// block means (or min, max) has pixels `f` times larger whose centres sit
+    /// `(f - 1) / 2` level-0 pixels further along: its `scale` is `f` times level 0's
+    /// and its `translation` is that shift. Decimated levels keep the block's first
+    /// pixel, so they have no translation.
     pub(crate) fn attributes_for_levels(
         &self,
         spec: &ArraySpec,
@@ -380,7 +406,7 @@ impl Ome {
                     .map(|(i, a)| if yx(i) { a.scale * f } else { a.scale })
                     .collect();
                 let mut transforms = vec![json!({"type": "scale", "scale": scale})];
-                if f > 1.0 {
+                if f > 1.0 && self.downsample.centred() {
                     let shift: Vec<f64> = (axes.iter().enumerate())
                         .map(|(i, a)| {
                             if yx(i) {
@@ -407,9 +433,10 @@ impl Ome {
             .collect();
         let multiscale = json!({
             "name": self.name.as_deref().unwrap_or("image"),
-            "type": "mean",
+            "type": self.downsample.as_str(),
             "metadata": {
-                "method": "block mean over y and x (zarrstream)",
+                "method": format!("2x2 block {} over y and x, level k from level k-1 (zarrstream)",
+                    self.downsample.as_str()),
                 "version": env!("CARGO_PKG_VERSION"),
             },
             "axes": axes_json,

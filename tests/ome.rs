@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArraySpec, Error, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer, WriterOptions,
+    ArraySpec, Downsample, Error, Levels, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer,
+    WriterOptions,
 };
 
 #[path = "support/python.rs"]
@@ -98,6 +99,41 @@ fn images() -> Vec<Image> {
             scale: vec![500.0, 1.0, 1.5, 0.2, 0.2],
         },
     ]
+}
+
+/// Images with a pyramid: odd and even sizes, every method, levels given and automatic.
+fn pyramid_images() -> Vec<Image> {
+    let mut v = images();
+    let odd = Image {
+        name: "p3_odd_mean",
+        shape: vec![0, 45, 39],
+        names: None,
+        ome: Ome::new().pixel_size(0.65, 0.5).levels(Levels::Count(4)),
+        axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
+        scale: vec![1.0, 0.65, 0.5],
+    };
+    v[0].name = "p3_tyx_max";
+    v[0].ome = v[0]
+        .ome
+        .clone()
+        .levels(Levels::Count(3))
+        .downsample(Downsample::Max);
+    v[1].name = "p4_tzyx_decimate_auto";
+    v[1].ome = v[1]
+        .ome
+        .clone()
+        .levels(Levels::Auto)
+        .downsample(Downsample::Decimate);
+    v[2].name = "p4_tcyx_min";
+    v[2].ome = v[2]
+        .ome
+        .clone()
+        .levels(Levels::Count(3))
+        .downsample(Downsample::Min);
+    v[3].name = "p5_tczyx_mean";
+    v[3].ome = v[3].ome.clone().levels(Levels::Count(2));
+    v.push(odd);
+    v
 }
 
 const STEPS: u64 = 5;
@@ -231,6 +267,78 @@ fn group_and_level0_metadata_follow_ngff_0_5() {
 }
 
 #[test]
+fn pyramid_levels_are_listed_with_scales_and_capped_chunks() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for im in pyramid_images() {
+        let path = im.write(dir.path(), options());
+        let spec = im.spec();
+        let n = im.ome.level_count(&spec).expect("levels");
+        let group = read_json(&path.join("zarr.json"));
+        let ms = &group["attributes"]["ome"]["multiscales"][0];
+        let method = im.ome.downsample_method();
+        assert_eq!(ms["type"], method.as_str(), "{}", im.name);
+        let ds = ms["datasets"].as_array().expect("datasets");
+        assert_eq!(ds.len(), n, "{}", im.name);
+        let rank = im.rank();
+        let (mut h, mut w) = (im.shape[rank - 2], im.shape[rank - 1]);
+        for (k, d) in ds.iter().enumerate() {
+            assert_eq!(d["path"], k.to_string());
+            let f = (1u64 << k) as f64;
+            let scale: Vec<f64> = (im.scale.iter().enumerate())
+                .map(|(i, s)| if i + 2 >= rank { s * f } else { *s })
+                .collect();
+            let t = &d["coordinateTransformations"];
+            assert_eq!(
+                t[0],
+                json!({"type": "scale", "scale": scale}),
+                "{}",
+                im.name
+            );
+            if k > 0 && method != Downsample::Decimate {
+                let shift: Vec<f64> = (im.scale.iter().enumerate())
+                    .map(|(i, s)| {
+                        if i + 2 >= rank {
+                            s * (f - 1.0) / 2.0
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                assert_eq!(t[1], json!({"type": "translation", "translation": shift}));
+            } else {
+                assert_eq!(t.as_array().map(Vec::len), Some(1), "{}", im.name);
+            }
+            let level = read_json(&path.join(k.to_string()).join("zarr.json"));
+            let mut shape = im.shape.clone();
+            shape[0] = STEPS;
+            shape[rank - 2] = h;
+            shape[rank - 1] = w;
+            assert_eq!(level["shape"], json!(shape), "{} level {k}", im.name);
+            let inner = &level["codecs"][0]["configuration"]["chunk_shape"];
+            assert_eq!(inner[rank - 2], json!(h.min(16)), "{} level {k}", im.name);
+            assert_eq!(inner[rank - 1], json!(w.min(16)), "{} level {k}", im.name);
+            assert_eq!(level["attributes"]["zarrstream"]["state"], "finished");
+            assert_eq!(
+                level["attributes"]["zarrstream"]["frames_committed"],
+                im.frames()
+            );
+            assert!(
+                !path
+                    .join(k.to_string())
+                    .join(".zarrstream-partial")
+                    .exists()
+            );
+            h = h.div_ceil(2);
+            w = w.div_ceil(2);
+        }
+        if method == Downsample::Decimate {
+            // Auto: the last level is the first that fits in one 16 x 16 inner chunk.
+            assert_eq!(n, 2, "{}: 32x32 in 16x16 chunks", im.name);
+        }
+    }
+}
+
+#[test]
 fn bad_options_are_typed_errors_and_leave_nothing() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("bad.ome.zarr");
@@ -342,6 +450,8 @@ fn entry(im: &Image, path: &Path, dir: &Path) -> Value {
     json!({
         "name": im.name, "path": path, "expected": expected, "dtype": "<u2",
         "shape": shape, "axes": im.axes.iter().map(|a| a.0).collect::<Vec<_>>(),
+        "levels": im.ome.level_count(&im.spec()).expect("levels"),
+        "method": im.ome.downsample_method().as_str(),
     })
 }
 
@@ -353,6 +463,9 @@ fn readers_validate_and_read_every_image() {
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .expect("tmp");
     let entries: Vec<Value> = images()
+        .into_iter()
+        .chain(pyramid_images())
+        .collect::<Vec<_>>()
         .iter()
         .map(|im| entry(im, &im.write(dir.path(), options()), dir.path()))
         .collect();
@@ -410,6 +523,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
     let live = json!({
         "name": im.name, "path": store, "expected": input, "dtype": "<u2",
         "shape": [frames / 2, 2, 64, 48], "axes": ["t", "c", "y", "x"],
+        "levels": 4, "method": "mean",
         "timeout_s": 120, "ready_file": ready,
     });
     fs::write(&manifest, json!({ "live": live }).to_string()).expect("manifest");
@@ -446,6 +560,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
             "A,B",
         ])
         .args(["--pixel-size", "0.5", "--frames", &frames.to_string()])
+        .args(["--levels", "4"])
         .args(["--fps", "60", "--threads", "2", "--no-pin", "--quiet"])
         .arg("--input")
         .arg(&input)

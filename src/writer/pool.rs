@@ -51,6 +51,10 @@ impl Pool {
         })
     }
 
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
     pub(crate) fn bytes(&self) -> usize {
         self.count * self.len
     }

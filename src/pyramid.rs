@@ -1,0 +1,367 @@
+//! Multiscale pyramid: 2×2 reduction of frames in y and x, and the level arrays' specs.
+//!
+//! Level `k` (k ≥ 1) is the reduction of level `k - 1`: each output pixel `(i, j)` is
+//! computed from the input pixels `(2i..2i+2, 2j..2j+2)` that exist. A frame of odd
+//! height or width gives `ceil(n / 2)` rows or columns; the last one is reduced over the
+//! one or two input rows/columns that exist (averaged over 2 or 1 pixels, not padded).
+//!
+//! Methods ([`Downsample`]):
+//! - `Mean`: integer types round the exact mean half up, `floor(sum / n + 1/2)` with `n`
+//!   the number of existing pixels (4, 2 or 1); `float32` sums in `f64` and rounds the
+//!   mean to the nearest `f32`. Each level rounds once, from the previous level's values.
+//! - `Decimate`: the top-left pixel of each block (`level[i, j] = prev[2i, 2j]`).
+//! - `Min`, `Max`: the smallest / largest existing pixel (NaN handling is unspecified).
+
+use crate::dtype::DataType;
+use crate::error::OmeError;
+use crate::spec::ArraySpec;
+
+/// How level `k` is computed from level `k - 1` (2×2 blocks in y and x).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Downsample {
+    /// Block mean (integers: rounded half up; see the module docs).
+    #[default]
+    Mean,
+    /// The top-left pixel of each block.
+    Decimate,
+    /// The block minimum.
+    Min,
+    /// The block maximum.
+    Max,
+}
+
+impl Downsample {
+    /// The name written into `multiscales[0].type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Downsample::Mean => "mean",
+            Downsample::Decimate => "decimate",
+            Downsample::Min => "min",
+            Downsample::Max => "max",
+        }
+    }
+
+    /// Whether a level's pixel is centred on its block (shifted by half a block), as
+    /// opposed to on the block's first pixel (decimation).
+    pub(crate) fn centred(self) -> bool {
+        self != Downsample::Decimate
+    }
+}
+
+impl std::str::FromStr for Downsample {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mean" => Ok(Downsample::Mean),
+            "decimate" => Ok(Downsample::Decimate),
+            "min" => Ok(Downsample::Min),
+            "max" => Ok(Downsample::Max),
+            _ => Err(format!(
+                "unknown downsampling method {s:?} (mean|decimate|min|max)"
+            )),
+        }
+    }
+}
+
+/// Number of pyramid levels, level 0 included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Levels {
+    /// Exactly this many (1 = level 0 only, the default).
+    Count(usize),
+    /// Until a level's frame fits in one inner chunk (that level is the last).
+    Auto,
+}
+
+impl Default for Levels {
+    fn default() -> Self {
+        Levels::Count(1)
+    }
+}
+
+/// Most levels an image may have.
+pub const MAX_LEVELS: usize = 16;
+
+/// The number of levels `levels` gives for an image whose level 0 is `spec`.
+pub(crate) fn level_count(spec: &ArraySpec, levels: Levels) -> Result<usize, OmeError> {
+    match levels {
+        Levels::Count(n) if (1..=MAX_LEVELS).contains(&n) => Ok(n),
+        Levels::Count(n) => Err(OmeError::Levels {
+            got: n,
+            max: MAX_LEVELS,
+        }),
+        Levels::Auto => {
+            let r = spec.rank();
+            let (mut h, mut w) = (spec.shape[r - 2], spec.shape[r - 1]);
+            let mut n = 1;
+            while (h > spec.chunk[r - 2] || w > spec.chunk[r - 1]) && n < MAX_LEVELS {
+                h = h.div_ceil(2);
+                w = w.div_ceil(2);
+                n += 1;
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// The spec of the level below `prev`: y and x halved (rounded up), inner chunk edges
+/// capped to the level's frame, shard edges to the chunk-rounded frame; everything else
+/// as `prev`.
+pub(crate) fn next_level_spec(prev: &ArraySpec) -> Result<ArraySpec, crate::SpecError> {
+    let r = prev.rank();
+    let (mut shape, mut chunk, mut shard) =
+        (prev.shape.clone(), prev.chunk.clone(), prev.shard.clone());
+    for a in r - 2..r {
+        let size = prev.shape[a].div_ceil(2);
+        chunk[a] = prev.chunk[a].min(size);
+        shard[a] = prev.shard[a].min(size.div_ceil(chunk[a]) * chunk[a]);
+        shape[a] = size;
+    }
+    let mut b = ArraySpec::builder()
+        .shape(shape)
+        .chunk_shape(chunk)
+        .shard_shape(shard)
+        .dtype(prev.dtype)
+        .fill_value(prev.fill_value)
+        .codec(prev.codec)
+        .crc32c(prev.crc32c)
+        .index_location(prev.index_location)
+        .attributes(prev.attributes.clone());
+    if let Some(n) = &prev.dimension_names {
+        b = b.dimension_names(n.iter().cloned());
+    }
+    b.build()
+}
+
+/// Pixel types a frame can be reduced in.
+trait Px: bytemuck::Pod + PartialOrd {
+    fn mean4(a: Self, b: Self, c: Self, d: Self) -> Self;
+    fn mean2(a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_px {
+    ($($t:ty => $acc:ty),*) => {$(
+        impl Px for $t {
+            #[inline(always)]
+            fn mean4(a: Self, b: Self, c: Self, d: Self) -> Self {
+                // `>>` floors (also for negative sums): floor((s + 2) / 4) = round half up.
+                ((a as $acc + b as $acc + c as $acc + d as $acc + 2) >> 2) as $t
+            }
+            #[inline(always)]
+            fn mean2(a: Self, b: Self) -> Self {
+                ((a as $acc + b as $acc + 1) >> 1) as $t
+            }
+        }
+    )*};
+}
+int_px!(u8 => u32, u16 => u32, i16 => i32, u32 => u64);
+
+impl Px for f32 {
+    #[inline(always)]
+    fn mean4(a: Self, b: Self, c: Self, d: Self) -> Self {
+        ((a as f64 + b as f64 + c as f64 + d as f64) / 4.0) as f32
+    }
+    #[inline(always)]
+    fn mean2(a: Self, b: Self) -> Self {
+        ((a as f64 + b as f64) / 2.0) as f32
+    }
+}
+
+#[inline(always)]
+fn lo<T: PartialOrd>(a: T, b: T) -> T {
+    if b < a { b } else { a }
+}
+
+#[inline(always)]
+fn hi<T: PartialOrd>(a: T, b: T) -> T {
+    if b > a { b } else { a }
+}
+
+/// Reduces one output row from input rows `r0` and (if it exists) `r1`.
+fn reduce_row<T: Px>(method: Downsample, r0: &[T], r1: Option<&[T]>, out: &mut [T]) {
+    let w = r0.len();
+    let pairs = w / 2;
+    let (body, tail) = out.split_at_mut(pairs);
+    let p0 = r0.chunks_exact(2);
+    match (method, r1) {
+        (Downsample::Decimate, _) => {
+            for (o, p) in body.iter_mut().zip(p0) {
+                *o = p[0];
+            }
+        }
+        (Downsample::Mean, Some(r1)) => {
+            for ((o, p), q) in body.iter_mut().zip(p0).zip(r1.chunks_exact(2)) {
+                *o = T::mean4(p[0], p[1], q[0], q[1]);
+            }
+        }
+        (Downsample::Mean, None) => {
+            for (o, p) in body.iter_mut().zip(p0) {
+                *o = T::mean2(p[0], p[1]);
+            }
+        }
+        (Downsample::Min, Some(r1)) => {
+            for ((o, p), q) in body.iter_mut().zip(p0).zip(r1.chunks_exact(2)) {
+                *o = lo(lo(p[0], p[1]), lo(q[0], q[1]));
+            }
+        }
+        (Downsample::Min, None) => {
+            for (o, p) in body.iter_mut().zip(p0) {
+                *o = lo(p[0], p[1]);
+            }
+        }
+        (Downsample::Max, Some(r1)) => {
+            for ((o, p), q) in body.iter_mut().zip(p0).zip(r1.chunks_exact(2)) {
+                *o = hi(hi(p[0], p[1]), hi(q[0], q[1]));
+            }
+        }
+        (Downsample::Max, None) => {
+            for (o, p) in body.iter_mut().zip(p0) {
+                *o = hi(p[0], p[1]);
+            }
+        }
+    }
+    // An odd width: the last column reduces over its one column.
+    if let Some(o) = tail.first_mut() {
+        let a = r0[w - 1];
+        *o = match (method, r1.map(|r| r[w - 1])) {
+            (Downsample::Decimate, _) | (_, None) => a,
+            (Downsample::Mean, Some(b)) => T::mean2(a, b),
+            (Downsample::Min, Some(b)) => lo(a, b),
+            (Downsample::Max, Some(b)) => hi(a, b),
+        };
+    }
+}
+
+fn reduce_typed<T: Px>(method: Downsample, src: &[T], h: usize, w: usize, dst: &mut [T]) {
+    let w2 = w.div_ceil(2);
+    for (oy, out) in dst.chunks_exact_mut(w2).enumerate() {
+        let r0 = &src[2 * oy * w..][..w];
+        let r1 = (2 * oy + 1 < h).then(|| &src[(2 * oy + 1) * w..][..w]);
+        let r1 = if method == Downsample::Decimate {
+            None
+        } else {
+            r1
+        };
+        reduce_row(method, r0, r1, out);
+    }
+}
+
+/// Reinterprets bytes as `T`s, copying only if the buffer is misaligned.
+fn typed<T: bytemuck::Pod>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
+    match bytemuck::try_cast_slice(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => std::borrow::Cow::Owned(copy_to_vec(bytes)),
+    }
+}
+
+fn copy_to_vec<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    let mut v = vec![T::zeroed(); bytes.len() / std::mem::size_of::<T>()];
+    bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
+    v
+}
+
+fn reduce_bytes<T: Px>(method: Downsample, src: &[u8], h: usize, w: usize, dst: &mut [u8]) {
+    let src = typed::<T>(src);
+    match bytemuck::try_cast_slice_mut::<u8, T>(dst) {
+        Ok(d) => reduce_typed(method, &src, h, w, d),
+        Err(_) => {
+            let mut d = vec![T::zeroed(); dst.len() / std::mem::size_of::<T>()];
+            reduce_typed(method, &src, h, w, &mut d);
+            dst.copy_from_slice(bytemuck::cast_slice(&d));
+        }
+    }
+}
+
+/// Reduces an `h × w` frame of `dtype` (little-endian bytes) in `src` into the
+/// `ceil(h/2) × ceil(w/2)` frame `dst`.
+pub(crate) fn reduce(
+    dtype: DataType,
+    method: Downsample,
+    src: &[u8],
+    h: usize,
+    w: usize,
+    dst: &mut [u8],
+) {
+    match dtype {
+        DataType::UInt8 => reduce_bytes::<u8>(method, src, h, w, dst),
+        DataType::UInt16 => reduce_bytes::<u16>(method, src, h, w, dst),
+        DataType::Int16 => reduce_bytes::<i16>(method, src, h, w, dst),
+        DataType::UInt32 => reduce_bytes::<u32>(method, src, h, w, dst),
+        DataType::Float32 => reduce_bytes::<f32>(method, src, h, w, dst),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(method: Downsample, src: &[i64], h: usize, w: usize) -> Vec<i64> {
+        let mut out = Vec::new();
+        for i in 0..h.div_ceil(2) {
+            for j in 0..w.div_ceil(2) {
+                let mut v = Vec::new();
+                for y in 2 * i..(2 * i + 2).min(h) {
+                    for x in 2 * j..(2 * j + 2).min(w) {
+                        v.push(src[y * w + x]);
+                    }
+                }
+                let n = v.len() as i64;
+                out.push(match method {
+                    Downsample::Decimate => v[0],
+                    Downsample::Min => *v.iter().min().unwrap(),
+                    Downsample::Max => *v.iter().max().unwrap(),
+                    Downsample::Mean => (2 * v.iter().sum::<i64>() + n).div_euclid(2 * n),
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matches_a_naive_reduction_for_odd_and_even_sizes() {
+        let methods = [
+            Downsample::Mean,
+            Downsample::Decimate,
+            Downsample::Min,
+            Downsample::Max,
+        ];
+        for (h, w) in [(1usize, 1usize), (1, 5), (4, 4), (5, 7), (6, 3), (3, 8)] {
+            let vals: Vec<i16> = (0..h * w)
+                .map(|i| ((i * 7919 + 13) % 2001) as i16 - 1000)
+                .collect();
+            let wide: Vec<i64> = vals.iter().map(|&v| v as i64).collect();
+            for m in methods {
+                let mut dst = vec![0u8; h.div_ceil(2) * w.div_ceil(2) * 2];
+                reduce(
+                    DataType::Int16,
+                    m,
+                    bytemuck::cast_slice(&vals),
+                    h,
+                    w,
+                    &mut dst,
+                );
+                let got: Vec<i64> = copy_to_vec::<i16>(&dst)
+                    .into_iter()
+                    .map(i64::from)
+                    .collect();
+                assert_eq!(got, naive(m, &wide, h, w), "{m:?} {h}x{w}");
+            }
+        }
+    }
+
+    #[test]
+    fn level_specs_cap_chunks_and_shards() {
+        let s = ArraySpec::builder()
+            .shape([0, 1000, 300])
+            .chunk_shape([1, 256, 256])
+            .shard_shape([4, 512, 512])
+            .build()
+            .unwrap();
+        let l1 = next_level_spec(&s).unwrap();
+        assert_eq!(l1.shape(), [0, 500, 150]);
+        assert_eq!(l1.chunk_shape(), [1, 256, 150]);
+        assert_eq!(l1.shard_shape(), [4, 512, 150]);
+        assert_eq!(l1.frame_bytes(), 500 * 150 * 2);
+        assert_eq!(level_count(&s, Levels::Auto).unwrap(), 3);
+        assert!(level_count(&s, Levels::Count(0)).is_err());
+    }
+}

@@ -54,7 +54,8 @@ pub use dtype::{DataType, Element};
 pub use error::{Error, OmeError, Result, SpecError};
 pub use lock::{LOCK_FILE, StoreLock};
 pub use ome::{
-    Axis, AxisKind, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel, SpaceUnit, TimeUnit, Window,
+    Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel,
+    SpaceUnit, TimeUnit, Window,
 };
 pub use pyramid::{Downsample, Levels, MAX_LEVELS};
 pub use shard::{Packing, ShardLayout};

@@ -22,6 +22,11 @@ pub const OME_VERSION: &str = "0.5";
 /// The path of the full-resolution level array inside the image group.
 pub const LEVEL0_PATH: &str = "0";
 
+/// Default LZ4 acceleration of pyramid levels 1…L ([`Ome::level_lz4_acceleration`]):
+/// on mean-reduced camera frames it made level-1 blosc-lz4 encoding 3.5× faster than
+/// c-blosc's clevel-1 setting for 10 % larger chunks (BENCHMARKS.md).
+pub const LEVEL_LZ4_ACCELERATION: i32 = 64;
+
 /// Unit of the spatial axes (a UDUNITS-2 name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SpaceUnit {
@@ -180,6 +185,7 @@ pub struct Ome {
     omero: Option<Omero>,
     levels: Levels,
     downsample: Downsample,
+    level_lz4_acceleration: Option<i32>,
 }
 
 impl Ome {
@@ -239,6 +245,24 @@ impl Ome {
     pub fn downsample(mut self, method: Downsample) -> Self {
         self.downsample = method;
         self
+    }
+    /// LZ4 acceleration for the `lz4` (blosc) chunks of levels 1…L (default
+    /// [`LEVEL_LZ4_ACCELERATION`]; level 0 always compresses as c-blosc does at its
+    /// `clevel`). The codec metadata is the same on every level, and readers decode
+    /// these chunks like any other Blosc1 frame.
+    ///
+    /// Why not c-blosc's setting: averaging 2×2 blocks removes most of the camera noise
+    /// that lets LZ4 skip through level 0 quickly; at c-blosc's clevel-1 acceleration
+    /// (9) LZ4 then ran about 4× slower per byte on levels 1–3 than on level 0, for
+    /// 10–30 % better compression, and the levels cost more encoding time than level 0
+    /// itself (BENCHMARKS.md). Pass `9` to get c-blosc's frames.
+    pub fn level_lz4_acceleration(mut self, accel: i32) -> Self {
+        self.level_lz4_acceleration = Some(accel.max(1));
+        self
+    }
+    pub(crate) fn level_acceleration(&self) -> i32 {
+        self.level_lz4_acceleration
+            .unwrap_or(LEVEL_LZ4_ACCELERATION)
     }
     /// The number of levels for an image whose level 0 is `spec`.
     pub fn level_count(&self, spec: &ArraySpec) -> Result<usize, OmeError> {

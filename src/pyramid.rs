@@ -136,6 +136,12 @@ pub(crate) fn next_level_spec(prev: &ArraySpec) -> Result<ArraySpec, crate::Spec
 trait Px: bytemuck::Pod + PartialOrd {
     fn mean4(a: Self, b: Self, c: Self, d: Self) -> Self;
     fn mean2(a: Self, b: Self) -> Self;
+
+    /// Writes the 2×2 means of a prefix of `out` from rows `r0` and `r1` with SIMD and
+    /// returns how many it wrote (the scalar loop does the rest).
+    fn mean4_simd(_r0: &[Self], _r1: &[Self], _out: &mut [Self]) -> usize {
+        0
+    }
 }
 
 macro_rules! int_px {
@@ -153,7 +159,68 @@ macro_rules! int_px {
         }
     )*};
 }
-int_px!(u8 => u32, u16 => u32, i16 => i32, u32 => u64);
+int_px!(u8 => u32, i16 => i32, u32 => u64);
+
+impl Px for u16 {
+    #[inline(always)]
+    fn mean4(a: Self, b: Self, c: Self, d: Self) -> Self {
+        ((a as u32 + b as u32 + c as u32 + d as u32 + 2) >> 2) as u16
+    }
+    #[inline(always)]
+    fn mean2(a: Self, b: Self) -> Self {
+        ((a as u32 + b as u32 + 1) >> 1) as u16
+    }
+    fn mean4_simd(r0: &[u16], r1: &[u16], out: &mut [u16]) -> usize {
+        mean4_u16_sse2(r0, r1, out)
+    }
+}
+
+/// `out[j] = (r0[2j] + r0[2j+1] + r1[2j] + r1[2j+1] + 2) >> 2` for 8 outputs at a time,
+/// exact (sums in 32-bit lanes). `uint16` is the camera type, and the scalar loop ran
+/// at about a third of the speed of the byte shuffle over the same frame, which made the
+/// reduction a quarter of a 4-level pyramid's extra work (perf, BENCHMARKS.md).
+/// SSE2 is part of the x86-64 baseline; `safe_arch` keeps this free of `unsafe`.
+#[cfg(target_arch = "x86_64")]
+fn mean4_u16_sse2(r0: &[u16], r1: &[u16], out: &mut [u16]) -> usize {
+    use safe_arch::{
+        add_i32_m128i, bitxor_m128i, load_unaligned_m128i, mul_i16_horizontal_add_m128i,
+        pack_i32_to_i16_m128i, set_splat_i16_m128i, set_splat_i32_m128i, shr_imm_i32_m128i,
+        store_unaligned_m128i,
+    };
+    // Flipping the sign bit maps u16 `v` to i16 `v - 32768`, so `madd` with ones gives
+    // each horizontal pair's sum minus 65536 in an i32 lane. With both rows that is
+    // `s - 131072`, and `(s - 131072 + 2) >> 2` (arithmetic) is the rounded mean minus
+    // 32768: already in i16 range for the signed-saturating pack; flipping the sign bit
+    // back gives the u16.
+    let flip = set_splat_i16_m128i(i16::MIN);
+    let ones = set_splat_i16_m128i(1);
+    let two = set_splat_i32_m128i(2);
+    let (a, _) = bytemuck::cast_slice::<u16, u8>(r0).as_chunks::<16>();
+    let (b, _) = bytemuck::cast_slice::<u16, u8>(r1).as_chunks::<16>();
+    let (o, _) = bytemuck::cast_slice_mut::<u16, u8>(out).as_chunks_mut::<16>();
+    let pairs = a.chunks_exact(2).zip(b.chunks_exact(2));
+    let mut n = 0;
+    for ((a, b), o) in pairs.zip(o) {
+        let pair_sums = |x: &[u8; 16]| {
+            mul_i16_horizontal_add_m128i(bitxor_m128i(load_unaligned_m128i(x), flip), ones)
+        };
+        let half = |x: &[u8; 16], y: &[u8; 16]| {
+            shr_imm_i32_m128i::<2>(add_i32_m128i(
+                add_i32_m128i(pair_sums(x), pair_sums(y)),
+                two,
+            ))
+        };
+        let packed = pack_i32_to_i16_m128i(half(&a[0], &b[0]), half(&a[1], &b[1]));
+        store_unaligned_m128i(o, bitxor_m128i(packed, flip));
+        n += 8;
+    }
+    n
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn mean4_u16_sse2(_r0: &[u16], _r1: &[u16], _out: &mut [u16]) -> usize {
+    0
+}
 
 impl Px for f32 {
     #[inline(always)]
@@ -189,7 +256,10 @@ fn reduce_row<T: Px>(method: Downsample, r0: &[T], r1: Option<&[T]>, out: &mut [
             }
         }
         (Downsample::Mean, Some(r1)) => {
-            for ((o, p), q) in body.iter_mut().zip(p0).zip(r1.chunks_exact(2)) {
+            // `body` has `w / 2` outputs, so the SIMD prefix reads whole pairs only.
+            let done = T::mean4_simd(r0, r1, body);
+            let rest = body[done..].iter_mut().zip(p0.skip(done));
+            for ((o, p), q) in rest.zip(r1.chunks_exact(2).skip(done)) {
                 *o = T::mean4(p[0], p[1], q[0], q[1]);
             }
         }
@@ -231,17 +301,20 @@ fn reduce_row<T: Px>(method: Downsample, r0: &[T], r1: Option<&[T]>, out: &mut [
     }
 }
 
-fn reduce_typed<T: Px>(method: Downsample, src: &[T], h: usize, w: usize, dst: &mut [T]) {
-    let w2 = w.div_ceil(2);
-    for (oy, out) in dst.chunks_exact_mut(w2).enumerate() {
-        let r0 = &src[2 * oy * w..][..w];
-        let r1 = (2 * oy + 1 < h).then(|| &src[(2 * oy + 1) * w..][..w]);
-        let r1 = if method == Downsample::Decimate {
-            None
-        } else {
-            r1
-        };
-        reduce_row(method, r0, r1, out);
+fn reduce_typed<T: Px>(
+    method: Downsample,
+    src: &[T],
+    (h, w): (usize, usize),
+    region: &Region,
+    dst: &mut [T],
+) {
+    let cols = region.cols.clone();
+    let (x0, x1) = (2 * cols.start, (2 * cols.end).min(w));
+    for (i, oy) in region.rows.clone().enumerate() {
+        let r0 = &src[2 * oy * w..][x0..x1];
+        let r1 = (2 * oy + 1 < h && method != Downsample::Decimate)
+            .then(|| &src[(2 * oy + 1) * w..][x0..x1]);
+        reduce_row(method, r0, r1, &mut dst[i * region.stride..][..cols.len()]);
     }
 }
 
@@ -259,34 +332,85 @@ fn copy_to_vec<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
     v
 }
 
-fn reduce_bytes<T: Px>(method: Downsample, src: &[u8], h: usize, w: usize, dst: &mut [u8]) {
+fn reduce_bytes<T: Px>(
+    method: Downsample,
+    src: &[u8],
+    hw: (usize, usize),
+    region: &Region,
+    dst: &mut [u8],
+) {
     let src = typed::<T>(src);
     match bytemuck::try_cast_slice_mut::<u8, T>(dst) {
-        Ok(d) => reduce_typed(method, &src, h, w, d),
+        Ok(d) => reduce_typed(method, &src, hw, region, d),
         Err(_) => {
-            let mut d = vec![T::zeroed(); dst.len() / std::mem::size_of::<T>()];
-            reduce_typed(method, &src, h, w, &mut d);
+            let mut d = copy_to_vec::<T>(dst);
+            reduce_typed(method, &src, hw, region, &mut d);
             dst.copy_from_slice(bytemuck::cast_slice(&d));
         }
     }
 }
 
-/// Reduces an `h × w` frame of `dtype` (little-endian bytes) in `src` into the
-/// `ceil(h/2) × ceil(w/2)` frame `dst`.
+/// A rectangle of a reduced frame: output rows `rows` and columns `cols`, where output
+/// row `rows.start + i` starts at element `i * stride` of the destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Region {
+    pub rows: std::ops::Range<usize>,
+    pub cols: std::ops::Range<usize>,
+    pub stride: usize,
+}
+
+impl Region {
+    /// Output rows `first..first + n` of the whole width of an `h × w` frame's reduction,
+    /// in a destination holding just those rows (a band).
+    pub(crate) fn band((h, w): (usize, usize), first: usize, n: usize) -> Region {
+        let w2 = w.div_ceil(2);
+        Region {
+            rows: first..(first + n).min(h.div_ceil(2)),
+            cols: 0..w2,
+            stride: w2,
+        }
+    }
+
+    /// The part of the reduction that input rows `y` and columns `x` of an `h × w`
+    /// frame reduce to, with the stride of the whole reduced frame. Both ranges must
+    /// start on even pixels, so that no 2×2 block straddles two regions.
+    pub(crate) fn of_input(
+        (_, w): (usize, usize),
+        y: std::ops::Range<usize>,
+        x: std::ops::Range<usize>,
+    ) -> Region {
+        debug_assert!(y.start.is_multiple_of(2) && x.start.is_multiple_of(2));
+        Region {
+            rows: y.start / 2..y.end.div_ceil(2),
+            cols: x.start / 2..x.end.div_ceil(2),
+            stride: w.div_ceil(2),
+        }
+    }
+
+    /// Byte offset of the region's first pixel in the whole reduced frame.
+    pub(crate) fn offset_in_frame(&self, es: usize) -> usize {
+        (self.rows.start * self.stride + self.cols.start) * es
+    }
+}
+
+/// Reduces the `hw` = `h × w` frame of `dtype` (little-endian bytes) in `src` into
+/// `region` of its `ceil(h/2) × ceil(w/2)` reduction, laid out in `dst` as the region
+/// says (a band of whole rows, or a tile's rectangle of the whole reduced frame), so
+/// that bands or tiles can be reduced in parallel.
 pub(crate) fn reduce(
     dtype: DataType,
     method: Downsample,
     src: &[u8],
-    h: usize,
-    w: usize,
+    hw: (usize, usize),
+    region: &Region,
     dst: &mut [u8],
 ) {
     match dtype {
-        DataType::UInt8 => reduce_bytes::<u8>(method, src, h, w, dst),
-        DataType::UInt16 => reduce_bytes::<u16>(method, src, h, w, dst),
-        DataType::Int16 => reduce_bytes::<i16>(method, src, h, w, dst),
-        DataType::UInt32 => reduce_bytes::<u32>(method, src, h, w, dst),
-        DataType::Float32 => reduce_bytes::<f32>(method, src, h, w, dst),
+        DataType::UInt8 => reduce_bytes::<u8>(method, src, hw, region, dst),
+        DataType::UInt16 => reduce_bytes::<u16>(method, src, hw, region, dst),
+        DataType::Int16 => reduce_bytes::<i16>(method, src, hw, region, dst),
+        DataType::UInt32 => reduce_bytes::<u32>(method, src, hw, region, dst),
+        DataType::Float32 => reduce_bytes::<f32>(method, src, hw, region, dst),
     }
 }
 
@@ -316,35 +440,79 @@ mod tests {
         out
     }
 
+    const METHODS: [Downsample; 4] = [
+        Downsample::Mean,
+        Downsample::Decimate,
+        Downsample::Min,
+        Downsample::Max,
+    ];
+
+    /// Reduces `vals` (`T` widened to i64 for the comparison) whole and in bands of
+    /// `band` output rows, and checks both against [`naive`].
+    fn check<T: bytemuck::Pod + Into<i64>>(dtype: DataType, vals: &[T], h: usize, w: usize) {
+        let wide: Vec<i64> = vals.iter().map(|&v| v.into()).collect();
+        let size = std::mem::size_of::<T>();
+        let row = w.div_ceil(2) * size;
+        for m in METHODS {
+            let want = naive(m, &wide, h, w);
+            let src: &[u8] = bytemuck::cast_slice(vals);
+            let widen = |d: &[u8]| -> Vec<i64> {
+                copy_to_vec::<T>(d).into_iter().map(Into::into).collect()
+            };
+            for band in [h.div_ceil(2), 1, 3] {
+                let mut dst = vec![0u8; h.div_ceil(2) * row];
+                for (b, rows) in dst.chunks_mut(band * row).enumerate() {
+                    let region = Region::band((h, w), b * band, band);
+                    reduce(dtype, m, src, (h, w), &region, rows);
+                }
+                assert_eq!(widen(&dst), want, "{m:?} {h}x{w} {dtype:?} bands of {band}");
+            }
+            // Tiles of even edges, as the encoding workers reduce them.
+            for (ty, tx) in [(2usize, 2usize), (4, 6), (2, 16)] {
+                let mut dst = vec![0u8; h.div_ceil(2) * row];
+                for y0 in (0..h).step_by(ty) {
+                    for x0 in (0..w).step_by(tx) {
+                        let region =
+                            Region::of_input((h, w), y0..(y0 + ty).min(h), x0..(x0 + tx).min(w));
+                        let at = region.offset_in_frame(size);
+                        reduce(dtype, m, src, (h, w), &region, &mut dst[at..]);
+                    }
+                }
+                assert_eq!(widen(&dst), want, "{m:?} {h}x{w} {dtype:?} tiles {ty}x{tx}");
+            }
+        }
+    }
+
     #[test]
     fn matches_a_naive_reduction_for_odd_and_even_sizes() {
-        let methods = [
-            Downsample::Mean,
-            Downsample::Decimate,
-            Downsample::Min,
-            Downsample::Max,
-        ];
         for (h, w) in [(1usize, 1usize), (1, 5), (4, 4), (5, 7), (6, 3), (3, 8)] {
             let vals: Vec<i16> = (0..h * w)
                 .map(|i| ((i * 7919 + 13) % 2001) as i16 - 1000)
                 .collect();
-            let wide: Vec<i64> = vals.iter().map(|&v| v as i64).collect();
-            for m in methods {
-                let mut dst = vec![0u8; h.div_ceil(2) * w.div_ceil(2) * 2];
-                reduce(
-                    DataType::Int16,
-                    m,
-                    bytemuck::cast_slice(&vals),
-                    h,
-                    w,
-                    &mut dst,
-                );
-                let got: Vec<i64> = copy_to_vec::<i16>(&dst)
-                    .into_iter()
-                    .map(i64::from)
-                    .collect();
-                assert_eq!(got, naive(m, &wide, h, w), "{m:?} {h}x{w}");
-            }
+            check(DataType::Int16, &vals, h, w);
+        }
+    }
+
+    /// Widths past the 16-pixel SIMD step, odd and even, with values near `u16::MAX`
+    /// (sums that overflow 16 bits) and rounding ties.
+    #[test]
+    fn uint16_mean_simd_matches_the_naive_reduction() {
+        for (h, w) in [
+            (2usize, 16usize),
+            (3, 17),
+            (4, 33),
+            (5, 64),
+            (2, 47),
+            (7, 100),
+        ] {
+            let vals: Vec<u16> = (0..h * w)
+                .map(|i| match i % 5 {
+                    0 => u16::MAX,
+                    1 => u16::MAX - 1,
+                    _ => ((i * 40503 + 7) % 65536) as u16,
+                })
+                .collect();
+            check(DataType::UInt16, &vals, h, w);
         }
     }
 

@@ -43,7 +43,7 @@ pub(crate) fn bound(raw: usize) -> usize {
 }
 
 /// LZ4 acceleration c-blosc 1.x uses at `clevel` (`get_accel` in blosc.c).
-fn acceleration(clevel: u8) -> i32 {
+pub(crate) fn acceleration(clevel: u8) -> i32 {
     10 - i32::from(clevel.min(9))
 }
 
@@ -97,11 +97,13 @@ fn header(
 }
 
 /// Encodes `src` into `out` (at least `bound(src.len())` bytes); returns the frame length.
+/// `accel` is LZ4's acceleration ([`acceleration`] of `clevel` to match c-blosc).
 /// `scratch` is reused between calls (one shuffled block).
 pub(crate) fn encode(
     src: &ChunkSource<'_>,
     typesize: usize,
     clevel: u8,
+    accel: i32,
     scratch: &mut Vec<u8>,
     out: &mut [u8],
 ) -> usize {
@@ -110,12 +112,12 @@ pub(crate) fn encode(
     let split = split_block(typesize, bs);
     let flags = FLAG_LZ4 | FLAG_SHUFFLE | if split { 0 } else { FLAG_DONT_SPLIT };
     let limit = nbytes + HEADER;
-    if clevel > 0 && nbytes >= MIN_BUFFERSIZE {
-        let accel = acceleration(clevel);
-        if let Some(cbytes) = encode_blocks(src, typesize, bs, split, accel, limit, scratch, out) {
-            header(out, flags, typesize, nbytes, bs, cbytes);
-            return cbytes;
-        }
+    if clevel > 0
+        && nbytes >= MIN_BUFFERSIZE
+        && let Some(cbytes) = encode_blocks(src, typesize, bs, split, accel, limit, scratch, out)
+    {
+        header(out, flags, typesize, nbytes, bs, cbytes);
+        return cbytes;
     }
     src.copy_range(0, nbytes, &mut out[HEADER..limit]);
     header(out, flags | FLAG_MEMCPYED, typesize, nbytes, bs, limit);

@@ -143,6 +143,7 @@ pub struct ChunkEncoder {
     crc32c: bool,
     zstd: Option<zstd::ZstdEncoder>,
     scratch: Vec<u8>,
+    lz4_acceleration: Option<i32>,
 }
 
 impl ChunkEncoder {
@@ -166,7 +167,26 @@ impl ChunkEncoder {
             crc32c,
             zstd,
             scratch: Vec::new(),
+            lz4_acceleration: None,
         })
+    }
+
+    /// Compresses `lz4` blocks with LZ4 acceleration `accel` (≥ 1) instead of the one
+    /// c-blosc uses at the codec's `clevel` (`10 - clevel`). The frames stay standard
+    /// Blosc1 that every reader decodes; only speed and compression ratio change (higher
+    /// is faster and compresses less). No effect on other codecs.
+    ///
+    /// ```
+    /// use zarrstream::{ChunkEncoder, Codec};
+    /// let mut enc = ChunkEncoder::new(Codec::lz4(1), 2, false)?.lz4_acceleration(32);
+    /// let data: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8).collect();
+    /// let mut out = vec![0u8; enc.slot_bound(data.len())];
+    /// assert!(enc.encode_slice(&data, &mut out)? < data.len());
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn lz4_acceleration(mut self, accel: i32) -> Self {
+        self.lz4_acceleration = Some(accel.max(1));
+        self
     }
 
     /// Slot size needed for a chunk of `raw` bytes, crc32c included.
@@ -218,7 +238,10 @@ impl ChunkEncoder {
                 None => return Err(Error::Internal("zstd encoder missing".into())),
             },
             Codec::Lz4 { clevel } => {
-                blosc::encode(src, self.typesize, clevel, &mut self.scratch, out)
+                let accel = self
+                    .lz4_acceleration
+                    .unwrap_or_else(|| blosc::acceleration(clevel));
+                blosc::encode(src, self.typesize, clevel, accel, &mut self.scratch, out)
             }
         };
         if self.crc32c {

@@ -257,7 +257,8 @@ impl Writer {
         let n_levels = ome.level_count(&spec)?;
         let mut level_specs = vec![spec.clone()];
         for _ in 1..n_levels {
-            let next = crate::pyramid::next_level_spec(&level_specs[level_specs.len() - 1])?;
+            let mut next = crate::pyramid::next_level_spec(&level_specs[level_specs.len() - 1])?;
+            next.lz4_acceleration = Some(ome.level_acceleration());
             level_specs.push(next);
         }
         prepare_dir(&root, options.overwrite)?;
@@ -293,6 +294,9 @@ impl Writer {
         } else {
             options.threads
         };
+        // Level-0 frames in flight at once (each message to the pyramid thread holds one).
+        let capacity =
+            writer.frame_pool.count() + writer.group_pool.as_ref().map_or(0, Pool::count);
         let mut levels = Vec::with_capacity(specs.len());
         for (i, spec) in specs.iter().enumerate() {
             let k = i + 1;
@@ -300,23 +304,30 @@ impl Writer {
             std::fs::create_dir(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
             // Level k holds a 4^k-th of the data: fewer workers, not pinned (level 0's
             // workers are), always waiting (a drop is decided at level 0 only).
+            let level_threads = (threads >> (2 * k)).max(1);
+            // Level 1's buffers are taken when a level-0 frame is pushed (its workers
+            // reduce into them): one per level-0 frame in flight, plus its own.
+            let pool_frames = if k == 1 && pyramid::Reduction::fits(&writer.shared.grid) {
+                capacity + 2 * level_threads + 2
+            } else {
+                0
+            };
             let opts = WriterOptions {
-                threads: (threads >> (2 * k)).max(1),
+                threads: level_threads,
                 pin_threads: false,
-                pool_frames: 0,
+                pool_frames,
                 backpressure: Backpressure::Block,
                 overwrite: false,
                 ..options.clone()
             };
             levels.push(Self::start(dir, spec.clone(), opts, false)?);
         }
-        let capacity =
-            writer.frame_pool.count() + writer.group_pool.as_ref().map_or(0, Pool::count);
         writer.pyramid = Some(pyramid::Pyramid::start(
             levels,
             Arc::clone(&writer.shared),
             ome.downsample_method(),
             capacity,
+            threads,
             options.background_nice,
         )?);
         Ok(writer)
@@ -627,6 +638,15 @@ impl Writer {
                 }),
                 Frame::Skipped => None,
             };
+            let next = match (&buf, &self.pyramid) {
+                (Some(_), Some(p)) => p.reduction(wait),
+                _ => pyramid::NextReduction::Thread,
+            };
+            let (reduction, done) = match next {
+                pyramid::NextReduction::Fused(r, done) => (Some(r), Some(done)),
+                pyramid::NextReduction::Thread => (None, None),
+                pyramid::NextReduction::Full => return self.account(false, c, t0),
+            };
             match buf {
                 Some(buf) => {
                     let batch = Arc::new(Batch {
@@ -634,16 +654,26 @@ impl Writer {
                         staged: false,
                         remaining: AtomicUsize::new(g.tiles),
                         times: vec![scheduled],
+                        reduction,
                     });
                     self.dispatch(c, Arc::clone(&batch))?;
                     if let Some(p) = self.pyramid.as_mut() {
-                        p.frame(pyramid::Source::Batch(batch), scheduled)?;
+                        let src = match done {
+                            Some(done) => pyramid::Source::Reduced { batch, done },
+                            None => pyramid::Source::Batch(batch),
+                        };
+                        p.frame(src, scheduled)?;
                     }
                     true
                 }
                 None => false,
             }
         };
+        self.account(accepted, c, t0)
+    }
+
+    /// Counts a pushed frame as written or dropped and seals what it completed.
+    fn account(&mut self, accepted: bool, c: &[u64], t0: Instant) -> Result<bool> {
         if accepted {
             self.written += 1;
         } else {
@@ -791,6 +821,7 @@ impl Writer {
             staged: true,
             remaining: AtomicUsize::new(g.tiles),
             times: group.times,
+            reduction: None,
         });
         self.dispatch(&first, batch)
     }

@@ -4,6 +4,8 @@ use std::ops::{Deref, DerefMut};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
+/// Clones share the buffers.
+#[derive(Clone)]
 pub(crate) struct Pool {
     home: Sender<Vec<u8>>,
     free: Receiver<Vec<u8>>,

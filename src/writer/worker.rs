@@ -28,7 +28,10 @@ pub(crate) fn run(
     let mut latency = crate::stats::histogram();
     let spec = &shared.spec;
     let mut encoder = match ChunkEncoder::new(spec.codec, spec.dtype.size(), spec.crc32c) {
-        Ok(e) => Some(e),
+        Ok(e) => Some(match spec.lz4_acceleration {
+            Some(a) => e.lz4_acceleration(a),
+            None => e,
+        }),
         Err(e) => {
             shared.fail(e);
             None
@@ -36,6 +39,10 @@ pub(crate) fn run(
     };
     let mut scratch = Vec::new();
     for job in jobs {
+        // Level 1 first: reading the tile warms the cache for the encoder's shuffle.
+        if let (Some(r), false) = (&job.batch.reduction, shared.failed()) {
+            r.tile(&shared, &job.batch.buf, job.tile);
+        }
         if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
             let src = job.batch.source(&shared.grid, job.tile);
             let sink = &job.shard.sink;
@@ -55,6 +62,9 @@ pub(crate) fn run(
             }
         }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(r) = &job.batch.reduction {
+                r.finished();
+            }
             if !shared.failed() {
                 let n = job.batch.times.len() as u64;
                 shared.frames_encoded.fetch_add(n, Ordering::Release);

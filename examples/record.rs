@@ -267,7 +267,7 @@ fn ome_options(a: &OmeArgs) -> Ome {
     if let Some(m) = a.downsample {
         ome = ome.downsample(m);
     }
-    ome
+    ome.downsample_z(a.downsample_z)
 }
 
 /// Fails before the acquisition, not after it, if the report cannot be written there.

@@ -185,6 +185,7 @@ pub struct Ome {
     omero: Option<Omero>,
     levels: Levels,
     downsample: Downsample,
+    downsample_z: bool,
     level_lz4_acceleration: Option<i32>,
 }
 
@@ -245,6 +246,33 @@ impl Ome {
     pub fn downsample(mut self, method: Downsample) -> Self {
         self.downsample = method;
         self
+    }
+    /// Also halve the z axis at each level (2×2×2 blocks of two consecutive z planes;
+    /// default off: z planes are kept). Needs a z axis. An odd number of planes leaves
+    /// the last plane of a stack without a partner: it is reduced alone (2×2), as odd
+    /// rows and columns are. The writer holds one unpaired plane per level.
+    pub fn downsample_z(mut self, yes: bool) -> Self {
+        self.downsample_z = yes;
+        self
+    }
+    /// Whether levels halve z too.
+    pub fn halves_z(&self) -> bool {
+        self.downsample_z
+    }
+    /// Index of the z axis when levels halve it ([`downsample_z`](Self::downsample_z)).
+    pub(crate) fn z_axis(&self, spec: &ArraySpec) -> Result<Option<usize>, OmeError> {
+        if !self.downsample_z {
+            return Ok(None);
+        }
+        let axes = self.axes(spec)?;
+        let rank = axes.len();
+        match axes.get(rank - 3) {
+            Some(a) if rank >= 4 && a.kind == AxisKind::Space => Ok(Some(rank - 3)),
+            _ => Err(OmeError::NoAxis {
+                field: "downsample_z",
+                axis: "z",
+            }),
+        }
     }
     /// LZ4 acceleration for the `lz4` (blosc) chunks of levels 1…L (default
     /// [`LEVEL_LZ4_ACCELERATION`]; level 0 always compresses as c-blosc does at its
@@ -402,13 +430,15 @@ impl Ome {
     /// The root group's `attributes` (`{"ome": {...}}`) for an image whose level 0 is
     /// stored as `spec`, listing every level ([`levels`](Self::levels)).
     pub fn attributes(&self, spec: &ArraySpec) -> Result<Value, OmeError> {
+        self.z_axis(spec)?;
         let n = self.level_count(spec)?;
         let factors: Vec<u64> = (0..n).map(|k| 1u64 << k).collect();
         self.attributes_for_levels(spec, &factors)
     }
 
-    /// The attributes for levels downsampled in y and x by `factors` (`factors[0]` = 1
-    /// for level 0; level `l` is stored at path `l`). A level downsampled by `f` with
+    /// The attributes for levels downsampled in y and x (and z with
+    /// [`downsample_z`](Self::downsample_z)) by `factors` (`factors[0]` = 1 for level 0;
+    /// level `l` is stored at path `l`). A level downsampled by `f` with
     /// block means (or min, max) has pixels `f` times larger whose centres sit
     /// `(f - 1) / 2` level-0 pixels further along: its `scale` is `f` times level 0's
     /// and its `translation` is that shift. Decimated levels keep the block's first
@@ -420,12 +450,13 @@ impl Ome {
     ) -> Result<Value, OmeError> {
         let axes = self.axes(spec)?;
         let rank = axes.len();
+        let z = self.z_axis(spec)?;
         let datasets: Vec<Value> = factors
             .iter()
             .enumerate()
             .map(|(level, &f)| {
                 let f = f as f64;
-                let yx = |i: usize| i + 2 >= rank;
+                let yx = |i: usize| i + 2 >= rank || Some(i) == z;
                 let scale: Vec<f64> = (axes.iter().enumerate())
                     .map(|(i, a)| if yx(i) { a.scale * f } else { a.scale })
                     .collect();
@@ -459,8 +490,10 @@ impl Ome {
             "name": self.name.as_deref().unwrap_or("image"),
             "type": self.downsample.as_str(),
             "metadata": {
-                "method": format!("2x2 block {} over y and x, level k from level k-1 (zarrstream)",
-                    self.downsample.as_str()),
+                "method": format!("{} block {} over {}, level k from level k-1 (zarrstream)",
+                    if z.is_some() { "2x2x2" } else { "2x2" },
+                    self.downsample.as_str(),
+                    if z.is_some() { "z, y and x" } else { "y and x" }),
                 "version": env!("CARGO_PKG_VERSION"),
             },
             "axes": axes_json,

@@ -103,14 +103,17 @@ pub(crate) fn level_count(spec: &ArraySpec, levels: Levels) -> Result<usize, Ome
     }
 }
 
-/// The spec of the level below `prev`: y and x halved (rounded up), inner chunk edges
-/// capped to the level's frame, shard edges to the chunk-rounded frame; everything else
-/// as `prev`.
-pub(crate) fn next_level_spec(prev: &ArraySpec) -> Result<ArraySpec, crate::SpecError> {
+/// The spec of the level below `prev`: y and x (and axis `z`, if given) halved (rounded
+/// up), inner chunk edges capped to the level's size, shard edges to the chunk-rounded
+/// size; everything else as `prev`.
+pub(crate) fn next_level_spec(
+    prev: &ArraySpec,
+    z: Option<usize>,
+) -> Result<ArraySpec, crate::SpecError> {
     let r = prev.rank();
     let (mut shape, mut chunk, mut shard) =
         (prev.shape.clone(), prev.chunk.clone(), prev.shard.clone());
-    for a in r - 2..r {
+    for a in z.into_iter().chain(r - 2..r) {
         let size = prev.shape[a].div_ceil(2);
         chunk[a] = prev.chunk[a].min(size);
         shard[a] = prev.shard[a].min(size.div_ceil(chunk[a]) * chunk[a]);
@@ -142,6 +145,13 @@ trait Px: bytemuck::Pod + PartialOrd {
     fn mean4_simd(_r0: &[Self], _r1: &[Self], _out: &mut [Self]) -> usize {
         0
     }
+
+    /// Exact for every pixel type (integers up to 32 bits, and sums of 8 of them).
+    fn to_f64(self) -> f64;
+
+    /// The pixel for the exact mean `m` of `n` pixels (`n` a power of two, so `m` is
+    /// exact in `f64`), rounded as [`mean4`](Px::mean4) rounds.
+    fn from_mean(m: f64) -> Self;
 }
 
 macro_rules! int_px {
@@ -155,6 +165,12 @@ macro_rules! int_px {
             #[inline(always)]
             fn mean2(a: Self, b: Self) -> Self {
                 ((a as $acc + b as $acc + 1) >> 1) as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_mean(m: f64) -> Self {
+                (m + 0.5).floor() as $t
             }
         }
     )*};
@@ -172,6 +188,12 @@ impl Px for u16 {
     }
     fn mean4_simd(r0: &[u16], r1: &[u16], out: &mut [u16]) -> usize {
         mean4_u16_sse2(r0, r1, out)
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_mean(m: f64) -> Self {
+        (m + 0.5).floor() as u16
     }
 }
 
@@ -230,6 +252,12 @@ impl Px for f32 {
     #[inline(always)]
     fn mean2(a: Self, b: Self) -> Self {
         ((a as f64 + b as f64) / 2.0) as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_mean(m: f64) -> Self {
+        m as f32
     }
 }
 
@@ -318,6 +346,39 @@ fn reduce_typed<T: Px>(
     }
 }
 
+/// The 2×2×2 reduction of two consecutive z planes `a` (even z) and `b`: each output
+/// pixel from the up to 8 input pixels that exist. Per pixel and scalar: z reduction is
+/// an option for z stacks, not the camera-rate path.
+fn reduce_pair_typed<T: Px>(
+    method: Downsample,
+    (a, b): (&[T], &[T]),
+    (h, w): (usize, usize),
+    region: &Region,
+    dst: &mut [T],
+) {
+    for (i, oy) in region.rows.clone().enumerate() {
+        let out = &mut dst[i * region.stride..][..region.cols.len()];
+        let ys = 2 * oy..(2 * oy + 2).min(h);
+        for (o, ox) in out.iter_mut().zip(region.cols.clone()) {
+            let (x0, x1) = (2 * ox, (2 * ox + 2).min(w));
+            let px = [a, b]
+                .into_iter()
+                .flat_map(|p| ys.clone().flat_map(move |y| &p[y * w + x0..y * w + x1]))
+                .copied();
+            let first = a[2 * oy * w + 2 * ox];
+            *o = match method {
+                Downsample::Decimate => first,
+                Downsample::Min => px.fold(first, lo),
+                Downsample::Max => px.fold(first, hi),
+                Downsample::Mean => {
+                    let (sum, n) = px.fold((0.0, 0.0), |(s, n), v| (s + v.to_f64(), n + 1.0));
+                    T::from_mean(sum / n)
+                }
+            };
+        }
+    }
+}
+
 /// Reinterprets bytes as `T`s, copying only if the buffer is misaligned.
 fn typed<T: bytemuck::Pod>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
     match bytemuck::try_cast_slice(bytes) {
@@ -345,6 +406,24 @@ fn reduce_bytes<T: Px>(
         Err(_) => {
             let mut d = copy_to_vec::<T>(dst);
             reduce_typed(method, &src, hw, region, &mut d);
+            dst.copy_from_slice(bytemuck::cast_slice(&d));
+        }
+    }
+}
+
+fn reduce_pair_bytes<T: Px>(
+    method: Downsample,
+    (a, b): (&[u8], &[u8]),
+    hw: (usize, usize),
+    region: &Region,
+    dst: &mut [u8],
+) {
+    let (a, b) = (typed::<T>(a), typed::<T>(b));
+    match bytemuck::try_cast_slice_mut::<u8, T>(dst) {
+        Ok(d) => reduce_pair_typed(method, (&a, &b), hw, region, d),
+        Err(_) => {
+            let mut d = copy_to_vec::<T>(dst);
+            reduce_pair_typed(method, (&a, &b), hw, region, &mut d);
             dst.copy_from_slice(bytemuck::cast_slice(&d));
         }
     }
@@ -411,6 +490,26 @@ pub(crate) fn reduce(
         DataType::Int16 => reduce_bytes::<i16>(method, src, hw, region, dst),
         DataType::UInt32 => reduce_bytes::<u32>(method, src, hw, region, dst),
         DataType::Float32 => reduce_bytes::<f32>(method, src, hw, region, dst),
+    }
+}
+
+/// Like [`reduce`], over the 2×2×2 blocks of two consecutive z planes: `a` (even z) and
+/// `b` (the next). An odd z count leaves the last plane without a partner: it is
+/// reduced alone with [`reduce`].
+pub(crate) fn reduce_pair(
+    dtype: DataType,
+    method: Downsample,
+    planes: (&[u8], &[u8]),
+    hw: (usize, usize),
+    region: &Region,
+    dst: &mut [u8],
+) {
+    match dtype {
+        DataType::UInt8 => reduce_pair_bytes::<u8>(method, planes, hw, region, dst),
+        DataType::UInt16 => reduce_pair_bytes::<u16>(method, planes, hw, region, dst),
+        DataType::Int16 => reduce_pair_bytes::<i16>(method, planes, hw, region, dst),
+        DataType::UInt32 => reduce_pair_bytes::<u32>(method, planes, hw, region, dst),
+        DataType::Float32 => reduce_pair_bytes::<f32>(method, planes, hw, region, dst),
     }
 }
 
@@ -516,6 +615,56 @@ mod tests {
         }
     }
 
+    /// Two z planes reduced together against the 2×2×2 definition, odd sizes included,
+    /// and a plane without a partner against the 2×2 one.
+    #[test]
+    fn z_pairs_match_a_naive_reduction() {
+        for (h, w) in [(1usize, 1usize), (3, 5), (4, 4), (5, 2)] {
+            let plane = |seed: usize| -> Vec<i16> {
+                (0..h * w)
+                    .map(|i| ((i * 7919 + seed * 104729) % 2001) as i16 - 1000)
+                    .collect()
+            };
+            let (a, b) = (plane(1), plane(2));
+            // The pixels of block (i, j) that exist, plane a first.
+            let block = |i: usize, j: usize| -> Vec<i64> {
+                let mut v = Vec::new();
+                for p in [&a, &b] {
+                    for y in 2 * i..(2 * i + 2).min(h) {
+                        for x in 2 * j..(2 * j + 2).min(w) {
+                            v.push(p[y * w + x].into());
+                        }
+                    }
+                }
+                v
+            };
+            for m in METHODS {
+                let mut want = Vec::new();
+                for i in 0..h.div_ceil(2) {
+                    for j in 0..w.div_ceil(2) {
+                        let v = block(i, j);
+                        let n = v.len() as i64;
+                        want.push(match m {
+                            Downsample::Decimate => a[2 * i * w + 2 * j].into(),
+                            Downsample::Min => *v.iter().min().unwrap(),
+                            Downsample::Max => *v.iter().max().unwrap(),
+                            Downsample::Mean => (2 * v.iter().sum::<i64>() + n).div_euclid(2 * n),
+                        });
+                    }
+                }
+                let mut dst = vec![0u8; h.div_ceil(2) * w.div_ceil(2) * 2];
+                let region = Region::band((h, w), 0, h.div_ceil(2));
+                let planes = (bytemuck::cast_slice(&a), bytemuck::cast_slice(&b));
+                reduce_pair(DataType::Int16, m, planes, (h, w), &region, &mut dst);
+                let got: Vec<i64> = copy_to_vec::<i16>(&dst)
+                    .into_iter()
+                    .map(i64::from)
+                    .collect();
+                assert_eq!(got, want, "{m:?} {h}x{w}");
+            }
+        }
+    }
+
     #[test]
     fn level_specs_cap_chunks_and_shards() {
         let s = ArraySpec::builder()
@@ -524,7 +673,7 @@ mod tests {
             .shard_shape([4, 512, 512])
             .build()
             .unwrap();
-        let l1 = next_level_spec(&s).unwrap();
+        let l1 = next_level_spec(&s, None).unwrap();
         assert_eq!(l1.shape(), [0, 500, 150]);
         assert_eq!(l1.chunk_shape(), [1, 256, 150]);
         assert_eq!(l1.shard_shape(), [4, 512, 150]);

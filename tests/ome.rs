@@ -133,6 +133,45 @@ fn pyramid_images() -> Vec<Image> {
     v[3].name = "p5_tczyx_mean";
     v[3].ome = v[3].ome.clone().levels(Levels::Count(2));
     v.push(odd);
+    // z halved too: 5 planes (odd: the last one of each stack is reduced alone), and
+    // with the max of 2x2x2 blocks on a 5-D image.
+    let z_mean = Image {
+        name: "p4_tzyx_mean_z",
+        shape: vec![0, 5, 20, 18],
+        names: None,
+        ome: Ome::new()
+            .pixel_size(0.5, 0.5)
+            .z_step(2.0)
+            .levels(Levels::Count(3))
+            .downsample_z(true),
+        axes: vec![
+            ("t", "", None),
+            ("z", "", None),
+            ("y", "", None),
+            ("x", "", None),
+        ],
+        scale: vec![1.0, 2.0, 0.5, 0.5],
+    };
+    let z_max = Image {
+        name: "p5_tczyx_max_z",
+        shape: vec![0, 2, 4, 16, 16],
+        names: None,
+        ome: Ome::new()
+            .channels(["a", "b"])
+            .levels(Levels::Count(3))
+            .downsample(Downsample::Max)
+            .downsample_z(true),
+        axes: vec![
+            ("t", "", None),
+            ("c", "", None),
+            ("z", "", None),
+            ("y", "", None),
+            ("x", "", None),
+        ],
+        scale: vec![1.0, 1.0, 1.0, 1.0, 1.0],
+    };
+    v.push(z_mean);
+    v.push(z_max);
     v
 }
 
@@ -280,12 +319,16 @@ fn pyramid_levels_are_listed_with_scales_and_capped_chunks() {
         let ds = ms["datasets"].as_array().expect("datasets");
         assert_eq!(ds.len(), n, "{}", im.name);
         let rank = im.rank();
-        let (mut h, mut w) = (im.shape[rank - 2], im.shape[rank - 1]);
+        // The axes each level halves: y, x, and z when asked.
+        let z = im.ome.halves_z().then_some(rank - 3);
+        let halved = |i: usize| i + 2 >= rank || Some(i) == z;
+        let mut shape = im.shape.clone();
+        shape[0] = STEPS;
         for (k, d) in ds.iter().enumerate() {
             assert_eq!(d["path"], k.to_string());
             let f = (1u64 << k) as f64;
             let scale: Vec<f64> = (im.scale.iter().enumerate())
-                .map(|(i, s)| if i + 2 >= rank { s * f } else { *s })
+                .map(|(i, s)| if halved(i) { s * f } else { *s })
                 .collect();
             let t = &d["coordinateTransformations"];
             assert_eq!(
@@ -296,31 +339,24 @@ fn pyramid_levels_are_listed_with_scales_and_capped_chunks() {
             );
             if k > 0 && method != Downsample::Decimate {
                 let shift: Vec<f64> = (im.scale.iter().enumerate())
-                    .map(|(i, s)| {
-                        if i + 2 >= rank {
-                            s * (f - 1.0) / 2.0
-                        } else {
-                            0.0
-                        }
-                    })
+                    .map(|(i, s)| if halved(i) { s * (f - 1.0) / 2.0 } else { 0.0 })
                     .collect();
                 assert_eq!(t[1], json!({"type": "translation", "translation": shift}));
             } else {
                 assert_eq!(t.as_array().map(Vec::len), Some(1), "{}", im.name);
             }
             let level = read_json(&path.join(k.to_string()).join("zarr.json"));
-            let mut shape = im.shape.clone();
-            shape[0] = STEPS;
-            shape[rank - 2] = h;
-            shape[rank - 1] = w;
             assert_eq!(level["shape"], json!(shape), "{} level {k}", im.name);
             let inner = &level["codecs"][0]["configuration"]["chunk_shape"];
+            let (h, w) = (shape[rank - 2], shape[rank - 1]);
             assert_eq!(inner[rank - 2], json!(h.min(16)), "{} level {k}", im.name);
             assert_eq!(inner[rank - 1], json!(w.min(16)), "{} level {k}", im.name);
             assert_eq!(level["attributes"]["zarrstream"]["state"], "finished");
             assert_eq!(
                 level["attributes"]["zarrstream"]["frames_committed"],
-                im.frames()
+                shape[..rank - 2].iter().product::<u64>(),
+                "{} level {k}",
+                im.name
             );
             assert!(
                 !path
@@ -328,8 +364,11 @@ fn pyramid_levels_are_listed_with_scales_and_capped_chunks() {
                     .join(".zarrstream-partial")
                     .exists()
             );
-            h = h.div_ceil(2);
-            w = w.div_ceil(2);
+            for (i, s) in shape.iter_mut().enumerate() {
+                if halved(i) {
+                    *s = s.div_ceil(2);
+                }
+            }
         }
         if method == Downsample::Decimate {
             // Auto: the last level is the first that fits in one 16 x 16 inner chunk.
@@ -452,6 +491,7 @@ fn entry(im: &Image, path: &Path, dir: &Path) -> Value {
         "shape": shape, "axes": im.axes.iter().map(|a| a.0).collect::<Vec<_>>(),
         "levels": im.ome.level_count(&im.spec()).expect("levels"),
         "method": im.ome.downsample_method().as_str(),
+        "z_axis": im.ome.halves_z().then(|| im.shape.len() - 3),
     })
 }
 

@@ -57,6 +57,8 @@ OME-ZARR:
                             auto: until a level fits in one inner chunk (needs
                             --ome) [default: 1]
     --downsample M          mean|decimate|min|max (needs --ome) [default: mean]
+    --downsample-z          levels also halve z (2x2x2 blocks of consecutive z
+                            planes; needs --ome, --levels and a z axis)
 
 FRAMES:
     --frames N              frames (2-D planes) to push; with rank > 3 they fill the
@@ -174,6 +176,8 @@ pub struct OmeArgs {
     pub levels: Option<zarrstream::Levels>,
     /// Downsampling method.
     pub downsample: Option<zarrstream::Downsample>,
+    /// Levels halve z too.
+    pub downsample_z: bool,
 }
 
 /// What the command line asks for.
@@ -252,6 +256,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
                 "--quiet" => o.quiet = true,
                 "--progress" => o.progress = true,
                 "--ome" => raw.ome = true,
+                "--downsample-z" => {
+                    raw.ome_args.downsample_z = true;
+                    raw.ome_option.get_or_insert_with(|| name.clone());
+                }
                 _ => return None,
             }
             Some(())

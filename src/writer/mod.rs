@@ -255,9 +255,10 @@ impl Writer {
         }
         let group = crate::ome::group_json(ome.attributes(&spec)?);
         let n_levels = ome.level_count(&spec)?;
+        let z = ome.z_axis(&spec)?;
         let mut level_specs = vec![spec.clone()];
         for _ in 1..n_levels {
-            let mut next = crate::pyramid::next_level_spec(&level_specs[level_specs.len() - 1])?;
+            let mut next = crate::pyramid::next_level_spec(&level_specs[level_specs.len() - 1], z)?;
             next.lz4_acceleration = Some(ome.level_acceleration());
             level_specs.push(next);
         }
@@ -307,7 +308,8 @@ impl Writer {
             let level_threads = (threads >> (2 * k)).max(1);
             // Level 1's buffers are taken when a level-0 frame is pushed (its workers
             // reduce into them): one per level-0 frame in flight, plus its own.
-            let pool_frames = if k == 1 && pyramid::Reduction::fits(&writer.shared.grid) {
+            let z = ome.z_axis(&writer.shared.spec)?;
+            let pool_frames = if k == 1 && pyramid::Reduction::fits(&writer.shared.grid, z) {
                 capacity + 2 * level_threads + 2
             } else {
                 0
@@ -326,6 +328,7 @@ impl Writer {
             levels,
             Arc::clone(&writer.shared),
             ome.downsample_method(),
+            ome.z_axis(&writer.shared.spec)?,
             capacity,
             threads,
             options.background_nice,

@@ -18,8 +18,10 @@ use super::grid::Grid;
 use super::pool::{Pool, PoolBuf};
 use super::shared::{Batch, Shared};
 use super::{State, Writer};
+use crate::dtype::DataType;
 use crate::error::{Error, Result};
-use crate::pyramid::{Downsample, Region, reduce};
+use crate::pyramid::{Downsample, Region, reduce, reduce_pair};
+use rayon::prelude::*;
 
 /// A level-0 frame on its way to the pyramid thread.
 pub(crate) enum Source {
@@ -62,10 +64,10 @@ pub(crate) struct Reduction {
 impl Reduction {
     /// Whether the tiles of `grid` can be reduced separately: frame-deep chunks whose
     /// tile edges are even (or one tile spans the axis), so no 2×2 block straddles two
-    /// tiles.
-    pub(crate) fn fits(grid: &Grid) -> bool {
+    /// tiles, and no z reduction (axis `z`), which pairs frames.
+    pub(crate) fn fits(grid: &Grid, z: Option<usize>) -> bool {
         let even = |c: usize, n: usize| c.is_multiple_of(2) || c >= n;
-        !grid.deep() && even(grid.cy, grid.y) && even(grid.cx, grid.x)
+        z.is_none() && !grid.deep() && even(grid.cy, grid.y) && even(grid.cx, grid.x)
     }
 
     /// Reduces tile `tile` of `frame` into level 1.
@@ -140,6 +142,7 @@ impl Pyramid {
         levels: Vec<Writer>,
         level0: Arc<Shared>,
         method: Downsample,
+        z: Option<usize>,
         capacity: usize,
         threads: usize,
         nice: u8,
@@ -151,7 +154,7 @@ impl Pyramid {
             .build()
             .map_err(|e| Error::Internal(format!("cannot start the reduction workers: {e}")))?;
         let level1 = match levels.first() {
-            Some(l1) if Reduction::fits(&level0.grid) => Some(l1.frame_pool.clone()),
+            Some(l1) if Reduction::fits(&level0.grid, z) => Some(l1.frame_pool.clone()),
             _ => None,
         };
         let (tx, rx) = bounded(capacity.max(1));
@@ -159,7 +162,7 @@ impl Pyramid {
             .name("zarrstream-pyramid".into())
             .spawn(move || {
                 super::priority::lower_priority(nice);
-                run(levels, level0, method, &workers, rx)
+                run(levels, level0, method, z, &workers, rx)
             })
             .map_err(|e| Error::io("spawn thread", "", e, 0))?;
         Ok(Pyramid {
@@ -223,27 +226,205 @@ impl Pyramid {
     }
 }
 
+/// What every stage needs to reduce.
+struct Ctx<'a> {
+    workers: &'a rayon::ThreadPool,
+    dtype: DataType,
+    method: Downsample,
+}
+
+/// Level k's part of the pyramid thread: it turns the planes of level k-1 into its own
+/// and pushes them into its writer.
+struct Stage {
+    writer: Writer,
+    /// Height and width of level k-1's planes.
+    input_hw: (usize, usize),
+    /// Planes per z stack of level k-1 when levels halve z.
+    input_z: Option<u64>,
+    /// Planes of level k-1 seen so far (dropped ones too).
+    seen: u64,
+    /// An even z plane waiting for its partner.
+    held: Held,
+    /// Reused copy of a held plane of level k-1 ≥ 1 (its own buffer is pushed).
+    store: Vec<u8>,
+}
+
+enum Held {
+    Nothing,
+    Dropped,
+    Frame(Source),
+    Copied,
+}
+
+/// A plane of level k-1 offered to stage k.
+enum Plane<'a> {
+    Frame(Source),
+    Bytes(&'a [u8]),
+}
+
+impl Plane<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Plane::Frame(s) => s.bytes(),
+            Plane::Bytes(b) => b,
+        }
+    }
+}
+
+/// A plane of `writer`'s level reduced from one plane of the level above (of height and
+/// width `hw`) or from a z pair, in bands on the reduction workers.
+fn make(
+    writer: &mut Writer,
+    hw: (usize, usize),
+    a: &[u8],
+    b: Option<&[u8]>,
+    ctx: &Ctx<'_>,
+) -> Result<PoolBuf> {
+    let mut buf = writer
+        .buffer()?
+        .ok_or_else(|| Error::Internal("level pool closed".into()))?;
+    let (dtype, method) = (ctx.dtype, ctx.method);
+    let band = BAND_ROWS * hw.1.div_ceil(2) * dtype.size();
+    ctx.workers.install(|| {
+        buf.par_chunks_mut(band.max(1))
+            .enumerate()
+            .for_each(|(i, rows)| {
+                let region = Region::band(hw, i * BAND_ROWS, BAND_ROWS);
+                match b {
+                    None => reduce(dtype, method, a, hw, &region, rows),
+                    Some(b) => reduce_pair(dtype, method, (a, b), hw, &region, rows),
+                }
+            });
+    });
+    Ok(buf)
+}
+
+/// Feeds `stages[0]` one plane of the level above (`None`: dropped there) and passes
+/// what it makes on to the stages below.
+fn feed(
+    stages: &mut [Stage],
+    plane: Option<Plane<'_>>,
+    scheduled: Instant,
+    ctx: &Ctx<'_>,
+) -> Result<()> {
+    let Some((stage, _)) = stages.split_first_mut() else {
+        return Ok(());
+    };
+    let at = stage.seen;
+    stage.seen += 1;
+    let made = match stage.input_z {
+        // The first plane of a z pair waits for the second (a copy, unless it is a
+        // level-0 frame, whose pooled buffer can wait).
+        Some(z) if at % z % 2 == 0 && at % z + 1 < z => {
+            stage.held = match plane {
+                None => Held::Dropped,
+                Some(Plane::Frame(f)) => Held::Frame(f),
+                Some(Plane::Bytes(b)) => {
+                    stage.store.clear();
+                    stage.store.extend_from_slice(b);
+                    Held::Copied
+                }
+            };
+            return Ok(());
+        }
+        Some(z) if at % z % 2 == 1 => {
+            let held = std::mem::replace(&mut stage.held, Held::Nothing);
+            let first: Option<&[u8]> = match &held {
+                Held::Frame(f) => Some(f.bytes()),
+                Held::Copied => Some(&stage.store),
+                Held::Nothing | Held::Dropped => None,
+            };
+            let (w, hw) = (&mut stage.writer, stage.input_hw);
+            match (first, plane) {
+                (Some(a), Some(b)) => Some(make(w, hw, a, Some(b.bytes()), ctx)?),
+                (Some(a), None) => Some(make(w, hw, a, None, ctx)?),
+                (None, Some(b)) => Some(make(w, hw, b.bytes(), None, ctx)?),
+                (None, None) => None,
+            }
+        }
+        _ => match plane {
+            Some(p) => Some(make(
+                &mut stage.writer,
+                stage.input_hw,
+                p.bytes(),
+                None,
+                ctx,
+            )?),
+            None => None,
+        },
+    };
+    emit(stages, made, scheduled, ctx)
+}
+
+/// Pushes a plane `stages[0]` made (`None`: its place is empty) and feeds it below.
+fn emit(
+    stages: &mut [Stage],
+    made: Option<PoolBuf>,
+    scheduled: Instant,
+    ctx: &Ctx<'_>,
+) -> Result<()> {
+    let Some((stage, below)) = stages.split_first_mut() else {
+        return Ok(());
+    };
+    match made {
+        Some(buf) => {
+            feed(below, Some(Plane::Bytes(&buf)), scheduled, ctx)?;
+            stage.writer.push_buffer(buf, scheduled).map(|_| ())
+        }
+        None => {
+            stage.writer.skip()?;
+            feed(below, None, scheduled, ctx)
+        }
+    }
+}
+
+/// At the end of the stream: each level's unpaired z plane is reduced alone.
+fn flush(stages: &mut [Stage], scheduled: Instant, ctx: &Ctx<'_>) -> Result<()> {
+    for k in 0..stages.len() {
+        let stage = &mut stages[k];
+        let (w, hw) = (&mut stage.writer, stage.input_hw);
+        let made = match std::mem::replace(&mut stage.held, Held::Nothing) {
+            Held::Nothing => continue,
+            Held::Dropped => None,
+            Held::Frame(f) => Some(make(w, hw, f.bytes(), None, ctx)?),
+            Held::Copied => Some(make(w, hw, &stage.store, None, ctx)?),
+        };
+        emit(&mut stages[k..], made, scheduled, ctx)?;
+    }
+    Ok(())
+}
+
 fn run(
-    mut levels: Vec<Writer>,
+    levels: Vec<Writer>,
     level0: Arc<Shared>,
     method: Downsample,
+    z: Option<usize>,
     workers: &rayon::ThreadPool,
     rx: Receiver<Msg>,
 ) -> Result<()> {
     let r = level0.spec.rank();
-    let mut dims = vec![(
-        level0.spec.shape[r - 2] as usize,
-        level0.spec.shape[r - 1] as usize,
-    )];
-    dims.extend(levels.iter().map(|w| {
-        (
-            w.spec().shape[r - 2] as usize,
-            w.spec().shape[r - 1] as usize,
-        )
-    }));
-    let dtype = level0.spec.dtype;
+    let mut input = level0.spec.clone();
+    let mut stages = Vec::with_capacity(levels.len());
+    for writer in levels {
+        let hw = (input.shape[r - 2] as usize, input.shape[r - 1] as usize);
+        stages.push(Stage {
+            input_hw: hw,
+            input_z: z.map(|a| input.shape[a]),
+            seen: 0,
+            held: Held::Nothing,
+            store: Vec::new(),
+            writer,
+        });
+        input = stages[stages.len() - 1].writer.spec().clone();
+    }
+    let ctx = Ctx {
+        workers,
+        dtype: level0.spec.dtype,
+        method,
+    };
     let mut error: Option<Error> = None;
     let mut abort = Some("level 0 stopped".to_string());
+    let mut last = Instant::now();
     for msg in rx.iter() {
         match msg {
             Msg::Frame {
@@ -254,51 +435,39 @@ fn run(
                 if error.is_some() || level0.failed() {
                     continue;
                 }
-                let fed = skip_all(&mut levels, skips).and_then(|()| {
-                    // Level 1 reduced by the workers: wait for its last tile, and let
-                    // the level-0 frame go.
-                    let (mut prev, src) = match src {
+                last = scheduled;
+                let fed = (0..skips)
+                    .try_for_each(|_| feed(&mut stages, None, scheduled, &ctx))
+                    .and_then(|()| match src {
+                        // Level 1 reduced by the workers: wait for its last tile, and
+                        // let the level-0 frame go.
                         Source::Reduced { batch, done } => {
                             let level1 = done
                                 .recv()
                                 .ok()
                                 .and_then(|()| batch.reduction.as_ref()?.take())
                                 .ok_or_else(|| Error::Internal("level 1 was not reduced".into()))?;
-                            (Some(level1), None)
+                            drop(batch);
+                            if let Some(s) = stages.first_mut() {
+                                s.seen += 1;
+                            }
+                            emit(&mut stages, Some(level1), scheduled, &ctx)
                         }
-                        other => (None, Some(other)),
-                    };
-                    for k in usize::from(prev.is_some())..levels.len() {
-                        let mut buf = levels[k]
-                            .buffer()?
-                            .ok_or_else(|| Error::Internal("level pool closed".into()))?;
-                        let input = match (&prev, &src) {
-                            (Some(p), _) => &p[..],
-                            (None, Some(s)) => s.bytes(),
-                            (None, None) => return Err(Error::Internal("no level input".into())),
-                        };
-                        reduce_parallel(workers, dtype, method, input, dims[k], &mut buf);
-                        if let Some(p) = prev.take() {
-                            levels[k - 1].push_buffer(p, scheduled)?;
-                        }
-                        prev = Some(buf);
-                    }
-                    drop(src);
-                    if let (Some(p), Some(w)) = (prev, levels.last_mut()) {
-                        w.push_buffer(p, scheduled)?;
-                    }
-                    Ok(())
-                });
+                        other => feed(&mut stages, Some(Plane::Frame(other)), scheduled, &ctx),
+                    });
                 if let Err(e) = fed {
                     level0.fail(Error::Internal(format!("pyramid level failed: {e}")));
                     error = Some(e);
                 }
             }
             Msg::End { skips, abort: a } => {
-                if error.is_none()
-                    && let Err(e) = skip_all(&mut levels, skips)
-                {
-                    error = Some(e);
+                if error.is_none() {
+                    let ended = (0..skips)
+                        .try_for_each(|_| feed(&mut stages, None, last, &ctx))
+                        .and_then(|()| flush(&mut stages, last, &ctx));
+                    if let Err(e) = ended {
+                        error = Some(e);
+                    }
                 }
                 abort = a;
                 break;
@@ -307,10 +476,10 @@ fn run(
     }
     // Every level finishes what it accepted (its committed shards are published).
     let abort = abort.or_else(|| error.as_ref().map(|e| e.to_string()));
-    for w in levels {
+    for stage in stages {
         let r = match &abort {
-            None => w.finish().map(|_| ()),
-            Some(reason) => w.abort(reason.clone()),
+            None => stage.writer.finish().map(|_| ()),
+            Some(reason) => stage.writer.abort(reason.clone()),
         };
         if let Err(e) = r {
             error.get_or_insert(e);
@@ -323,36 +492,6 @@ fn run(
 /// from 512 KiB of input, small enough to spread a level over the workers and to stay in
 /// their caches, large enough that scheduling costs nothing.
 const BAND_ROWS: usize = 64;
-
-/// [`reduce`]s the `hw` frame `src` into `dst` in bands of output rows on `workers`.
-fn reduce_parallel(
-    workers: &rayon::ThreadPool,
-    dtype: crate::dtype::DataType,
-    method: Downsample,
-    src: &[u8],
-    hw: (usize, usize),
-    dst: &mut [u8],
-) {
-    use rayon::prelude::*;
-    let band = BAND_ROWS * hw.1.div_ceil(2) * dtype.size();
-    workers.install(|| {
-        dst.par_chunks_mut(band.max(1))
-            .enumerate()
-            .for_each(|(b, rows)| {
-                let region = Region::band(hw, b * BAND_ROWS, BAND_ROWS);
-                reduce(dtype, method, src, hw, &region, rows);
-            });
-    });
-}
-
-fn skip_all(levels: &mut [Writer], skips: u64) -> Result<()> {
-    for w in levels {
-        for _ in 0..skips {
-            w.skip()?;
-        }
-    }
-    Ok(())
-}
 
 impl Writer {
     /// Finishes an internal level writer as aborted (every frame it accepted is still

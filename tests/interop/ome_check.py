@@ -5,13 +5,14 @@
     ome_check.py live MANIFEST.json     read an image again and again while it is recorded
 
 MANIFEST: {"images": [{"name", "path", "expected" (raw little-endian file), "dtype"
-(numpy), "shape", "levels", "method"}]} or {"live": {... as one image, "timeout_s",
-"ready_file"}}.
+(numpy), "shape", "levels", "method", "z_axis" (optional)}]} or {"live": {... as one
+image, "timeout_s", "ready_file"}}.
 
-Pyramid levels: level k must equal numpy's 2x2 reduction (y, x) of level k-1, computed
-here from the expected level 0: exactly for decimate/min/max and for the integer mean,
-whose rounding is round half up of the exact mean, floor((2*sum + n) / (2*n)) with n the
-pixels that exist (4, or 2 and 1 on the last row/column of odd sizes).
+Pyramid levels: level k must equal numpy's 2x2 reduction (y, x) of level k-1, or its
+2x2x2 reduction when "z_axis" names the z axis, computed here from the expected level 0:
+exactly for decimate/min/max and for the integer mean, whose rounding is round half up
+of the exact mean, floor((2*sum + n) / (2*n)) with n the pixels that exist (4 or 8, and
+fewer on the last row/column/plane of odd sizes).
 
 For each image: the group validates with ome-zarr-models (NGFF 0.5 pydantic models);
 the ome-zarr reader (parse_url + Reader) finds one image node whose level 0 equals the
@@ -48,26 +49,33 @@ def ome_zarr_level0(path):
     return nodes[0], np.asarray(nodes[0].data[0])
 
 
-def reduce2(a, method):
-    """numpy's 2x2 reduction of the last two axes (odd sizes: over what exists)."""
-    h, w = a.shape[-2:]
+def reduce2(a, method, z_axis=None):
+    """numpy's reduction of 2x2 blocks of the last two axes, or 2x2x2 blocks with axis
+    z_axis too (odd sizes: over what exists)."""
+    axes = {a.ndim - 2, a.ndim - 1} | ({z_axis} if z_axis is not None else set())
     if method == "decimate":
-        return a[..., ::2, ::2]
-    hh, ww = (h + 1) // 2, (w + 1) // 2
-    pad = [(0, 0)] * (a.ndim - 2) + [(0, 2 * hh - h), (0, 2 * ww - w)]
-    lead = a.shape[:-2]
+        return a[tuple(slice(None, None, 2) if i in axes else slice(None) for i in range(a.ndim))]
+    pad = [(0, a.shape[i] % 2) if i in axes else (0, 0) for i in range(a.ndim)]
+    shape, pairs = [], []
+    for i, n in enumerate(a.shape):
+        if i in axes:
+            shape += [(n + 1) // 2, 2]
+            pairs.append(len(shape) - 1)
+        else:
+            shape.append(n)
+    pairs = tuple(pairs)
     if method in ("min", "max"):
-        blocks = np.pad(a, pad, mode="edge").reshape(*lead, hh, 2, ww, 2)
-        return getattr(blocks, method)(axis=(-3, -1))
-    s = np.pad(a.astype(np.int64), pad).reshape(*lead, hh, 2, ww, 2).sum(axis=(-3, -1))
-    n = np.pad(np.ones(a.shape, np.int64), pad).reshape(*lead, hh, 2, ww, 2).sum(axis=(-3, -1))
+        blocks = np.pad(a, pad, mode="edge").reshape(shape)
+        return getattr(blocks, method)(axis=pairs)
+    s = np.pad(a.astype(np.int64), pad).reshape(shape).sum(axis=pairs)
+    n = np.pad(np.ones(a.shape, np.int64), pad).reshape(shape).sum(axis=pairs)
     return ((2 * s + n) // (2 * n)).astype(a.dtype)
 
 
 def pyramid(entry, want):
     levels = [want]
     for _ in range(1, entry.get("levels", 1)):
-        levels.append(reduce2(levels[-1], entry["method"]))
+        levels.append(reduce2(levels[-1], entry["method"], entry.get("z_axis")))
     return levels
 
 

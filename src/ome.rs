@@ -237,7 +237,9 @@ impl Ome {
     }
     /// Resolution levels, level 0 included (default 1: no pyramid). Level `k` is stored
     /// at path `k` and is level `k - 1` reduced 2×2 in y and x, built while frames are
-    /// pushed (see [`Downsample`] for the rounding and odd sizes).
+    /// pushed (see [`Downsample`] for the rounding and odd sizes). A frame dropped at
+    /// level 0 (back-pressure or [`Writer::skip`](crate::Writer::skip)) is dropped at
+    /// every level, so it reads as the fill value everywhere.
     pub fn levels(mut self, levels: Levels) -> Self {
         self.levels = levels;
         self
@@ -250,7 +252,9 @@ impl Ome {
     /// Also halve the z axis at each level (2×2×2 blocks of two consecutive z planes;
     /// default off: z planes are kept). Needs a z axis. An odd number of planes leaves
     /// the last plane of a stack without a partner: it is reduced alone (2×2), as odd
-    /// rows and columns are. The writer holds one unpaired plane per level.
+    /// rows and columns are. The writer holds one unpaired plane per level. A dropped
+    /// plane is left out of its pair's blocks; a level plane both of whose planes were
+    /// dropped is dropped too.
     pub fn downsample_z(mut self, yes: bool) -> Self {
         self.downsample_z = yes;
         self

@@ -27,6 +27,8 @@ struct Image {
     ome: Ome,
     axes: Vec<(&'static str, &'static str, Option<&'static str>)>,
     scale: Vec<f64>,
+    /// Frames `k` with `k % n == n - 1` are dropped (`Writer::skip`): fill at every level.
+    drop_every: Option<u64>,
 }
 
 #[path = "support/record.rs"]
@@ -47,6 +49,7 @@ fn images() -> Vec<Image> {
                 ("x", "space", Some("micrometer")),
             ],
             scale: vec![40.0, 0.65, 0.5],
+            drop_every: None,
         },
         Image {
             name: "r4_tzyx",
@@ -65,6 +68,7 @@ fn images() -> Vec<Image> {
                 ("x", "space", Some("nanometer")),
             ],
             scale: vec![2.0, 250.0, 100.0, 100.0],
+            drop_every: None,
         },
         Image {
             name: "r4_tcyx",
@@ -78,6 +82,7 @@ fn images() -> Vec<Image> {
                 ("x", "space", None),
             ],
             scale: vec![1.0, 1.0, 1.0, 1.0],
+            drop_every: None,
         },
         Image {
             name: "r5_tczyx",
@@ -97,6 +102,7 @@ fn images() -> Vec<Image> {
                 ("x", "space", Some("micrometer")),
             ],
             scale: vec![500.0, 1.0, 1.5, 0.2, 0.2],
+            drop_every: None,
         },
     ]
 }
@@ -111,6 +117,7 @@ fn pyramid_images() -> Vec<Image> {
         ome: Ome::new().pixel_size(0.65, 0.5).levels(Levels::Count(4)),
         axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
         scale: vec![1.0, 0.65, 0.5],
+        drop_every: Some(4),
     };
     v[0].name = "p3_tyx_max";
     v[0].ome = v[0]
@@ -124,7 +131,8 @@ fn pyramid_images() -> Vec<Image> {
         .clone()
         .levels(Levels::Auto)
         .downsample(Downsample::Decimate);
-    v[2].name = "p4_tcyx_min";
+    v[2].name = "p4_tcyx_min_drops";
+    v[2].drop_every = Some(3);
     v[2].ome = v[2]
         .ome
         .clone()
@@ -151,6 +159,7 @@ fn pyramid_images() -> Vec<Image> {
             ("x", "", None),
         ],
         scale: vec![1.0, 2.0, 0.5, 0.5],
+        drop_every: None,
     };
     let z_max = Image {
         name: "p5_tczyx_max_z",
@@ -169,6 +178,7 @@ fn pyramid_images() -> Vec<Image> {
             ("x", "", None),
         ],
         scale: vec![1.0, 1.0, 1.0, 1.0, 1.0],
+        drop_every: None,
     };
     v.push(z_mean);
     v.push(z_max);
@@ -210,14 +220,30 @@ impl Image {
     fn data(&self) -> Vec<u16> {
         let n = self.plane();
         (0..self.frames())
-            .flat_map(|k| (0..n).map(move |i| (k as usize * 7919 + i * 13) as u16))
+            .flat_map(|k| {
+                let kept = !self.dropped(k);
+                (0..n).map(move |i| {
+                    if kept {
+                        (k as usize * 7919 + i * 13) as u16
+                    } else {
+                        0
+                    }
+                })
+            })
             .collect()
+    }
+    fn dropped(&self, k: u64) -> bool {
+        self.drop_every.is_some_and(|n| k % n == n - 1)
     }
     fn write(&self, root: &Path, options: WriterOptions) -> PathBuf {
         let path = root.join(format!("{}.ome.zarr", self.name));
         let mut w = Writer::create_ome(&path, self.spec(), &self.ome, options).expect("create");
-        for frame in self.data().chunks(self.plane()) {
-            assert!(w.push(frame).expect("push"));
+        for (k, frame) in (0..).zip(self.data().chunks(self.plane())) {
+            if self.dropped(k) {
+                w.skip().expect("skip");
+            } else {
+                assert!(w.push(frame).expect("push"));
+            }
         }
         w.finish().expect("finish");
         path
@@ -352,9 +378,13 @@ fn pyramid_levels_are_listed_with_scales_and_capped_chunks() {
             assert_eq!(inner[rank - 2], json!(h.min(16)), "{} level {k}", im.name);
             assert_eq!(inner[rank - 1], json!(w.min(16)), "{} level {k}", im.name);
             assert_eq!(level["attributes"]["zarrstream"]["state"], "finished");
+            // A frame dropped at level 0 is dropped at every level (no z pairs here).
+            let dropped = (0..im.frames()).filter(|&f| im.dropped(f)).count() as u64;
+            let progress = &level["attributes"]["zarrstream"];
+            assert_eq!(progress["frames_dropped"], dropped, "{} level {k}", im.name);
             assert_eq!(
-                level["attributes"]["zarrstream"]["frames_committed"],
-                shape[..rank - 2].iter().product::<u64>(),
+                progress["frames_committed"],
+                shape[..rank - 2].iter().product::<u64>() - dropped,
                 "{} level {k}",
                 im.name
             );
@@ -549,6 +579,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
             ("x", "", None),
         ],
         scale: vec![],
+        drop_every: None,
     };
     let frames = 180u64;
     let data: Vec<u8> = (0..frames)

@@ -1,12 +1,17 @@
-//! The pyramid thread: reduces each level-0 frame 2×2 into levels 1…L and pushes the
-//! reduced frames into one internal [`Writer`] per level (each with its own workers,
-//! preparer and finisher, so each level's `zarr.json` is published by the same rules as
-//! level 0's: never ahead of its data).
+//! Building pyramid levels 1…L while frames are pushed.
 //!
-//! The pushing thread only hands the pooled level-0 buffer over (an `Arc` clone and a
-//! channel send); the buffer returns to its pool when both the encoders and this thread
-//! are done with it, so the pool bounds memory and back-pressure reaches the caller
-//! through it. Each level writer's own pool bounds its reduced frames.
+//! Level 1 of a frame is reduced by level 0's encoding workers ([`Reduction`]), each from
+//! the tile it is encoding, when tiles can be reduced separately; otherwise (odd tile
+//! edges, staged chunks, z pairs) by the pyramid thread. The pyramid thread takes the
+//! frames in order, waits for each frame's level 1, reduces the deeper levels in row bands
+//! on a small pool of reduction threads, and pushes each level's frames into one internal
+//! [`Writer`] per level (own workers, preparer and finisher, so each level's `zarr.json`
+//! is published by the same rules as level 0's: never ahead of its data).
+//!
+//! The pushing thread only takes a level-1 buffer and hands the pooled level-0 buffer
+//! over (an `Arc` clone and a channel send); buffers return to their pools when the
+//! encoders and this thread are done with them, so the pools bound memory and
+//! back-pressure reaches the caller through them.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

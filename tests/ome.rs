@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArraySpec, Downsample, Error, Levels, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer,
+    ArraySpec, Codec, Downsample, Error, Levels, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer,
     WriterOptions,
 };
 
@@ -29,6 +29,9 @@ struct Image {
     scale: Vec<f64>,
     /// Frames `k` with `k % n == n - 1` are dropped (`Writer::skip`): fill at every level.
     drop_every: Option<u64>,
+    /// Inner chunk edge in y and x.
+    chunk: u64,
+    codec: Codec,
 }
 
 #[path = "support/record.rs"]
@@ -50,6 +53,8 @@ fn images() -> Vec<Image> {
             ],
             scale: vec![40.0, 0.65, 0.5],
             drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
         Image {
             name: "r4_tzyx",
@@ -69,6 +74,8 @@ fn images() -> Vec<Image> {
             ],
             scale: vec![2.0, 250.0, 100.0, 100.0],
             drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
         Image {
             name: "r4_tcyx",
@@ -83,6 +90,8 @@ fn images() -> Vec<Image> {
             ],
             scale: vec![1.0, 1.0, 1.0, 1.0],
             drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
         Image {
             name: "r5_tczyx",
@@ -103,6 +112,8 @@ fn images() -> Vec<Image> {
             ],
             scale: vec![500.0, 1.0, 1.5, 0.2, 0.2],
             drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
     ]
 }
@@ -118,6 +129,8 @@ fn pyramid_images() -> Vec<Image> {
         axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
         scale: vec![1.0, 0.65, 0.5],
         drop_every: Some(4),
+        chunk: 16,
+        codec: Codec::lz4(1),
     };
     v[0].name = "p3_tyx_max";
     v[0].ome = v[0]
@@ -160,6 +173,8 @@ fn pyramid_images() -> Vec<Image> {
         ],
         scale: vec![1.0, 2.0, 0.5, 0.5],
         drop_every: None,
+        chunk: 16,
+        codec: Codec::lz4(1),
     };
     let z_max = Image {
         name: "p5_tczyx_max_z",
@@ -179,9 +194,39 @@ fn pyramid_images() -> Vec<Image> {
         ],
         scale: vec![1.0, 1.0, 1.0, 1.0, 1.0],
         drop_every: None,
+        chunk: 16,
+        codec: Codec::lz4(1),
     };
     v.push(z_mean);
     v.push(z_max);
+    // Tiles of 250 x 250 (two blosc blocks of 64 KiB, the first ending inside row 131)
+    // whose level 1 the encoding workers reduce as blosc reads each block; partial
+    // tiles at the right and bottom edges.
+    v.push(Image {
+        name: "p3_big_tiles_mean",
+        shape: vec![0, 600, 530],
+        names: None,
+        ome: Ome::new().levels(Levels::Count(4)),
+        axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
+        scale: vec![1.0, 1.0, 1.0],
+        drop_every: None,
+        chunk: 250,
+        codec: Codec::lz4(1),
+    });
+    // The same with zstd, which reports no blocks: each tile is reduced after encoding.
+    v.push(Image {
+        name: "p3_big_tiles_zstd_max",
+        shape: vec![0, 600, 530],
+        names: None,
+        ome: Ome::new()
+            .levels(Levels::Count(3))
+            .downsample(Downsample::Max),
+        axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
+        scale: vec![1.0, 1.0, 1.0],
+        drop_every: None,
+        chunk: 250,
+        codec: Codec::zstd(1),
+    });
     v
 }
 
@@ -194,14 +239,15 @@ impl Image {
     fn spec(&self) -> ArraySpec {
         let rank = self.rank();
         let mut chunk = vec![1; rank];
-        chunk[rank - 2] = 16;
-        chunk[rank - 1] = 16;
+        chunk[rank - 2] = self.chunk;
+        chunk[rank - 1] = self.chunk;
         let mut shard = self.shape.clone();
         shard[0] = 2;
         for (s, d) in shard.iter_mut().zip(&self.shape).skip(rank - 2) {
-            *s = d.div_ceil(16) * 16;
+            *s = d.div_ceil(self.chunk) * self.chunk;
         }
         let mut b = ArraySpec::builder()
+            .codec(self.codec)
             .shape(&self.shape)
             .chunk_shape(&chunk)
             .shard_shape(&shard);
@@ -375,8 +421,9 @@ fn pyramid_levels_are_listed_with_scales_and_capped_chunks() {
             assert_eq!(level["shape"], json!(shape), "{} level {k}", im.name);
             let inner = &level["codecs"][0]["configuration"]["chunk_shape"];
             let (h, w) = (shape[rank - 2], shape[rank - 1]);
-            assert_eq!(inner[rank - 2], json!(h.min(16)), "{} level {k}", im.name);
-            assert_eq!(inner[rank - 1], json!(w.min(16)), "{} level {k}", im.name);
+            let c = im.chunk;
+            assert_eq!(inner[rank - 2], json!(h.min(c)), "{} level {k}", im.name);
+            assert_eq!(inner[rank - 1], json!(w.min(c)), "{} level {k}", im.name);
             assert_eq!(level["attributes"]["zarrstream"]["state"], "finished");
             // A frame dropped at level 0 is dropped at every level (no z pairs here).
             let dropped = (0..im.frames()).filter(|&f| im.dropped(f)).count() as u64;
@@ -580,6 +627,8 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
         ],
         scale: vec![],
         drop_every: None,
+        chunk: 16,
+        codec: Codec::lz4(1),
     };
     let frames = 180u64;
     let data: Vec<u8> = (0..frames)

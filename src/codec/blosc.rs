@@ -16,9 +16,12 @@
 //! that does not shrink is stored raw with length = its input length; a frame that would
 //! exceed `nbytes + 16` becomes a "memcpyed" frame of the unshuffled input.
 
+use std::ops::Range;
+
 use lz4::block::{CompressionMode, compress_to_buffer};
 
 use super::shuffle::shuffle_source;
+
 use crate::tile::ChunkSource;
 
 // Format constants, shared with the decoder in `read::blosc`.
@@ -98,7 +101,10 @@ fn header(
 
 /// Encodes `src` into `out` (at least `bound(src.len())` bytes); returns the frame length.
 /// `accel` is LZ4's acceleration ([`acceleration`] of `clevel` to match c-blosc).
-/// `scratch` is reused between calls (one shuffled block).
+/// `scratch` is reused between calls (one shuffled block). `read` is told each block's
+/// byte range of `src` right after the block was read (see
+/// [`ChunkEncoder::encode_observed`](super::ChunkEncoder::encode_observed)).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode(
     src: &ChunkSource<'_>,
     typesize: usize,
@@ -106,6 +112,7 @@ pub(crate) fn encode(
     accel: i32,
     scratch: &mut Vec<u8>,
     out: &mut [u8],
+    read: &mut dyn FnMut(Range<usize>),
 ) -> usize {
     let nbytes = src.len();
     let bs = blocksize(clevel, typesize, nbytes);
@@ -114,7 +121,8 @@ pub(crate) fn encode(
     let limit = nbytes + HEADER;
     if clevel > 0
         && nbytes >= MIN_BUFFERSIZE
-        && let Some(cbytes) = encode_blocks(src, typesize, bs, split, accel, limit, scratch, out)
+        && let Some(cbytes) =
+            encode_blocks(src, typesize, bs, split, accel, limit, scratch, out, read)
     {
         header(out, flags, typesize, nbytes, bs, cbytes);
         return cbytes;
@@ -135,6 +143,7 @@ fn encode_blocks(
     limit: usize,
     scratch: &mut Vec<u8>,
     out: &mut [u8],
+    read: &mut dyn FnMut(Range<usize>),
 ) -> Option<usize> {
     let nbytes = src.len();
     let nblocks = nbytes.div_ceil(bs);
@@ -154,6 +163,7 @@ fn encode_blocks(
                 &scratch[..bsize]
             }
         };
+        read(start..start + bsize);
         // The leftover block is never split (the decoder re-derives this).
         let nsplits = if split && bsize == bs { ts } else { 1 };
         let neblock = bsize / nsplits;

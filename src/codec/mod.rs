@@ -231,6 +231,20 @@ impl ChunkEncoder {
     /// Encodes `src` into `out` (at least [`slot_bound`](Self::slot_bound) bytes) and
     /// appends the crc32c when enabled; returns the bytes used.
     pub fn encode(&mut self, src: &ChunkSource<'_>, out: &mut [u8]) -> Result<usize, Error> {
+        self.encode_observed(src, out, &mut |_| {})
+    }
+
+    /// [`encode`](Self::encode), telling `read` the byte ranges of `src` it has read,
+    /// as it reads them: each block of the `lz4` codec right after its shuffle, while
+    /// those bytes are still in cache, so a caller can make a second use of them (the
+    /// writer reduces the tile into a pyramid level) without reading memory again. Other
+    /// codecs report nothing; a caller must not rely on every byte being reported.
+    pub(crate) fn encode_observed(
+        &mut self,
+        src: &ChunkSource<'_>,
+        out: &mut [u8],
+        read: &mut dyn FnMut(std::ops::Range<usize>),
+    ) -> Result<usize, Error> {
         let n = match self.codec {
             Codec::None => raw::encode(src, out),
             Codec::Zstd { .. } => match &mut self.zstd {
@@ -241,7 +255,8 @@ impl ChunkEncoder {
                 let accel = self
                     .lz4_acceleration
                     .unwrap_or_else(|| blosc::acceleration(clevel));
-                blosc::encode(src, self.typesize, clevel, accel, &mut self.scratch, out)
+                let scratch = &mut self.scratch;
+                blosc::encode(src, self.typesize, clevel, accel, scratch, out, read)
             }
         };
         if self.crc32c {

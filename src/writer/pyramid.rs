@@ -75,25 +75,19 @@ impl Reduction {
         z.is_none() && !grid.deep() && even(grid.cy, grid.y) && even(grid.cx, grid.x)
     }
 
-    /// Reduces tile `tile` of `frame` into level 1.
-    pub(crate) fn tile(&self, shared: &Shared, frame: &[u8], tile: usize) {
-        let g = &shared.grid;
-        let (y0, x0) = ((tile / g.tiles_x) * g.cy, (tile % g.tiles_x) * g.cx);
-        let (y, x) = (y0..(y0 + g.cy).min(g.y), x0..(x0 + g.cx).min(g.x));
-        let region = Region::of_input((g.y, g.x), y, x);
-        if let Ok(mut level1) = self.level1.lock()
-            && let Some(buf) = level1.as_mut()
-        {
-            let at = region.offset_in_frame(g.es);
-            let dtype = shared.spec.dtype;
-            reduce(
-                dtype,
-                self.method,
-                frame,
-                (g.y, g.x),
-                &region,
-                &mut buf[at..],
-            );
+    /// The reduction of tile `tile` of `frame`, fed as its encoder reads it.
+    pub(crate) fn tile<'a>(
+        &'a self,
+        shared: &'a Shared,
+        frame: &'a [u8],
+        tile: usize,
+    ) -> TileReduction<'a> {
+        TileReduction {
+            reduction: self,
+            shared,
+            frame,
+            tile,
+            done: 0,
         }
     }
 
@@ -104,6 +98,68 @@ impl Reduction {
 
     fn take(&self) -> Option<PoolBuf> {
         self.level1.lock().ok()?.take()
+    }
+}
+
+/// One tile's part of a [`Reduction`], reduced in row pairs as the encoder reads them
+/// (blosc-lz4 reports each 64 KiB block right after shuffling it, so its rows are still
+/// in cache; reducing whole tiles before or after encoding read them from memory again
+/// and cost twice as much, see BENCHMARKS.md).
+pub(crate) struct TileReduction<'a> {
+    reduction: &'a Reduction,
+    shared: &'a Shared,
+    frame: &'a [u8],
+    tile: usize,
+    /// Tile rows reduced so far (even, until the end).
+    done: usize,
+}
+
+impl TileReduction<'_> {
+    /// The encoder has read the tile's bytes `..end` (C order): reduce the row pairs
+    /// wholly inside.
+    pub(crate) fn read_to(&mut self, end: usize) {
+        let g = &self.shared.grid;
+        let rows = end / (g.cx * g.es).max(1);
+        self.rows_to(rows - rows % 2);
+    }
+
+    /// Reduces what the encoder did not report (every row, for codecs that report
+    /// nothing).
+    pub(crate) fn finish(&mut self) {
+        self.rows_to(self.shared.grid.cy);
+    }
+
+    fn rows_to(&mut self, end: usize) {
+        if end <= self.done {
+            return;
+        }
+        let g = &self.shared.grid;
+        let (y0, x0) = (
+            (self.tile / g.tiles_x) * g.cy,
+            (self.tile % g.tiles_x) * g.cx,
+        );
+        // Tile rows and columns past the array's edge are padding, not pixels.
+        let y = (y0 + self.done).min(g.y)..(y0 + end).min(g.y);
+        self.done = end;
+        if y.is_empty() {
+            return;
+        }
+        let x = x0..(x0 + g.cx).min(g.x);
+        let region = Region::of_input((g.y, g.x), y, x);
+        if let Ok(mut level1) = self.reduction.level1.lock()
+            && let Some(buf) = level1.as_mut()
+        {
+            let at = region.offset_in_frame(g.es);
+            let (dtype, method) = (self.shared.spec.dtype, self.reduction.method);
+            reduce(
+                dtype,
+                method,
+                self.frame,
+                (g.y, g.x),
+                &region,
+                &mut buf[at..],
+            );
+        }
     }
 }
 

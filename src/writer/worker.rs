@@ -39,10 +39,9 @@ pub(crate) fn run(
     };
     let mut scratch = Vec::new();
     for job in jobs {
-        // Level 1 first: reading the tile warms the cache for the encoder's shuffle.
-        if let (Some(r), false) = (&job.batch.reduction, shared.failed()) {
-            r.tile(&shared, &job.batch.buf, job.tile);
-        }
+        let mut level1 = (job.batch.reduction.as_ref())
+            .filter(|_| !shared.failed())
+            .map(|r| r.tile(&shared, &job.batch.buf, job.tile));
         if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
             let src = job.batch.source(&shared.grid, job.tile);
             let sink = &job.shard.sink;
@@ -54,12 +53,22 @@ pub(crate) fn run(
             });
             let written = match direct {
                 Some(r) => r,
-                None => sink.write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out)),
+                None => sink.write_chunk(job.slot, &mut scratch, &mut |out| {
+                    // Pyramid level 1 is reduced from the rows the encoder just read.
+                    enc.encode_observed(&src, out, &mut |read| {
+                        if let Some(l) = level1.as_mut() {
+                            l.read_to(read.end);
+                        }
+                    })
+                }),
             };
             match written {
                 Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
                 Err(e) => shared.fail(e),
             }
+        }
+        if let Some(mut l) = level1 {
+            l.finish();
         }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(r) = &job.batch.reduction {

@@ -80,7 +80,7 @@ fn bench_levels(c: &mut Criterion) {
         let raw: usize = chunks.iter().map(Vec::len).sum();
         let mut group = c.benchmark_group(format!("pyramid_{name}_512x512_u16"));
         group.throughput(Throughput::Bytes(raw as u64));
-        for accel in [9, 32, 64] {
+        for accel in [9, 32, 128] {
             let mut enc = ChunkEncoder::new(Codec::lz4(1), 2, false)
                 .unwrap()
                 .lz4_acceleration(accel);

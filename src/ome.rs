@@ -25,7 +25,7 @@ pub const LEVEL0_PATH: &str = "0";
 /// Default LZ4 acceleration of pyramid levels 1…L ([`Ome::level_lz4_acceleration`]):
 /// on mean-reduced camera frames it made level-1 blosc-lz4 encoding 3.5× faster than
 /// c-blosc's clevel-1 setting for 10 % larger chunks (BENCHMARKS.md).
-pub const LEVEL_LZ4_ACCELERATION: i32 = 64;
+pub const LEVEL_LZ4_ACCELERATION: i32 = 128;
 
 /// Unit of the spatial axes (a UDUNITS-2 name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

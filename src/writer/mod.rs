@@ -278,8 +278,9 @@ impl Writer {
         })
     }
 
-    /// Starts one internal writer per level below 0 (at `root/1`, `root/2`, …) and the
-    /// pyramid thread feeding them from `writer`'s frames.
+    /// Starts one internal writer per level below 0 (at `root/1`, `root/2`, …), each
+    /// fed by a pyramid thread of the level above: a chain, so that the workers encoding
+    /// level `k` also reduce level `k + 1`, from the rows they have just read.
     fn start_levels(
         mut writer: Writer,
         root: &Path,
@@ -295,45 +296,83 @@ impl Writer {
         } else {
             options.threads
         };
-        // Level-0 frames in flight at once (each message to the pyramid thread holds one).
-        let capacity =
+        let nice = options.background_nice;
+        let reducers = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("zarrstream-reduce-{i}"))
+            .start_handler(move |_| priority::lower_priority(nice))
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot start the reduction workers: {e}")))?;
+        let reducers = Arc::new(reducers);
+        let z = ome.z_axis(&writer.shared.spec)?;
+        // Pool sizes, top down: frames of level k in flight at once (each message to the
+        // pyramid thread below it holds one) and, when level k's workers reduce level
+        // k + 1, one level-(k + 1) buffer for each of them on top of that level's own.
+        let mut in_flight =
             writer.frame_pool.count() + writer.group_pool.as_ref().map_or(0, Pool::count);
-        let mut levels = Vec::with_capacity(specs.len());
+        let mut above = writer.shared.grid.clone();
+        let mut opts = Vec::with_capacity(specs.len());
         for (i, spec) in specs.iter().enumerate() {
-            let k = i + 1;
-            let dir = root.join(k.to_string());
-            std::fs::create_dir(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
             // Level k holds a 4^k-th of the data: fewer workers, not pinned (level 0's
             // workers are), always waiting (a drop is decided at level 0 only).
-            let level_threads = (threads >> (2 * k)).max(1);
-            // Level 1's buffers are taken when a level-0 frame is pushed (its workers
-            // reduce into them): one per level-0 frame in flight, plus its own.
-            let z = ome.z_axis(&writer.shared.spec)?;
-            let pool_frames = if k == 1 && pyramid::Reduction::fits(&writer.shared.grid, z) {
-                capacity + 2 * level_threads + 2
+            let level_threads = (threads >> (2 * (i + 1))).max(1);
+            let own = 2 * level_threads + 2;
+            let pool_frames = if pyramid::Reduction::fits(&above, z) {
+                in_flight + own
             } else {
-                0
+                own
             };
-            let opts = WriterOptions {
+            in_flight = pool_frames;
+            above = Grid::new(spec);
+            opts.push(WriterOptions {
                 threads: level_threads,
                 pin_threads: false,
                 pool_frames,
                 backpressure: Backpressure::Block,
                 overwrite: false,
                 ..options.clone()
-            };
-            levels.push(Self::start(dir, spec.clone(), opts, false)?);
+            });
         }
-        writer.pyramid = Some(pyramid::Pyramid::start(
-            levels,
-            Arc::clone(&writer.shared),
-            ome.downsample_method(),
-            ome.z_axis(&writer.shared.spec)?,
-            capacity,
-            threads,
-            options.background_nice,
-        )?);
+        for k in 1..=specs.len() {
+            let dir = root.join(k.to_string());
+            std::fs::create_dir(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
+        }
+        // Bottom up: each level starts with the writer of the level below attached.
+        let mut below: Option<Writer> = None;
+        for (i, (spec, opts)) in specs.iter().zip(opts).enumerate().rev() {
+            let dir = root.join((i + 1).to_string());
+            let mut level = Self::start(dir, spec.clone(), opts, below.is_some())?;
+            if let Some(b) = below.take() {
+                level.attach_level(b, ome, z, &reducers, nice)?;
+            }
+            below = Some(level);
+        }
+        if let Some(b) = below {
+            writer.attach_level(b, ome, z, &reducers, nice)?;
+        }
         Ok(writer)
+    }
+
+    /// Makes `below` the next pyramid level of this writer (a pyramid thread feeds it).
+    fn attach_level(
+        &mut self,
+        below: Writer,
+        ome: &Ome,
+        z: Option<usize>,
+        reducers: &Arc<rayon::ThreadPool>,
+        nice: u8,
+    ) -> Result<()> {
+        let in_flight = self.frame_pool.count() + self.group_pool.as_ref().map_or(0, Pool::count);
+        self.pyramid = Some(pyramid::Pyramid::start(
+            below,
+            Arc::clone(&self.shared),
+            ome.downsample_method(),
+            z,
+            in_flight,
+            Arc::clone(reducers),
+            nice,
+        )?);
+        Ok(())
     }
 
     fn start(

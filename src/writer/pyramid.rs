@@ -196,34 +196,26 @@ pub(crate) struct Pyramid {
 }
 
 impl Pyramid {
-    /// Starts the thread over the level writers `levels` (level 1 first), with `threads`
-    /// reduction workers. `capacity` bounds the messages in flight (each holds a pooled
-    /// buffer, so the pool's size keeps sends from waiting).
+    /// Starts the thread that feeds `below`, the next level, from the frames of the
+    /// writer whose state is `above`; `workers` reduce large planes in bands. `capacity`
+    /// bounds the messages in flight (each holds a pooled buffer, so the pool's size
+    /// keeps sends from waiting).
     pub(crate) fn start(
-        levels: Vec<Writer>,
-        level0: Arc<Shared>,
+        below: Writer,
+        above: Arc<Shared>,
         method: Downsample,
         z: Option<usize>,
         capacity: usize,
-        threads: usize,
+        workers: Arc<rayon::ThreadPool>,
         nice: u8,
     ) -> Result<Self> {
-        let workers = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .thread_name(|i| format!("zarrstream-reduce-{i}"))
-            .start_handler(move |_| super::priority::lower_priority(nice))
-            .build()
-            .map_err(|e| Error::Internal(format!("cannot start the reduction workers: {e}")))?;
-        let level1 = match levels.first() {
-            Some(l1) if Reduction::fits(&level0.grid, z) => Some(l1.frame_pool.clone()),
-            _ => None,
-        };
+        let level1 = Reduction::fits(&above.grid, z).then(|| below.frame_pool.clone());
         let (tx, rx) = bounded(capacity.max(1));
         let thread = std::thread::Builder::new()
             .name("zarrstream-pyramid".into())
             .spawn(move || {
                 super::priority::lower_priority(nice);
-                run(levels, level0, method, z, &workers, rx)
+                run(vec![below], above, method, z, &workers, rx)
             })
             .map_err(|e| Error::io("spawn thread", "", e, 0))?;
         Ok(Pyramid {

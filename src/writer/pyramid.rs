@@ -215,7 +215,7 @@ impl Pyramid {
             .name("zarrstream-pyramid".into())
             .spawn(move || {
                 super::priority::lower_priority(nice);
-                run(vec![below], above, method, z, &workers, rx)
+                run(below, above, method, z, &workers, rx)
             })
             .map_err(|e| Error::io("spawn thread", "", e, 0))?;
         Ok(Pyramid {
@@ -279,53 +279,74 @@ impl Pyramid {
     }
 }
 
-/// What every stage needs to reduce.
+/// What the pyramid thread needs to reduce.
 struct Ctx<'a> {
     workers: &'a rayon::ThreadPool,
     dtype: DataType,
     method: Downsample,
 }
 
-/// Level k's part of the pyramid thread: it turns the planes of level k-1 into its own
-/// and pushes them into its writer.
+/// The level below's side of the pyramid thread: it turns the frames of the level above
+/// into its own and pushes them into its writer.
 struct Stage {
     writer: Writer,
-    /// Height and width of level k-1's planes.
+    /// Height and width of the frames above.
     input_hw: (usize, usize),
-    /// Planes per z stack of level k-1 when levels halve z.
+    /// Planes per z stack above when levels halve z.
     input_z: Option<u64>,
-    /// Planes of level k-1 seen so far (dropped ones too).
+    /// Frames above seen so far (dropped ones too).
     seen: u64,
-    /// An even z plane waiting for its partner.
-    held: Held,
-    /// Reused copy of a held plane of level k-1 ≥ 1 (its own buffer is pushed).
-    store: Vec<u8>,
+    /// An even z plane waiting for its partner: `Some(None)` if it was dropped.
+    held: Option<Option<Source>>,
 }
 
-enum Held {
-    Nothing,
-    Dropped,
-    Frame(Source),
-    Copied,
-}
+impl Stage {
+    /// Takes one frame of the level above (`None`: dropped there) and pushes what it
+    /// makes: nothing yet (the first plane of a z pair waits for the second), or one
+    /// frame of this level (an empty place, if every input was dropped).
+    fn feed(&mut self, frame: Option<Source>, scheduled: Instant, ctx: &Ctx<'_>) -> Result<()> {
+        let at = self.seen;
+        self.seen += 1;
+        let (w, hw) = (&mut self.writer, self.input_hw);
+        let made = match self.input_z.map(|z| (at % z, z)) {
+            Some((i, z)) if i.is_multiple_of(2) && i + 1 < z => {
+                self.held = Some(frame);
+                return Ok(());
+            }
+            Some((i, _)) if !i.is_multiple_of(2) => match (self.held.take().flatten(), frame) {
+                (Some(a), Some(b)) => Some(make(w, hw, a.bytes(), Some(b.bytes()), ctx)?),
+                (Some(a), None) | (None, Some(a)) => Some(make(w, hw, a.bytes(), None, ctx)?),
+                (None, None) => None,
+            },
+            _ => match frame {
+                Some(f) => Some(make(w, hw, f.bytes(), None, ctx)?),
+                None => None,
+            },
+        };
+        self.push(made, scheduled)
+    }
 
-/// A plane of level k-1 offered to stage k.
-enum Plane<'a> {
-    Frame(Source),
-    Bytes(&'a [u8]),
-}
-
-impl Plane<'_> {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Plane::Frame(s) => s.bytes(),
-            Plane::Bytes(b) => b,
+    /// Pushes a frame of this level (`None`: its place stays empty).
+    fn push(&mut self, made: Option<PoolBuf>, scheduled: Instant) -> Result<()> {
+        match made {
+            Some(buf) => self.writer.push_buffer(buf, scheduled).map(|_| ()),
+            None => self.writer.skip(),
         }
+    }
+
+    /// At the end of the stream: an unpaired z plane is reduced alone.
+    fn flush(&mut self, scheduled: Instant, ctx: &Ctx<'_>) -> Result<()> {
+        let made = match self.held.take() {
+            None => return Ok(()),
+            Some(None) => None,
+            Some(Some(f)) => Some(make(&mut self.writer, self.input_hw, f.bytes(), None, ctx)?),
+        };
+        self.push(made, scheduled)
     }
 }
 
-/// A plane of `writer`'s level reduced from one plane of the level above (of height and
-/// width `hw`) or from a z pair, in bands on the reduction workers.
+/// A frame of `writer`'s level reduced from one frame of the level above (of height
+/// and width `hw`) or from a z pair; large ones in bands on the reduction workers.
 fn make(
     writer: &mut Writer,
     hw: (usize, usize),
@@ -359,131 +380,29 @@ fn make(
     Ok(buf)
 }
 
-/// Feeds `stages[0]` one plane of the level above (`None`: dropped there) and passes
-/// what it makes on to the stages below.
-fn feed(
-    stages: &mut [Stage],
-    plane: Option<Plane<'_>>,
-    scheduled: Instant,
-    ctx: &Ctx<'_>,
-) -> Result<()> {
-    let Some((stage, _)) = stages.split_first_mut() else {
-        return Ok(());
-    };
-    let at = stage.seen;
-    stage.seen += 1;
-    let made = match stage.input_z {
-        // The first plane of a z pair waits for the second (a copy, unless it is a
-        // level-0 frame, whose pooled buffer can wait).
-        Some(z) if at % z % 2 == 0 && at % z + 1 < z => {
-            stage.held = match plane {
-                None => Held::Dropped,
-                Some(Plane::Frame(f)) => Held::Frame(f),
-                Some(Plane::Bytes(b)) => {
-                    stage.store.clear();
-                    stage.store.extend_from_slice(b);
-                    Held::Copied
-                }
-            };
-            return Ok(());
-        }
-        Some(z) if at % z % 2 == 1 => {
-            let held = std::mem::replace(&mut stage.held, Held::Nothing);
-            let first: Option<&[u8]> = match &held {
-                Held::Frame(f) => Some(f.bytes()),
-                Held::Copied => Some(&stage.store),
-                Held::Nothing | Held::Dropped => None,
-            };
-            let (w, hw) = (&mut stage.writer, stage.input_hw);
-            match (first, plane) {
-                (Some(a), Some(b)) => Some(make(w, hw, a, Some(b.bytes()), ctx)?),
-                (Some(a), None) => Some(make(w, hw, a, None, ctx)?),
-                (None, Some(b)) => Some(make(w, hw, b.bytes(), None, ctx)?),
-                (None, None) => None,
-            }
-        }
-        _ => match plane {
-            Some(p) => Some(make(
-                &mut stage.writer,
-                stage.input_hw,
-                p.bytes(),
-                None,
-                ctx,
-            )?),
-            None => None,
-        },
-    };
-    emit(stages, made, scheduled, ctx)
-}
-
-/// Pushes a plane `stages[0]` made (`None`: its place is empty) and feeds it below.
-fn emit(
-    stages: &mut [Stage],
-    made: Option<PoolBuf>,
-    scheduled: Instant,
-    ctx: &Ctx<'_>,
-) -> Result<()> {
-    let Some((stage, below)) = stages.split_first_mut() else {
-        return Ok(());
-    };
-    match made {
-        Some(buf) => {
-            feed(below, Some(Plane::Bytes(&buf)), scheduled, ctx)?;
-            stage.writer.push_buffer(buf, scheduled).map(|_| ())
-        }
-        None => {
-            stage.writer.skip()?;
-            feed(below, None, scheduled, ctx)
-        }
-    }
-}
-
-/// At the end of the stream: each level's unpaired z plane is reduced alone.
-fn flush(stages: &mut [Stage], scheduled: Instant, ctx: &Ctx<'_>) -> Result<()> {
-    for k in 0..stages.len() {
-        let stage = &mut stages[k];
-        let (w, hw) = (&mut stage.writer, stage.input_hw);
-        let made = match std::mem::replace(&mut stage.held, Held::Nothing) {
-            Held::Nothing => continue,
-            Held::Dropped => None,
-            Held::Frame(f) => Some(make(w, hw, f.bytes(), None, ctx)?),
-            Held::Copied => Some(make(w, hw, &stage.store, None, ctx)?),
-        };
-        emit(&mut stages[k..], made, scheduled, ctx)?;
-    }
-    Ok(())
-}
-
 fn run(
-    levels: Vec<Writer>,
-    level0: Arc<Shared>,
+    below: Writer,
+    above: Arc<Shared>,
     method: Downsample,
     z: Option<usize>,
     workers: &rayon::ThreadPool,
     rx: Receiver<Msg>,
 ) -> Result<()> {
-    let r = level0.spec.rank();
-    let mut input = level0.spec.clone();
-    let mut stages = Vec::with_capacity(levels.len());
-    for writer in levels {
-        let hw = (input.shape[r - 2] as usize, input.shape[r - 1] as usize);
-        stages.push(Stage {
-            input_hw: hw,
-            input_z: z.map(|a| input.shape[a]),
-            seen: 0,
-            held: Held::Nothing,
-            store: Vec::new(),
-            writer,
-        });
-        input = stages[stages.len() - 1].writer.spec().clone();
-    }
+    let (spec, r) = (&above.spec, above.spec.rank());
+    let mut stage = Stage {
+        writer: below,
+        input_hw: (spec.shape[r - 2] as usize, spec.shape[r - 1] as usize),
+        input_z: z.map(|a| spec.shape[a]),
+        seen: 0,
+        held: None,
+    };
     let ctx = Ctx {
         workers,
-        dtype: level0.spec.dtype,
+        dtype: spec.dtype,
         method,
     };
     let mut error: Option<Error> = None;
-    let mut abort = Some("level 0 stopped".to_string());
+    let mut abort = Some("the level above stopped".to_string());
     let mut last = Instant::now();
     for msg in rx.iter() {
         match msg {
@@ -492,39 +411,37 @@ fn run(
                 src,
                 scheduled,
             } => {
-                if error.is_some() || level0.failed() {
+                if error.is_some() || above.failed() {
                     continue;
                 }
                 last = scheduled;
                 let fed = (0..skips)
-                    .try_for_each(|_| feed(&mut stages, None, scheduled, &ctx))
+                    .try_for_each(|_| stage.feed(None, scheduled, &ctx))
                     .and_then(|()| match src {
-                        // Level 1 reduced by the workers: wait for its last tile, and
-                        // let the level-0 frame go.
+                        // Reduced by the workers above: wait for the last tile, and let
+                        // the frame above go.
                         Source::Reduced { batch, done } => {
-                            let level1 = done
+                            let reduced = done
                                 .recv()
                                 .ok()
                                 .and_then(|()| batch.reduction.as_ref()?.take())
-                                .ok_or_else(|| Error::Internal("level 1 was not reduced".into()))?;
+                                .ok_or_else(|| Error::Internal("a level was not reduced".into()))?;
                             drop(batch);
-                            if let Some(s) = stages.first_mut() {
-                                s.seen += 1;
-                            }
-                            emit(&mut stages, Some(level1), scheduled, &ctx)
+                            stage.seen += 1;
+                            stage.push(Some(reduced), scheduled)
                         }
-                        other => feed(&mut stages, Some(Plane::Frame(other)), scheduled, &ctx),
+                        other => stage.feed(Some(other), scheduled, &ctx),
                     });
                 if let Err(e) = fed {
-                    level0.fail(Error::Internal(format!("pyramid level failed: {e}")));
+                    above.fail(Error::Internal(format!("pyramid level failed: {e}")));
                     error = Some(e);
                 }
             }
             Msg::End { skips, abort: a } => {
                 if error.is_none() {
                     let ended = (0..skips)
-                        .try_for_each(|_| feed(&mut stages, None, last, &ctx))
-                        .and_then(|()| flush(&mut stages, last, &ctx));
+                        .try_for_each(|_| stage.feed(None, last, &ctx))
+                        .and_then(|()| stage.flush(last, &ctx));
                     if let Err(e) = ended {
                         error = Some(e);
                     }
@@ -534,16 +451,14 @@ fn run(
             }
         }
     }
-    // Every level finishes what it accepted (its committed shards are published).
+    // The level finishes what it accepted (its committed shards are published).
     let abort = abort.or_else(|| error.as_ref().map(|e| e.to_string()));
-    for stage in stages {
-        let r = match &abort {
-            None => stage.writer.finish().map(|_| ()),
-            Some(reason) => stage.writer.abort(reason.clone()),
-        };
-        if let Err(e) = r {
-            error.get_or_insert(e);
-        }
+    let r = match &abort {
+        None => stage.writer.finish().map(|_| ()),
+        Some(reason) => stage.writer.abort(reason.clone()),
+    };
+    if let Err(e) = r {
+        error.get_or_insert(e);
     }
     error.map_or(Ok(()), Err)
 }

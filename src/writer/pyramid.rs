@@ -1,16 +1,17 @@
-//! Building pyramid levels 1…L while frames are pushed.
+//! Building pyramid levels while frames are pushed: a chain of writers, one per level,
+//! each fed by a pyramid thread of the level above.
 //!
-//! Level 1 of a frame is reduced by level 0's encoding workers ([`Reduction`]), each from
-//! the tile it is encoding, when tiles can be reduced separately; otherwise (odd tile
-//! edges, staged chunks, z pairs) by the pyramid thread. The pyramid thread takes the
-//! frames in order, waits for each frame's level 1, reduces the deeper levels in row bands
-//! on a small pool of reduction threads, and pushes each level's frames into one internal
-//! [`Writer`] per level (own workers, preparer and finisher, so each level's `zarr.json`
-//! is published by the same rules as level 0's: never ahead of its data).
+//! When tiles can be reduced separately, the workers that encode a frame of level `k`
+//! also reduce it into level `k + 1` ([`Reduction`]), from the rows the encoder has just
+//! read; otherwise (odd tile edges, staged chunks, z pairs) the pyramid thread reduces
+//! the frame, large ones in bands on a shared pool of reduction threads. The pyramid
+//! thread takes the frames in order, waits for each one's reduction, and pushes it into
+//! the writer of level `k + 1` (own workers, preparer and finisher, so each level's
+//! `zarr.json` is published by the same rules as level 0's: never ahead of its data).
 //!
-//! The pushing thread only takes a level-1 buffer and hands the pooled level-0 buffer
+//! The pushing thread only takes a buffer of the level below and hands its pooled buffer
 //! over (an `Arc` clone and a channel send); buffers return to their pools when the
-//! encoders and this thread are done with them, so the pools bound memory and
+//! encoders and the pyramid thread are done with them, so the pools bound memory and
 //! back-pressure reaches the caller through them.
 
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo bench --bench throughput -- [--workloads C1,C2] [--codecs lz4:1,zstd:1,none]
 //!     [--sinks mmap,pwrite] [--frames 128] [--runs 3] [--threads 0] [--md FILE]
-//!     [--pyramid-on C1:lz4:1] [--pyramid-levels 4]
+//!     [--pyramid-on C1:lz4:1] [--pyramid-levels 4] [--pyramid-frames 512]
 //! ```
 //!
 //! One process renders the synthetic camera frames once; every measurement then uses
@@ -22,7 +22,9 @@
 //!
 //! - the **pyramid cost**, for each `--pyramid-on` workload:codec (`none` to skip): the
 //!   default sink writing a plain array, then an OME-Zarr image with `--pyramid-levels`
-//!   levels (2×2 mean), back to back; cost = 1 − pyramid / plain throughput, per round.
+//!   levels (2×2 mean), back to back, each `--pyramid-frames` frames long (cycling the
+//!   rendered frames: a steady state, not the levels' start and drain); cost = 1 −
+//!   pyramid / plain throughput, per round.
 //!
 //! Figure of merit: `writer / min(best encode ceiling, disk ceiling × compression ratio)`,
 //! with medians over the rounds. The table also gives the extra peak RSS (VmHWM reset
@@ -83,6 +85,7 @@ fn main() {
 
     let pyramid_on = args.list("--pyramid-on", "C1:lz4:1");
     let levels: usize = args.num("--pyramid-levels", 4);
+    let pyramid_frames: usize = args.num("--pyramid-frames", 512);
     let mut rows = Vec::new();
     let mut pyramids = Vec::new();
     for wl in &workloads {
@@ -93,14 +96,15 @@ fn main() {
             ));
             let key = format!("{}:{}", wl.name, codec.label());
             if pyramid_on.contains(&key) {
-                pyramids.push(pyramid_cost(wl, codec, levels, &pool, runs, threads, &out));
+                let n = (levels, pyramid_frames);
+                pyramids.push(pyramid_cost(wl, codec, n, &pool, runs, threads, &out));
             }
         }
     }
 
     let mut md = report(&rows, frames, runs, threads, &workloads[0]);
     if !pyramids.is_empty() {
-        md.push_str(&pyramid_report(&pyramids, frames, runs));
+        md.push_str(&pyramid_report(&pyramids, pyramid_frames, runs));
     }
     println!("{md}");
     if let Err(e) = std::fs::write(&md_path, &md) {
@@ -254,7 +258,7 @@ struct PyramidRow {
 fn pyramid_cost(
     wl: &Workload,
     codec: Codec,
-    levels: usize,
+    (levels, frames): (usize, usize),
     pool: &[Vec<u8>],
     runs: usize,
     threads: usize,
@@ -277,7 +281,7 @@ fn pyramid_cost(
                 ome,
                 options(),
                 pool,
-                pool.len(),
+                frames,
                 0.0,
                 support::Feed::Copy,
             )
@@ -315,7 +319,7 @@ fn pyramid_report(rows: &[PyramidRow], frames: usize, runs: usize) -> String {
     );
     let _ = writeln!(
         s,
-        "{frames} frames · default sink · plain array then image with levels, back to back, {runs} rounds · cost = 1 − pyramid / plain per round, median\n"
+        "{frames} frames (cycling the rendered ones) · default sink · plain array then image with levels, back to back, {runs} rounds · cost = 1 − pyramid / plain per round, median\n"
     );
     let _ = writeln!(
         s,

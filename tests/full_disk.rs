@@ -21,8 +21,10 @@ use std::time::{Duration, Instant};
 use common::{Case, Model, check_files, check_read, frame};
 use serde_json::Value;
 use support_fs::{Space, allocated, listing, space};
+use zarrs::array::{Array, ArraySubset};
+use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    Codec, Durability, Error, IndexLocation, ShardLayout, SinkChoice, SinkKind, Writer,
+    Codec, Durability, Error, IndexLocation, Levels, Ome, ShardLayout, SinkChoice, SinkKind, Writer,
 };
 
 const ENTRY: &str = "scenario_entry";
@@ -48,6 +50,7 @@ fn scenario_entry() {
         ["ext4", sink] => ext4_partial_fallocate(&s, sink_of(sink)),
         ["fsync", sink, slack] => failed_fsync(&s, sink_of(sink), slack.parse().unwrap()),
         ["create"] => create_on_full_disk(),
+        ["ome"] => ome_pyramid_full(),
         _ => panic!("unknown scenario {s}"),
     }
 }
@@ -145,6 +148,11 @@ fn create_on_a_full_disk() {
     child("create");
 }
 
+#[test]
+fn full_tmpfs_ome_pyramid() {
+    child("ome");
+}
+
 // ---------------------------------------------------------------------------------------
 // Recording until the disk is full
 // ---------------------------------------------------------------------------------------
@@ -181,9 +189,14 @@ struct Stopped {
 /// Pushes frames until a push fails (at most `max`), then checks that the writer is
 /// closed for good and drops it.
 fn record_until_error(case: &Case, path: &Path, max: u64) -> Stopped {
+    let w = Writer::create(path, case.spec::<u16>(), case.options())
+        .unwrap_or_else(|e| panic!("[{}] create: {e}", case.name));
+    push_until_error(case, w, max)
+}
+
+/// Pushes frames into `w` until a push fails (at most `max`), as [`record_until_error`].
+fn push_until_error(case: &Case, mut w: Writer, max: u64) -> Stopped {
     let name = case.name;
-    let mut w = Writer::create(path, case.spec::<u16>(), case.options())
-        .unwrap_or_else(|e| panic!("[{name}] create: {e}"));
     let sink = w.sink();
     if case.sink == SinkChoice::Mmap {
         // tmpfs and ext4 keep the mapping (it falls back to pwrite only on CoW/remote fs).
@@ -388,6 +401,60 @@ fn tmpfs_full(name: &str, sink: SinkChoice, index: IndexLocation, codec: Codec) 
     check_refused_store(&case, &path, &s);
     // tmpfs counts whole pages for files and nothing for directories: exact.
     check_space_given_back(name, &mnt, before, &path, 0);
+    support_fs::unmount(&mnt);
+}
+
+/// An OME-Zarr image with a 3-level pyramid on a 24 MiB tmpfs. Whichever level meets the
+/// full disk first (a level's failure reaches the caller as the refusal of the next
+/// frame), the push fails with `Error::DiskFull`, every frame accepted before it is
+/// published in level 0 and reads back with `zarrs`, and each level below publishes a
+/// prefix of those frames that reads back too.
+fn ome_pyramid_full() {
+    let name = "ome";
+    let mnt = support_fs::dir().join("mnt");
+    support_fs::mount_tmpfs(&mnt, "size=24m");
+    let case = case(name, SinkChoice::Pwrite, IndexLocation::End, Codec::lz4(1));
+    let root = mnt.join("a.ome.zarr");
+    let ome = Ome::new().levels(Levels::Count(3));
+    let w = Writer::create_ome(&root, case.spec::<u16>(), &ome, case.options())
+        .unwrap_or_else(|e| panic!("[{name}] create: {e}"));
+    let s = push_until_error(&case, w, 2000);
+    report(name, &s, "");
+    assert!(
+        matches!(s.error, Error::DiskFull { .. }),
+        "[{name}] want DiskFull, got {:?}",
+        s.error
+    );
+    let level0 = root.join("0");
+    check_all_accepted_published(name, &level0, &s);
+    check_read::<u16>(&Model::new(&case, &s.accepted), &level0);
+    let k = s.accepted.len() as u64;
+    for level in 1..3u32 {
+        let dir = root.join(level.to_string());
+        let doc = metadata(&dir);
+        let rows = doc["shape"][0].as_u64().unwrap_or(u64::MAX);
+        assert!(
+            rows <= k,
+            "[{name}] level {level} publishes {rows} of {k} frames"
+        );
+        let side = 256 >> level;
+        assert_eq!(
+            doc["shape"],
+            serde_json::json!([rows, side, side]),
+            "[{name}] level {level}"
+        );
+        let store = std::sync::Arc::new(FilesystemStore::new(&dir).expect("store"));
+        let array = Array::open(store, "/").expect("level opens with zarrs");
+        let all = ArraySubset::new_with_shape(vec![rows, side, side]);
+        let got = array
+            .retrieve_array_subset::<Vec<u16>>(&all)
+            .unwrap_or_else(|e| panic!("[{name}] level {level} reads back: {e}"));
+        assert_eq!(got.len() as u64, rows * side * side);
+        assert!(
+            !dir.join(".zarrstream-partial").exists(),
+            "[{name}] level {level} left temporary shards"
+        );
+    }
     support_fs::unmount(&mnt);
 }
 

@@ -502,6 +502,84 @@ fn bad_options_are_typed_errors_and_leave_nothing() {
     ));
 }
 
+/// A level below 0 that fails (here its temporary directory vanishes, so it cannot
+/// reserve its next shard) refuses the caller's next frame with that level's error, as a
+/// full disk does: level 0 still finishes and publishes every frame it accepted, and the
+/// level publishes what it had finished; both read back with `zarrs`.
+#[test]
+fn a_failing_level_refuses_the_next_frame_and_level_0_keeps_its_frames() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("failing.ome.zarr");
+    let spec = ArraySpec::builder()
+        .shape([0, 64, 64])
+        .chunk_shape([1, 32, 32])
+        .shard_shape([2, 64, 64])
+        .build()
+        .expect("spec");
+    let ome = Ome::new().levels(Levels::Count(2));
+    let mut w = Writer::create_ome(&path, spec, &ome, options()).expect("create");
+    let frame = |k: u64| -> Vec<u16> { (0..64 * 64).map(|i| (k * 1000 + i) as u16).collect() };
+    for k in 0..6 {
+        assert!(w.push(&frame(k)).expect("push before the failure"));
+    }
+    // Once level 1 has published its first shard rows (removing the directory destroys
+    // the shards it is still filling).
+    let published = || read_json(&path.join("1/zarr.json"))["shape"][0].as_u64();
+    let t = std::time::Instant::now();
+    while published() < Some(4) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "level 1 never published"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::remove_dir_all(path.join("1/.zarrstream-partial")).expect("remove");
+    let mut accepted = 6;
+    let error = loop {
+        assert!(
+            accepted < 400,
+            "the level's failure never reached the caller"
+        );
+        match w.push(&frame(accepted)) {
+            Ok(true) => accepted += 1,
+            Ok(false) => panic!("dropped under Block"),
+            Err(e) => break e,
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(
+        matches!(&error, Error::Io { path: p, .. } if p.starts_with(path.join("1"))),
+        "the level's own error, naming its file: {error:?}"
+    );
+    assert!(matches!(w.push(&frame(accepted)), Err(Error::Closed)));
+    let level0 = read_json(&path.join("0/zarr.json"));
+    assert_eq!(
+        level0["shape"],
+        json!([accepted, 64, 64]),
+        "every accepted frame"
+    );
+    assert_eq!(level0["attributes"]["zarrstream"]["state"], "aborted");
+    let read = |level: &str, rows: u64, side: u64| -> Vec<u16> {
+        let store = std::sync::Arc::new(
+            zarrs::filesystem::FilesystemStore::new(path.join(level)).expect("store"),
+        );
+        let array = zarrs::array::Array::open(store, "/").expect("zarrs opens the level");
+        let all = zarrs::array::ArraySubset::new_with_shape(vec![rows, side, side]);
+        array
+            .retrieve_array_subset::<Vec<u16>>(&all)
+            .expect("zarrs reads the level")
+    };
+    let want: Vec<u16> = (0..accepted).flat_map(frame).collect();
+    assert_eq!(read("0", accepted, 64), want, "level 0 reads back");
+    let level1 = read_json(&path.join("1/zarr.json"));
+    let rows = level1["shape"][0].as_u64().expect("level 1 shape");
+    assert!(
+        (4..accepted).contains(&rows),
+        "level 1 keeps the {rows} frames it had published"
+    );
+    assert_eq!(read("1", rows, 32).len() as u64, rows * 32 * 32);
+}
+
 #[test]
 fn lock_and_overwrite_refuse_a_live_image() {
     let dir = tempfile::tempdir().expect("tmp");

@@ -194,6 +194,8 @@ pub struct Writer {
     closed: bool,
     /// The pyramid thread of an OME image with levels below 0.
     pyramid: Option<pyramid::Pyramid>,
+    /// A level below that failed while this writer finished normally.
+    level_error: Option<Error>,
 }
 
 impl Writer {
@@ -497,6 +499,7 @@ impl Writer {
             started: None,
             closed: false,
             pyramid: None,
+            level_error: None,
         })
     }
 
@@ -619,6 +622,17 @@ impl Writer {
         let t0 = Instant::now();
         self.started.get_or_insert(t0);
         let shared = Arc::clone(&self.shared);
+        // A pyramid level that failed (e.g. its disk is full) refuses this frame as a
+        // full disk here would: what was accepted before is finished and published.
+        if let Some(e) = self
+            .pyramid
+            .as_ref()
+            .and_then(pyramid::Pyramid::take_failure)
+        {
+            self.closed = true;
+            self.shutdown(State::Aborted, Some(e.to_string()));
+            return Err(e);
+        }
         let c = shared.grid.coords(self.next_frame);
         // Every frame position opens its shard set, dropped or not, so sets are taken
         // from the preparer in exactly the order it makes them. If the next set cannot
@@ -893,7 +907,7 @@ impl Writer {
         self.check_open()?;
         self.closed = true;
         let (report, latency) = self.shutdown(State::Finished, None);
-        if let Some(e) = self.shared.take_error() {
+        if let Some(e) = self.shared.take_error().or(self.level_error.take()) {
             return Err(e);
         }
         let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
@@ -930,16 +944,20 @@ impl Writer {
             }
         }
         self.open_groups.clear();
-        // The levels below 0 end with level 0 (aborted with it), before it publishes: a
-        // level that fails aborts level 0 too.
+        // The levels below end with this one (aborted with it), before it publishes. A
+        // level's error never fails this level: what it accepted is still published.
+        // When finishing, `finish` returns the level's error; when aborting, the caller
+        // already has the first error.
         if let Some(mut p) = self.pyramid.take() {
             let abort = (self.shared.failed() || state == State::Aborted).then(|| {
                 error
                     .clone()
-                    .unwrap_or_else(|| "level 0 stopped after an error".into())
+                    .unwrap_or_else(|| "the level above stopped after an error".into())
             });
-            if let Err(e) = p.end(abort) {
-                self.shared.fail(e);
+            if let Err(e) = p.end(abort)
+                && state == State::Finished
+            {
+                self.level_error = Some(e);
             }
         }
         let mut sets: Vec<_> = self.open_sets.keys().cloned().collect();

@@ -194,6 +194,10 @@ pub(crate) struct Pyramid {
     method: Downsample,
     /// Level 1's frame pool, when the level-0 workers reduce level 1.
     level1: Option<Pool>,
+    /// The error that stopped the level below, for the level above to refuse its next
+    /// frame with (as it refuses one when its own disk is full), so that what it has
+    /// accepted is still finished and published.
+    failure: Arc<Mutex<Option<Error>>>,
 }
 
 impl Pyramid {
@@ -212,11 +216,13 @@ impl Pyramid {
     ) -> Result<Self> {
         let level1 = Reduction::fits(&above.grid, z).then(|| below.frame_pool.clone());
         let (tx, rx) = bounded(capacity.max(1));
+        let failure = Arc::new(Mutex::new(None));
+        let failed = Arc::clone(&failure);
         let thread = std::thread::Builder::new()
             .name("zarrstream-pyramid".into())
             .spawn(move || {
                 super::priority::lower_priority(nice);
-                run(below, above, method, z, &workers, rx)
+                run(below, above, method, z, &workers, rx, &failed)
             })
             .map_err(|e| Error::io("spawn thread", "", e, 0))?;
         Ok(Pyramid {
@@ -225,7 +231,13 @@ impl Pyramid {
             thread: Some(thread),
             method,
             level1,
+            failure,
         })
+    }
+
+    /// The error that stopped the level below, once.
+    pub(crate) fn take_failure(&self) -> Option<Error> {
+        self.failure.lock().ok()?.take()
     }
 
     /// How level 1 of the next frame is made; with fused reduction, takes its buffer
@@ -272,11 +284,12 @@ impl Pyramid {
             let skips = std::mem::take(&mut self.skips);
             let _ = tx.send(Msg::End { skips, abort });
         }
-        match self.thread.take().map(JoinHandle::join) {
+        let ended = match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err(Error::Internal("the pyramid thread panicked".into())),
             None => Ok(()),
-        }
+        };
+        self.take_failure().map_or(ended, Err)
     }
 }
 
@@ -388,6 +401,7 @@ fn run(
     z: Option<usize>,
     workers: &rayon::ThreadPool,
     rx: Receiver<Msg>,
+    failure: &Mutex<Option<Error>>,
 ) -> Result<()> {
     let (spec, r) = (&above.spec, above.spec.rank());
     let mut stage = Stage {
@@ -402,7 +416,8 @@ fn run(
         dtype: spec.dtype,
         method,
     };
-    let mut error: Option<Error> = None;
+    // Why this level stopped early (its error went to `failure`).
+    let mut failed: Option<String> = None;
     let mut abort = Some("the level above stopped".to_string());
     let mut last = Instant::now();
     for msg in rx.iter() {
@@ -412,7 +427,7 @@ fn run(
                 src,
                 scheduled,
             } => {
-                if error.is_some() || above.failed() {
+                if failed.is_some() || above.failed() {
                     continue;
                 }
                 last = scheduled;
@@ -434,34 +449,34 @@ fn run(
                         other => stage.feed(Some(other), scheduled, &ctx),
                     });
                 if let Err(e) = fed {
-                    above.fail(Error::Internal(format!("pyramid level failed: {e}")));
-                    error = Some(e);
+                    failed = Some(e.to_string());
+                    if let Ok(mut f) = failure.lock() {
+                        f.get_or_insert(e);
+                    }
                 }
             }
             Msg::End { skips, abort: a } => {
-                if error.is_none() {
+                abort = a;
+                if failed.is_none() {
                     let ended = (0..skips)
                         .try_for_each(|_| stage.feed(None, last, &ctx))
                         .and_then(|()| stage.flush(last, &ctx));
                     if let Err(e) = ended {
-                        error = Some(e);
+                        abort.get_or_insert_with(|| e.to_string());
+                        if let Ok(mut f) = failure.lock() {
+                            f.get_or_insert(e);
+                        }
                     }
                 }
-                abort = a;
                 break;
             }
         }
     }
     // The level finishes what it accepted (its committed shards are published).
-    let abort = abort.or_else(|| error.as_ref().map(|e| e.to_string()));
-    let r = match &abort {
+    match abort.or(failed) {
         None => stage.writer.finish().map(|_| ()),
-        Some(reason) => stage.writer.abort(reason.clone()),
-    };
-    if let Err(e) = r {
-        error.get_or_insert(e);
+        Some(reason) => stage.writer.abort(reason),
     }
-    error.map_or(Ok(()), Err)
 }
 
 /// Input planes smaller than this are reduced on the pyramid thread itself: waking the

@@ -29,9 +29,9 @@ use crate::error::{Error, Result};
 use crate::pyramid::{Downsample, Region, reduce, reduce_pair};
 use rayon::prelude::*;
 
-/// A level-0 frame on its way to the pyramid thread.
+/// A frame of the level above on its way to the pyramid thread.
 pub(crate) enum Source {
-    /// A frame whose level 1 the encoding workers reduce tile by tile ([`Reduction`]);
+    /// A frame the encoding workers reduce tile by tile ([`Reduction`]);
     /// `done` fires when the last tile is in.
     Reduced {
         batch: Arc<Batch>,
@@ -53,17 +53,17 @@ impl Source {
     }
 }
 
-/// Level 1 of one frame, reduced by the level-0 workers: each reduces the tile it has
-/// just encoded, while the tile is still in its cache. Reducing whole frames on a
-/// separate thread read every frame from memory a second time and cost as much as the
-/// byte shuffle of level 0 (BENCHMARKS.md).
+/// The next level of one frame, reduced by the workers that encode the frame, each from
+/// the rows of its tile that the encoder has just read ([`TileReduction`]). Reducing
+/// whole frames on a separate thread read every frame from memory a second time and cost
+/// as much as the byte shuffle of level 0 (BENCHMARKS.md §8).
 ///
-/// The tiles of a frame write disjoint rectangles of the level-1 frame, but rectangles
+/// The tiles of a frame write disjoint rectangles of the reduced frame, but rectangles
 /// are not contiguous, so they are written under a lock (held for one tile's reduction,
 /// a small part of its encoding) rather than through `unsafe` aliasing.
 pub(crate) struct Reduction {
     method: Downsample,
-    level1: Mutex<Option<PoolBuf>>,
+    reduced: Mutex<Option<PoolBuf>>,
     done: Sender<()>,
 }
 
@@ -98,7 +98,7 @@ impl Reduction {
     }
 
     fn take(&self) -> Option<PoolBuf> {
-        self.level1.lock().ok()?.take()
+        self.reduced.lock().ok()?.take()
     }
 }
 
@@ -147,8 +147,8 @@ impl TileReduction<'_> {
         }
         let x = x0..(x0 + g.cx).min(g.x);
         let region = Region::of_input((g.y, g.x), y, x);
-        if let Ok(mut level1) = self.reduction.level1.lock()
-            && let Some(buf) = level1.as_mut()
+        if let Ok(mut reduced) = self.reduction.reduced.lock()
+            && let Some(buf) = reduced.as_mut()
         {
             let at = region.offset_in_frame(g.es);
             let (dtype, method) = (self.shared.spec.dtype, self.reduction.method);
@@ -166,11 +166,11 @@ impl TileReduction<'_> {
 
 /// What [`Pyramid::reduction`] gives for the next frame.
 pub(crate) enum NextReduction {
-    /// The workers reduce level 1; hand `done` over with the batch.
+    /// The workers reduce the frame; hand `done` over with the batch.
     Fused(Reduction, Receiver<()>),
     /// The pyramid thread reduces the frame.
     Thread,
-    /// No level-1 buffer is free (only without waiting): drop the frame.
+    /// No buffer of the level below is free (only without waiting): drop the frame.
     Full,
 }
 
@@ -192,8 +192,8 @@ pub(crate) struct Pyramid {
     skips: u64,
     thread: Option<JoinHandle<Result<()>>>,
     method: Downsample,
-    /// Level 1's frame pool, when the level-0 workers reduce level 1.
-    level1: Option<Pool>,
+    /// The frame pool of the level below, when this level's workers reduce into it.
+    below_pool: Option<Pool>,
     /// The error that stopped the level below, for the level above to refuse its next
     /// frame with (as it refuses one when its own disk is full), so that what it has
     /// accepted is still finished and published.
@@ -214,7 +214,7 @@ impl Pyramid {
         workers: Arc<rayon::ThreadPool>,
         nice: u8,
     ) -> Result<Self> {
-        let level1 = Reduction::fits(&above.grid, z).then(|| below.frame_pool.clone());
+        let below_pool = Reduction::fits(&above.grid, z).then(|| below.frame_pool.clone());
         let (tx, rx) = bounded(capacity.max(1));
         let failure = Arc::new(Mutex::new(None));
         let failed = Arc::clone(&failure);
@@ -230,7 +230,7 @@ impl Pyramid {
             skips: 0,
             thread: Some(thread),
             method,
-            level1,
+            below_pool,
             failure,
         })
     }
@@ -240,10 +240,10 @@ impl Pyramid {
         self.failure.lock().ok()?.take()
     }
 
-    /// How level 1 of the next frame is made; with fused reduction, takes its buffer
+    /// How the next frame is reduced; when the workers do it, takes its buffer
     /// (waiting for one when `wait`).
     pub(crate) fn reduction(&self, wait: bool) -> NextReduction {
-        let Some(pool) = &self.level1 else {
+        let Some(pool) = &self.below_pool else {
             return NextReduction::Thread;
         };
         match pool.get(wait) {
@@ -251,7 +251,7 @@ impl Pyramid {
                 let (done, rx) = bounded(1);
                 let r = Reduction {
                     method: self.method,
-                    level1: Mutex::new(Some(buf)),
+                    reduced: Mutex::new(Some(buf)),
                     done,
                 };
                 NextReduction::Fused(r, rx)
@@ -260,12 +260,12 @@ impl Pyramid {
         }
     }
 
-    /// A level-0 frame was dropped (its place reads as fill in every level).
+    /// A frame was dropped (its place reads as fill in every level below).
     pub(crate) fn skip(&mut self) {
         self.skips += 1;
     }
 
-    /// Hands a level-0 frame to the pyramid thread.
+    /// Hands a frame to the pyramid thread.
     pub(crate) fn frame(&mut self, src: Source, scheduled: Instant) -> Result<()> {
         let tx = self.tx.as_ref().ok_or(Error::Closed)?;
         let skips = std::mem::take(&mut self.skips);

@@ -39,7 +39,7 @@ pub(crate) fn run(
     };
     let mut scratch = Vec::new();
     for job in jobs {
-        let mut level1 = (job.batch.reduction.as_ref())
+        let mut reduced = (job.batch.reduction.as_ref())
             .filter(|_| !shared.failed())
             .map(|r| r.tile(&shared, &job.batch.buf, job.tile));
         if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
@@ -54,9 +54,9 @@ pub(crate) fn run(
             let written = match direct {
                 Some(r) => r,
                 None => sink.write_chunk(job.slot, &mut scratch, &mut |out| {
-                    // Pyramid level 1 is reduced from the rows the encoder just read.
+                    // The next pyramid level is reduced from the rows the encoder just read.
                     enc.encode_observed(&src, out, &mut |read| {
-                        if let Some(l) = level1.as_mut() {
+                        if let Some(l) = reduced.as_mut() {
                             l.read_to(read.end);
                         }
                     })
@@ -67,7 +67,7 @@ pub(crate) fn run(
                 Err(e) => shared.fail(e),
             }
         }
-        if let Some(mut l) = level1 {
+        if let Some(mut l) = reduced {
             l.finish();
         }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {

@@ -750,6 +750,18 @@ impl Writer {
         })
     }
 
+    /// Stops recording at once, for a caller that gives up (a camera fault, a user's
+    /// stop): no further frame is accepted, the frames accepted so far are still written
+    /// and published (as when the writer is dropped), and `zarr.json` records state
+    /// `aborted` with the reason "aborted by the caller", so readers can tell the run did
+    /// not end as planned. Errors are not reported; [`finish`](Self::finish) reports them.
+    pub fn abort(mut self) {
+        if !self.closed {
+            self.closed = true;
+            self.shutdown(State::Aborted, Some("aborted by the caller".into()));
+        }
+    }
+
     /// Stops everything in order and writes the final `zarr.json`.
     fn shutdown(
         &mut self,

@@ -74,12 +74,15 @@ pub unsafe extern "C" fn zs_writer_create(
     config_json: *const c_char,
     out: *mut *mut ZsWriter,
 ) -> c_int {
+    // Before anything that could fail or panic, so a failure never leaves a stale handle.
+    if !out.is_null() {
+        // SAFETY: `out` is not NULL and points to storage for one pointer (contract).
+        unsafe { out.write(ptr::null_mut()) };
+    }
     guard("zs_writer_create", || {
         if out.is_null() {
             return Err(CapiError::Null("out"));
         }
-        // SAFETY: `out` is not NULL and points to storage for one pointer (contract).
-        unsafe { out.write(ptr::null_mut()) };
         // SAFETY: non-NULL strings are NUL-terminated and outlive this call (contract).
         let (path, config) = unsafe {
             (
@@ -151,11 +154,11 @@ pub unsafe extern "C" fn zs_writer_push(
 /// no other thread; `stats_json` is NULL or points to writable storage for one pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zs_writer_finish(w: *mut ZsWriter, stats_json: *mut *mut c_char) -> c_int {
+    if !stats_json.is_null() {
+        // SAFETY: not NULL, so it points to storage for one pointer (contract).
+        unsafe { stats_json.write(ptr::null_mut()) };
+    }
     guard("zs_writer_finish", || {
-        if !stats_json.is_null() {
-            // SAFETY: not NULL, so it points to storage for one pointer (contract).
-            unsafe { stats_json.write(ptr::null_mut()) };
-        }
         if w.is_null() {
             return Err(CapiError::Null("w"));
         }

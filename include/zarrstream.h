@@ -166,7 +166,7 @@ extern "C" {
  * On success returns ZS_OK and stores the new writer in `*out`; on failure stores NULL
  * in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
  * argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_EXISTS, ZS_E_LOCKED,
- * ZS_E_DISK_FULL or ZS_E_IO; nothing is left on disk then.
+ * ZS_E_DISK_FULL or ZS_E_IO; nothing new is left on disk then.
  *
  * # Safety
  * `store_path` and `config_json` are NULL or NUL-terminated strings; `out` is NULL or

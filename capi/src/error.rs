@@ -141,16 +141,21 @@ pub(crate) fn guard(
     // marks as poisoned itself (see `ZsWriter`), so asserting unwind safety is sound.
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         inject_panic(function);
-        body()
+        match body() {
+            Ok(code) => code as c_int,
+            Err(e) => fail(&e),
+        }
     }));
-    match outcome {
-        Ok(Ok(code)) => code as c_int,
-        Ok(Err(e)) => fail(&e),
-        Err(payload) => fail(&CapiError::Panic {
-            function,
-            message: panic_message(payload.as_ref()),
-        }),
-    }
+    outcome.unwrap_or_else(|payload| {
+        // Reporting the panic (and dropping its payload) runs under a barrier too.
+        catch_unwind(AssertUnwindSafe(move || {
+            fail(&CapiError::Panic {
+                function,
+                message: panic_message(payload.as_ref()),
+            })
+        }))
+        .unwrap_or(ZS_E_INTERNAL as c_int)
+    })
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {

@@ -84,10 +84,12 @@ fn build() -> Result<Built, String> {
         None => return Err("no profile name".into()),
     }
     // Cross builds put the profile under target/<triple>.
-    if let Some(triple) = libdir.parent().filter(|p| *p != target) {
-        if let Some(t) = triple.file_name() {
-            cargo.arg("--target").arg(t);
-        }
+    if let Some(triple) = libdir
+        .parent()
+        .filter(|p| *p != target)
+        .and_then(Path::file_name)
+    {
+        cargo.arg("--target").arg(triple);
     }
     run_ok(&mut cargo, "cargo build (the C libraries)")?;
 

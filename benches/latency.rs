@@ -184,6 +184,7 @@ fn max_rates(cfg: &Config, frames: &[Vec<u8>]) -> Vec<f64> {
             let run = support::run_writer(
                 &store(),
                 cfg.workload.spec(cfg.codec),
+                None,
                 cfg.options(Backpressure::Block),
                 frames,
                 cfg.frames,
@@ -206,6 +207,7 @@ fn paced(cfg: &Config, frames: &[Vec<u8>], load: f64, max_fps: f64) -> Paced {
             let run = support::run_writer(
                 &store(),
                 cfg.workload.spec(cfg.codec),
+                None,
                 cfg.options(cfg.backpressure),
                 frames,
                 cfg.frames,

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench throughput -- [--workloads C1,C2] [--codecs lz4:1,zstd:1,none]
 //!     [--sinks mmap,pwrite] [--frames 128] [--runs 3] [--threads 0] [--md FILE]
+//!     [--pyramid-on C1:lz4:1] [--pyramid-levels 4] [--pyramid-frames 512]
 //! ```
 //!
 //! One process renders the synthetic camera frames once; every measurement then uses
@@ -19,6 +20,12 @@
 //! - the **writer**, once per sink: `Writer::create`, a push per frame, `finish`
 //!   (durable); throughput = raw MiB / (first push → `finish` returned).
 //!
+//! - the **pyramid cost**, for each `--pyramid-on` workload:codec (`none` to skip): the
+//!   default sink writing a plain array, then an OME-Zarr image with `--pyramid-levels`
+//!   levels (2×2 mean), back to back, each `--pyramid-frames` frames long (cycling the
+//!   rendered frames: a steady state, not the levels' start and drain); cost = 1 −
+//!   pyramid / plain throughput, per round.
+//!
 //! Figure of merit: `writer / min(best encode ceiling, disk ceiling × compression ratio)`,
 //! with medians over the rounds. The table also gives the extra peak RSS (VmHWM reset
 //! before each run, minus the RSS before `Writer::create`) against the frame pool and
@@ -31,7 +38,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use support::{Args, Run, Workload, median, mib, pct_ms};
-use zarrstream::{ChunkEncoder, Codec, SinkChoice, WriterOptions};
+use zarrstream::{ChunkEncoder, Codec, Levels, Ome, SinkChoice, WriterOptions};
 
 fn main() {
     support::fixed_malloc_threshold();
@@ -76,17 +83,29 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
+    let pyramid_on = args.list("--pyramid-on", "C1:lz4:1");
+    let levels: usize = args.num("--pyramid-levels", 4);
+    let pyramid_frames: usize = args.num("--pyramid-frames", 512);
     let mut rows = Vec::new();
+    let mut pyramids = Vec::new();
     for wl in &workloads {
         let chunks = cut_chunks(wl, &pool);
         for &codec in &codecs {
             rows.extend(measure(
                 wl, codec, &sinks, &pool, &chunks, runs, threads, &out,
             ));
+            let key = format!("{}:{}", wl.name, codec.label());
+            if pyramid_on.contains(&key) {
+                let n = (levels, pyramid_frames);
+                pyramids.push(pyramid_cost(wl, codec, n, &pool, runs, threads, &out));
+            }
         }
     }
 
-    let md = report(&rows, frames, runs, threads, &workloads[0]);
+    let mut md = report(&rows, frames, runs, threads, &workloads[0]);
+    if !pyramids.is_empty() {
+        md.push_str(&pyramid_report(&pyramids, pyramid_frames, runs));
+    }
     println!("{md}");
     if let Err(e) = std::fs::write(&md_path, &md) {
         eprintln!("cannot write {}: {e}", md_path.display());
@@ -175,6 +194,7 @@ fn measure(
             let run = support::run_writer(
                 &path,
                 wl.spec(codec),
+                None,
                 options,
                 pool,
                 pool.len(),
@@ -221,6 +241,112 @@ fn measure(
             }
         })
         .collect()
+}
+
+/// Plain array vs OME-Zarr image with a pyramid, same frames, default sink.
+struct PyramidRow {
+    workload: &'static str,
+    codec: Codec,
+    levels: usize,
+    /// Per round: plain and pyramid MiB/s.
+    rounds: Vec<(f64, f64)>,
+    /// Stored bytes of the median pyramid round (all levels) and of its plain round.
+    stored: (u64, u64),
+    extra_rss: u64,
+}
+
+fn pyramid_cost(
+    wl: &Workload,
+    codec: Codec,
+    (levels, frames): (usize, usize),
+    pool: &[Vec<u8>],
+    runs: usize,
+    threads: usize,
+    out: &std::path::Path,
+) -> PyramidRow {
+    let ome = Ome::new().levels(Levels::Count(levels));
+    let options = || WriterOptions {
+        threads,
+        ..WriterOptions::default()
+    };
+    let mut rounds = Vec::new();
+    let mut stored = Vec::new();
+    let mut extra_rss = 0;
+    for round in 0..runs {
+        let run = |ome: Option<&Ome>| {
+            let path = out.join(format!("{}-pyramid.zarr", wl.name));
+            support::run_writer(
+                &path,
+                wl.spec(codec),
+                ome,
+                options(),
+                pool,
+                frames,
+                0.0,
+                support::Feed::Copy,
+            )
+        };
+        let plain = run(None);
+        let pyramid = run(Some(&ome));
+        eprintln!(
+            "{} {} pyramid round {round}: plain {:.0} MiB/s, {levels} levels {:.0} MiB/s",
+            wl.name,
+            codec.label(),
+            plain.mib_s(),
+            pyramid.mib_s()
+        );
+        extra_rss = extra_rss.max(pyramid.extra_rss);
+        rounds.push((plain.mib_s(), pyramid.mib_s()));
+        stored.push((pyramid.stored_bytes, plain.stored_bytes));
+    }
+    let mut order: Vec<usize> = (0..rounds.len()).collect();
+    order.sort_by(|&a, &b| (rounds[a].1 / rounds[a].0).total_cmp(&(rounds[b].1 / rounds[b].0)));
+    PyramidRow {
+        workload: wl.name,
+        codec,
+        levels,
+        stored: stored[order[order.len() / 2]],
+        rounds,
+        extra_rss,
+    }
+}
+
+fn pyramid_report(rows: &[PyramidRow], frames: usize, runs: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n### Pyramid cost (OME-Zarr, 2×2 mean levels built while recording)\n"
+    );
+    let _ = writeln!(
+        s,
+        "{frames} frames (cycling the rendered ones) · default sink · plain array then image with levels, back to back, {runs} rounds · cost = 1 − pyramid / plain per round, median\n"
+    );
+    let _ = writeln!(
+        s,
+        "| workload | codec | levels | plain MiB/s (runs) | pyramid MiB/s (runs) | **cost** | stored MiB plain / pyramid | extra RSS MiB |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let list = |f: fn(&(f64, f64)) -> f64| -> String {
+            let v: Vec<String> = r.rounds.iter().map(|x| format!("{:.0}", f(x))).collect();
+            v.join(", ")
+        };
+        let mut costs: Vec<f64> = r.rounds.iter().map(|(p, y)| 1.0 - y / p).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | **{:.0} %** | {:.0} / {:.0} | {:.0} |",
+            r.workload,
+            r.codec.label(),
+            r.levels,
+            list(|x| x.0),
+            list(|x| x.1),
+            100.0 * median(&mut costs),
+            mib(r.stored.1),
+            mib(r.stored.0),
+            mib(r.extra_rss),
+        );
+    }
+    s
 }
 
 /// Encodes every chunk on `threads` threads (chunk i on thread i mod threads), each with

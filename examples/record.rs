@@ -261,7 +261,13 @@ fn ome_options(a: &OmeArgs) -> Ome {
     if let Some(c) = &a.channels {
         ome = ome.channels(c.iter().cloned()).omero(Omero::Auto);
     }
-    ome
+    if let Some(l) = a.levels {
+        ome = ome.levels(l);
+    }
+    if let Some(m) = a.downsample {
+        ome = ome.downsample(m);
+    }
+    ome.downsample_z(a.downsample_z)
 }
 
 /// Fails before the acquisition, not after it, if the report cannot be written there.

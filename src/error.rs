@@ -127,6 +127,14 @@ pub enum OmeError {
         /// The colour given.
         color: String,
     },
+    /// The number of pyramid levels is out of range.
+    #[error("OME option levels = {got} must be 1 to {max}")]
+    Levels {
+        /// Levels asked for.
+        got: usize,
+        /// Most levels accepted.
+        max: usize,
+    },
     /// An `omero` window is not finite or not ordered (`min <= max`, `start <= end`).
     #[error("OME option omero: channel {channel} has an invalid window")]
     Window {

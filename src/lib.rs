@@ -37,6 +37,7 @@ mod error;
 mod lock;
 mod metadata;
 mod ome;
+mod pyramid;
 pub mod read;
 pub mod recover;
 mod shard;
@@ -53,8 +54,10 @@ pub use dtype::{DataType, Element};
 pub use error::{Error, OmeError, Result, SpecError};
 pub use lock::{LOCK_FILE, StoreLock};
 pub use ome::{
-    Axis, AxisKind, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel, SpaceUnit, TimeUnit, Window,
+    Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel,
+    SpaceUnit, TimeUnit, Window,
 };
+pub use pyramid::{Downsample, Levels, MAX_LEVELS};
 pub use shard::{Packing, ShardLayout};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};

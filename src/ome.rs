@@ -4,8 +4,8 @@
 //!
 //! Axes follow from the array's rank: time (the append axis), then an optional channel
 //! axis, then space (`z`, `y`, `x`). The level arrays' `dimension_names` equal the axis
-//! names. Only level `0` is written so far; the metadata code already computes the
-//! scale and pixel-centre translation of downsampled levels, ready for a pyramid.
+//! names. Levels `1…L` ([`Ome::levels`]) are 2×2 reductions in y and x built during the
+//! acquisition (`crate::pyramid`); each lists its scale and pixel-centre translation.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::dtype::DataType;
 use crate::error::OmeError;
+use crate::pyramid::{Downsample, Levels};
 use crate::spec::ArraySpec;
 
 /// The OME-Zarr version written.
@@ -20,6 +21,11 @@ pub const OME_VERSION: &str = "0.5";
 
 /// The path of the full-resolution level array inside the image group.
 pub const LEVEL0_PATH: &str = "0";
+
+/// Default LZ4 acceleration of pyramid levels 1…L ([`Ome::level_lz4_acceleration`]):
+/// on mean-reduced camera frames it made level-1 blosc-lz4 encoding 3.5× faster than
+/// c-blosc's clevel-1 setting for 10 % larger chunks (BENCHMARKS.md).
+pub const LEVEL_LZ4_ACCELERATION: i32 = 128;
 
 /// Unit of the spatial axes (a UDUNITS-2 name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -177,6 +183,10 @@ pub struct Ome {
     time_unit: TimeUnit,
     channels: Option<Vec<String>>,
     omero: Option<Omero>,
+    levels: Levels,
+    downsample: Downsample,
+    downsample_z: bool,
+    level_lz4_acceleration: Option<i32>,
 }
 
 impl Ome {
@@ -224,6 +234,75 @@ impl Ome {
     pub fn omero(mut self, omero: Omero) -> Self {
         self.omero = Some(omero);
         self
+    }
+    /// Resolution levels, level 0 included (default 1: no pyramid). Level `k` is stored
+    /// at path `k` and is level `k - 1` reduced 2×2 in y and x, built while frames are
+    /// pushed (see [`Downsample`] for the rounding and odd sizes). A frame dropped at
+    /// level 0 (back-pressure or [`Writer::skip`](crate::Writer::skip)) is dropped at
+    /// every level, so it reads as the fill value everywhere.
+    pub fn levels(mut self, levels: Levels) -> Self {
+        self.levels = levels;
+        self
+    }
+    /// How each level is reduced from the one above (default [`Downsample::Mean`]).
+    pub fn downsample(mut self, method: Downsample) -> Self {
+        self.downsample = method;
+        self
+    }
+    /// Also halve the z axis at each level (2×2×2 blocks of two consecutive z planes;
+    /// default off: z planes are kept). Needs a z axis. An odd number of planes leaves
+    /// the last plane of a stack without a partner: it is reduced alone (2×2), as odd
+    /// rows and columns are. The writer holds one unpaired plane per level. A dropped
+    /// plane is left out of its pair's blocks; a level plane both of whose planes were
+    /// dropped is dropped too.
+    pub fn downsample_z(mut self, yes: bool) -> Self {
+        self.downsample_z = yes;
+        self
+    }
+    /// Whether levels halve z too.
+    pub fn halves_z(&self) -> bool {
+        self.downsample_z
+    }
+    /// Index of the z axis when levels halve it ([`downsample_z`](Self::downsample_z)).
+    pub(crate) fn z_axis(&self, spec: &ArraySpec) -> Result<Option<usize>, OmeError> {
+        if !self.downsample_z {
+            return Ok(None);
+        }
+        let axes = self.axes(spec)?;
+        let rank = axes.len();
+        match axes.get(rank - 3) {
+            Some(a) if rank >= 4 && a.kind == AxisKind::Space => Ok(Some(rank - 3)),
+            _ => Err(OmeError::NoAxis {
+                field: "downsample_z",
+                axis: "z",
+            }),
+        }
+    }
+    /// LZ4 acceleration for the `lz4` (blosc) chunks of levels 1…L (default
+    /// [`LEVEL_LZ4_ACCELERATION`]; level 0 always compresses as c-blosc does at its
+    /// `clevel`). The codec metadata is the same on every level, and readers decode
+    /// these chunks like any other Blosc1 frame.
+    ///
+    /// Why not c-blosc's setting: averaging 2×2 blocks removes most of the camera noise
+    /// that lets LZ4 skip through level 0 quickly; at c-blosc's clevel-1 acceleration
+    /// (9) LZ4 then ran about 4× slower per byte on levels 1–3 than on level 0, for
+    /// 10–30 % better compression, and the levels cost more encoding time than level 0
+    /// itself (BENCHMARKS.md). Pass `9` to get c-blosc's frames.
+    pub fn level_lz4_acceleration(mut self, accel: i32) -> Self {
+        self.level_lz4_acceleration = Some(accel.max(1));
+        self
+    }
+    pub(crate) fn level_acceleration(&self) -> i32 {
+        self.level_lz4_acceleration
+            .unwrap_or(LEVEL_LZ4_ACCELERATION)
+    }
+    /// The number of levels for an image whose level 0 is `spec`.
+    pub fn level_count(&self, spec: &ArraySpec) -> Result<usize, OmeError> {
+        crate::pyramid::level_count(spec, self.levels)
+    }
+    /// The downsampling method.
+    pub fn downsample_method(&self) -> Downsample {
+        self.downsample
     }
 
     /// The axes of an image stored as `spec`, with level-0 scales.
@@ -353,16 +432,21 @@ impl Ome {
     }
 
     /// The root group's `attributes` (`{"ome": {...}}`) for an image whose level 0 is
-    /// stored as `spec`, listing level `0` only.
+    /// stored as `spec`, listing every level ([`levels`](Self::levels)).
     pub fn attributes(&self, spec: &ArraySpec) -> Result<Value, OmeError> {
-        self.attributes_for_levels(spec, &[1])
+        self.z_axis(spec)?;
+        let n = self.level_count(spec)?;
+        let factors: Vec<u64> = (0..n).map(|k| 1u64 << k).collect();
+        self.attributes_for_levels(spec, &factors)
     }
 
-    /// The attributes for levels downsampled in y and x by `factors` (`factors[0]` = 1
-    /// for level 0; level `l` is stored at path `l`). A level downsampled by `f` with
-    /// block means has pixels `f` times larger whose centres sit `(f - 1) / 2` level-0
-    /// pixels further along: its `scale` is `f` times level 0's and its `translation`
-    /// is that shift.
+    /// The attributes for levels downsampled in y and x (and z with
+    /// [`downsample_z`](Self::downsample_z)) by `factors` (`factors[0]` = 1 for level 0;
+    /// level `l` is stored at path `l`). A level downsampled by `f` with
+    /// block means (or min, max) has pixels `f` times larger whose centres sit
+    /// `(f - 1) / 2` level-0 pixels further along: its `scale` is `f` times level 0's
+    /// and its `translation` is that shift. Decimated levels keep the block's first
+    /// pixel, so they have no translation.
     pub(crate) fn attributes_for_levels(
         &self,
         spec: &ArraySpec,
@@ -370,17 +454,18 @@ impl Ome {
     ) -> Result<Value, OmeError> {
         let axes = self.axes(spec)?;
         let rank = axes.len();
+        let z = self.z_axis(spec)?;
         let datasets: Vec<Value> = factors
             .iter()
             .enumerate()
             .map(|(level, &f)| {
                 let f = f as f64;
-                let yx = |i: usize| i + 2 >= rank;
+                let yx = |i: usize| i + 2 >= rank || Some(i) == z;
                 let scale: Vec<f64> = (axes.iter().enumerate())
                     .map(|(i, a)| if yx(i) { a.scale * f } else { a.scale })
                     .collect();
                 let mut transforms = vec![json!({"type": "scale", "scale": scale})];
-                if f > 1.0 {
+                if f > 1.0 && self.downsample.centred() {
                     let shift: Vec<f64> = (axes.iter().enumerate())
                         .map(|(i, a)| {
                             if yx(i) {
@@ -407,9 +492,12 @@ impl Ome {
             .collect();
         let multiscale = json!({
             "name": self.name.as_deref().unwrap_or("image"),
-            "type": "mean",
+            "type": self.downsample.as_str(),
             "metadata": {
-                "method": "block mean over y and x (zarrstream)",
+                "method": format!("{} block {} over {}, level k from level k-1 (zarrstream)",
+                    if z.is_some() { "2x2x2" } else { "2x2" },
+                    self.downsample.as_str(),
+                    if z.is_some() { "z, y and x" } else { "y and x" }),
                 "version": env!("CARGO_PKG_VERSION"),
             },
             "axes": axes_json,

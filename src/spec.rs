@@ -59,6 +59,11 @@ pub struct ArraySpec {
     pub(crate) crc32c: bool,
     pub(crate) index_location: IndexLocation,
     pub(crate) attributes: serde_json::Map<String, serde_json::Value>,
+    /// An encoder setting, not part of the format: see [`ChunkEncoder::lz4_acceleration`]
+    /// (set for pyramid levels).
+    ///
+    /// [`ChunkEncoder::lz4_acceleration`]: crate::ChunkEncoder::lz4_acceleration
+    pub(crate) lz4_acceleration: Option<i32>,
     // Derived, checked against overflow in `build`.
     pub(crate) chunk_bytes: usize,
     pub(crate) frame_bytes: usize,
@@ -294,6 +299,7 @@ impl ArraySpecBuilder {
             chunk_bytes: to_usize(chunk_bytes, "inner chunk size")?,
             frame_bytes: to_usize(frame_bytes, "frame size")?,
             chunks_per_shard: to_usize(n_per_shard, "inner chunks per shard")?,
+            lz4_acceleration: None,
             shape,
             chunk,
             shard,

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArraySpec, Error, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer, WriterOptions,
+    ArraySpec, Codec, Downsample, Error, Levels, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer,
+    WriterOptions,
 };
 
 #[path = "support/python.rs"]
@@ -26,6 +27,11 @@ struct Image {
     ome: Ome,
     axes: Vec<(&'static str, &'static str, Option<&'static str>)>,
     scale: Vec<f64>,
+    /// Frames `k` with `k % n == n - 1` are dropped (`Writer::skip`): fill at every level.
+    drop_every: Option<u64>,
+    /// Inner chunk edge in y and x.
+    chunk: u64,
+    codec: Codec,
 }
 
 #[path = "support/record.rs"]
@@ -46,6 +52,9 @@ fn images() -> Vec<Image> {
                 ("x", "space", Some("micrometer")),
             ],
             scale: vec![40.0, 0.65, 0.5],
+            drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
         Image {
             name: "r4_tzyx",
@@ -64,6 +73,9 @@ fn images() -> Vec<Image> {
                 ("x", "space", Some("nanometer")),
             ],
             scale: vec![2.0, 250.0, 100.0, 100.0],
+            drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
         Image {
             name: "r4_tcyx",
@@ -77,6 +89,9 @@ fn images() -> Vec<Image> {
                 ("x", "space", None),
             ],
             scale: vec![1.0, 1.0, 1.0, 1.0],
+            drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
         Image {
             name: "r5_tczyx",
@@ -96,8 +111,123 @@ fn images() -> Vec<Image> {
                 ("x", "space", Some("micrometer")),
             ],
             scale: vec![500.0, 1.0, 1.5, 0.2, 0.2],
+            drop_every: None,
+            chunk: 16,
+            codec: Codec::lz4(1),
         },
     ]
+}
+
+/// Images with a pyramid: odd and even sizes, every method, levels given and automatic.
+fn pyramid_images() -> Vec<Image> {
+    let mut v = images();
+    let odd = Image {
+        name: "p3_odd_mean",
+        shape: vec![0, 45, 39],
+        names: None,
+        ome: Ome::new().pixel_size(0.65, 0.5).levels(Levels::Count(4)),
+        axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
+        scale: vec![1.0, 0.65, 0.5],
+        drop_every: Some(4),
+        chunk: 16,
+        codec: Codec::lz4(1),
+    };
+    v[0].name = "p3_tyx_max";
+    v[0].ome = v[0]
+        .ome
+        .clone()
+        .levels(Levels::Count(3))
+        .downsample(Downsample::Max);
+    v[1].name = "p4_tzyx_decimate_auto";
+    v[1].ome = v[1]
+        .ome
+        .clone()
+        .levels(Levels::Auto)
+        .downsample(Downsample::Decimate);
+    v[2].name = "p4_tcyx_min_drops";
+    v[2].drop_every = Some(3);
+    v[2].ome = v[2]
+        .ome
+        .clone()
+        .levels(Levels::Count(3))
+        .downsample(Downsample::Min);
+    v[3].name = "p5_tczyx_mean";
+    v[3].ome = v[3].ome.clone().levels(Levels::Count(2));
+    v.push(odd);
+    // z halved too: 5 planes (odd: the last one of each stack is reduced alone), and
+    // with the max of 2x2x2 blocks on a 5-D image.
+    let z_mean = Image {
+        name: "p4_tzyx_mean_z",
+        shape: vec![0, 5, 20, 18],
+        names: None,
+        ome: Ome::new()
+            .pixel_size(0.5, 0.5)
+            .z_step(2.0)
+            .levels(Levels::Count(3))
+            .downsample_z(true),
+        axes: vec![
+            ("t", "", None),
+            ("z", "", None),
+            ("y", "", None),
+            ("x", "", None),
+        ],
+        scale: vec![1.0, 2.0, 0.5, 0.5],
+        drop_every: None,
+        chunk: 16,
+        codec: Codec::lz4(1),
+    };
+    let z_max = Image {
+        name: "p5_tczyx_max_z",
+        shape: vec![0, 2, 4, 16, 16],
+        names: None,
+        ome: Ome::new()
+            .channels(["a", "b"])
+            .levels(Levels::Count(3))
+            .downsample(Downsample::Max)
+            .downsample_z(true),
+        axes: vec![
+            ("t", "", None),
+            ("c", "", None),
+            ("z", "", None),
+            ("y", "", None),
+            ("x", "", None),
+        ],
+        scale: vec![1.0, 1.0, 1.0, 1.0, 1.0],
+        drop_every: None,
+        chunk: 16,
+        codec: Codec::lz4(1),
+    };
+    v.push(z_mean);
+    v.push(z_max);
+    // Tiles of 250 x 250 (two blosc blocks of 64 KiB, the first ending inside row 131)
+    // whose level 1 the encoding workers reduce as blosc reads each block; partial
+    // tiles at the right and bottom edges.
+    v.push(Image {
+        name: "p3_big_tiles_mean",
+        shape: vec![0, 600, 530],
+        names: None,
+        ome: Ome::new().levels(Levels::Count(4)),
+        axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
+        scale: vec![1.0, 1.0, 1.0],
+        drop_every: None,
+        chunk: 250,
+        codec: Codec::lz4(1),
+    });
+    // The same with zstd, which reports no blocks: each tile is reduced after encoding.
+    v.push(Image {
+        name: "p3_big_tiles_zstd_max",
+        shape: vec![0, 600, 530],
+        names: None,
+        ome: Ome::new()
+            .levels(Levels::Count(3))
+            .downsample(Downsample::Max),
+        axes: vec![("t", "", None), ("y", "", None), ("x", "", None)],
+        scale: vec![1.0, 1.0, 1.0],
+        drop_every: None,
+        chunk: 250,
+        codec: Codec::zstd(1),
+    });
+    v
 }
 
 const STEPS: u64 = 5;
@@ -109,14 +239,15 @@ impl Image {
     fn spec(&self) -> ArraySpec {
         let rank = self.rank();
         let mut chunk = vec![1; rank];
-        chunk[rank - 2] = 16;
-        chunk[rank - 1] = 16;
+        chunk[rank - 2] = self.chunk;
+        chunk[rank - 1] = self.chunk;
         let mut shard = self.shape.clone();
         shard[0] = 2;
         for (s, d) in shard.iter_mut().zip(&self.shape).skip(rank - 2) {
-            *s = d.div_ceil(16) * 16;
+            *s = d.div_ceil(self.chunk) * self.chunk;
         }
         let mut b = ArraySpec::builder()
+            .codec(self.codec)
             .shape(&self.shape)
             .chunk_shape(&chunk)
             .shard_shape(&shard);
@@ -135,14 +266,30 @@ impl Image {
     fn data(&self) -> Vec<u16> {
         let n = self.plane();
         (0..self.frames())
-            .flat_map(|k| (0..n).map(move |i| (k as usize * 7919 + i * 13) as u16))
+            .flat_map(|k| {
+                let kept = !self.dropped(k);
+                (0..n).map(move |i| {
+                    if kept {
+                        (k as usize * 7919 + i * 13) as u16
+                    } else {
+                        0
+                    }
+                })
+            })
             .collect()
+    }
+    fn dropped(&self, k: u64) -> bool {
+        self.drop_every.is_some_and(|n| k % n == n - 1)
     }
     fn write(&self, root: &Path, options: WriterOptions) -> PathBuf {
         let path = root.join(format!("{}.ome.zarr", self.name));
         let mut w = Writer::create_ome(&path, self.spec(), &self.ome, options).expect("create");
-        for frame in self.data().chunks(self.plane()) {
-            assert!(w.push(frame).expect("push"));
+        for (k, frame) in (0..).zip(self.data().chunks(self.plane())) {
+            if self.dropped(k) {
+                w.skip().expect("skip");
+            } else {
+                assert!(w.push(frame).expect("push"));
+            }
         }
         w.finish().expect("finish");
         path
@@ -226,6 +373,83 @@ fn group_and_level0_metadata_follow_ngff_0_5() {
             let ch = &ome["omero"]["channels"];
             assert_eq!(ch[0]["label"], "GFP");
             assert_eq!(ch[1]["label"], "mCherry");
+        }
+    }
+}
+
+#[test]
+fn pyramid_levels_are_listed_with_scales_and_capped_chunks() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for im in pyramid_images() {
+        let path = im.write(dir.path(), options());
+        let spec = im.spec();
+        let n = im.ome.level_count(&spec).expect("levels");
+        let group = read_json(&path.join("zarr.json"));
+        let ms = &group["attributes"]["ome"]["multiscales"][0];
+        let method = im.ome.downsample_method();
+        assert_eq!(ms["type"], method.as_str(), "{}", im.name);
+        let ds = ms["datasets"].as_array().expect("datasets");
+        assert_eq!(ds.len(), n, "{}", im.name);
+        let rank = im.rank();
+        // The axes each level halves: y, x, and z when asked.
+        let z = im.ome.halves_z().then_some(rank - 3);
+        let halved = |i: usize| i + 2 >= rank || Some(i) == z;
+        let mut shape = im.shape.clone();
+        shape[0] = STEPS;
+        for (k, d) in ds.iter().enumerate() {
+            assert_eq!(d["path"], k.to_string());
+            let f = (1u64 << k) as f64;
+            let scale: Vec<f64> = (im.scale.iter().enumerate())
+                .map(|(i, s)| if halved(i) { s * f } else { *s })
+                .collect();
+            let t = &d["coordinateTransformations"];
+            assert_eq!(
+                t[0],
+                json!({"type": "scale", "scale": scale}),
+                "{}",
+                im.name
+            );
+            if k > 0 && method != Downsample::Decimate {
+                let shift: Vec<f64> = (im.scale.iter().enumerate())
+                    .map(|(i, s)| if halved(i) { s * (f - 1.0) / 2.0 } else { 0.0 })
+                    .collect();
+                assert_eq!(t[1], json!({"type": "translation", "translation": shift}));
+            } else {
+                assert_eq!(t.as_array().map(Vec::len), Some(1), "{}", im.name);
+            }
+            let level = read_json(&path.join(k.to_string()).join("zarr.json"));
+            assert_eq!(level["shape"], json!(shape), "{} level {k}", im.name);
+            let inner = &level["codecs"][0]["configuration"]["chunk_shape"];
+            let (h, w) = (shape[rank - 2], shape[rank - 1]);
+            let c = im.chunk;
+            assert_eq!(inner[rank - 2], json!(h.min(c)), "{} level {k}", im.name);
+            assert_eq!(inner[rank - 1], json!(w.min(c)), "{} level {k}", im.name);
+            assert_eq!(level["attributes"]["zarrstream"]["state"], "finished");
+            // A frame dropped at level 0 is dropped at every level (no z pairs here).
+            let dropped = (0..im.frames()).filter(|&f| im.dropped(f)).count() as u64;
+            let progress = &level["attributes"]["zarrstream"];
+            assert_eq!(progress["frames_dropped"], dropped, "{} level {k}", im.name);
+            assert_eq!(
+                progress["frames_committed"],
+                shape[..rank - 2].iter().product::<u64>() - dropped,
+                "{} level {k}",
+                im.name
+            );
+            assert!(
+                !path
+                    .join(k.to_string())
+                    .join(".zarrstream-partial")
+                    .exists()
+            );
+            for (i, s) in shape.iter_mut().enumerate() {
+                if halved(i) {
+                    *s = s.div_ceil(2);
+                }
+            }
+        }
+        if method == Downsample::Decimate {
+            // Auto: the last level is the first that fits in one 16 x 16 inner chunk.
+            assert_eq!(n, 2, "{}: 32x32 in 16x16 chunks", im.name);
         }
     }
 }
@@ -342,6 +566,9 @@ fn entry(im: &Image, path: &Path, dir: &Path) -> Value {
     json!({
         "name": im.name, "path": path, "expected": expected, "dtype": "<u2",
         "shape": shape, "axes": im.axes.iter().map(|a| a.0).collect::<Vec<_>>(),
+        "levels": im.ome.level_count(&im.spec()).expect("levels"),
+        "method": im.ome.downsample_method().as_str(),
+        "z_axis": im.ome.halves_z().then(|| im.shape.len() - 3),
     })
 }
 
@@ -353,6 +580,9 @@ fn readers_validate_and_read_every_image() {
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .expect("tmp");
     let entries: Vec<Value> = images()
+        .into_iter()
+        .chain(pyramid_images())
+        .collect::<Vec<_>>()
         .iter()
         .map(|im| entry(im, &im.write(dir.path(), options()), dir.path()))
         .collect();
@@ -396,6 +626,9 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
             ("x", "", None),
         ],
         scale: vec![],
+        drop_every: None,
+        chunk: 16,
+        codec: Codec::lz4(1),
     };
     let frames = 180u64;
     let data: Vec<u8> = (0..frames)
@@ -410,6 +643,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
     let live = json!({
         "name": im.name, "path": store, "expected": input, "dtype": "<u2",
         "shape": [frames / 2, 2, 64, 48], "axes": ["t", "c", "y", "x"],
+        "levels": 4, "method": "mean",
         "timeout_s": 120, "ready_file": ready,
     });
     fs::write(&manifest, json!({ "live": live }).to_string()).expect("manifest");
@@ -446,6 +680,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
             "A,B",
         ])
         .args(["--pixel-size", "0.5", "--frames", &frames.to_string()])
+        .args(["--levels", "4"])
         .args(["--fps", "60", "--threads", "2", "--no-pin", "--quiet"])
         .arg("--input")
         .arg(&input)

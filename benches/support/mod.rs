@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use zarrstream::{ArraySpec, Codec, DataType, SinkChoice, Stats, Writer, WriterOptions};
+use zarrstream::{ArraySpec, Codec, DataType, Ome, SinkChoice, Stats, Writer, WriterOptions};
 
 /// One array layout of DESIGN §6 (t, y, x), `uint16`.
 #[derive(Debug, Clone, Copy)]
@@ -193,12 +193,15 @@ impl Feed {
     }
 }
 
-/// Writes `count` frames (cycling `frames`) into a fresh store at `path`, fed as `feed`
-/// says and paced at `fps` (0 = as fast as possible), and returns the timings. Frame k is
-/// due at t0 + k/fps; its latency is measured from then (open loop).
+/// Writes `count` frames (cycling `frames`) into a fresh store at `path` (an OME-Zarr
+/// image with `ome`, else a plain array), fed as `feed` says and paced at `fps` (0 = as
+/// fast as possible), and returns the timings. Frame k is due at t0 + k/fps; its latency
+/// is measured from then (open loop).
+#[allow(clippy::too_many_arguments)]
 pub fn run_writer(
     path: &Path,
     spec: ArraySpec,
+    ome: Option<&Ome>,
     options: WriterOptions,
     frames: &[Vec<u8>],
     count: usize,
@@ -208,7 +211,11 @@ pub fn run_writer(
     let _ = std::fs::remove_dir_all(path);
     let base = status_bytes("VmRSS");
     reset_peak();
-    let mut w = Writer::create(path, spec, options).expect("create the store");
+    let mut w = match ome {
+        Some(ome) => Writer::create_ome(path, spec, ome, options),
+        None => Writer::create(path, spec, options),
+    }
+    .expect("create the store");
     let t0 = Instant::now();
     let mut late = 0;
     for k in 0..count {

@@ -52,6 +52,13 @@ OME-ZARR:
     --channels A,B,...      channel names, one per entry of the channel axis; with
                             rank 4 and no --dim-names the axes become t,c,y,x; also
                             writes omero channel metadata (needs --ome)
+    --levels N|auto         resolution levels, level 0 included, built while
+                            recording by 2x2 reduction in y,x at --out/1, /2, ...;
+                            auto: until a level fits in one inner chunk (needs
+                            --ome) [default: 1]
+    --downsample M          mean|decimate|min|max (needs --ome) [default: mean]
+    --downsample-z          levels also halve z (2x2x2 blocks of consecutive z
+                            planes; needs --ome, --levels and a z axis)
 
 FRAMES:
     --frames N              frames (2-D planes) to push; with rank > 3 they fill the
@@ -165,6 +172,12 @@ pub struct OmeArgs {
     pub frame_interval_ms: Option<f64>,
     /// Channel names.
     pub channels: Option<Vec<String>>,
+    /// Resolution levels (`None`: 1).
+    pub levels: Option<zarrstream::Levels>,
+    /// Downsampling method.
+    pub downsample: Option<zarrstream::Downsample>,
+    /// Levels halve z too.
+    pub downsample_z: bool,
 }
 
 /// What the command line asks for.
@@ -243,6 +256,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
                 "--quiet" => o.quiet = true,
                 "--progress" => o.progress = true,
                 "--ome" => raw.ome = true,
+                "--downsample-z" => {
+                    raw.ome_args.downsample_z = true;
+                    raw.ome_option.get_or_insert_with(|| name.clone());
+                }
                 _ => return None,
             }
             Some(())
@@ -316,7 +333,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
                     Some(names)
                 })
             }
-            "--pixel-size" | "--z-step" | "--frame-interval" | "--channels" => {
+            "--pixel-size" | "--z-step" | "--frame-interval" | "--channels" | "--levels"
+            | "--downsample" => {
                 raw.ome_option.get_or_insert_with(|| name.clone());
                 let a = &mut raw.ome_args;
                 match name.as_str() {
@@ -332,6 +350,29 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
                         }
                     }
                     "--z-step" => a.z_step = Some(positive(&name, v)?),
+                    "--levels" => {
+                        a.levels = Some(if v == "auto" {
+                            zarrstream::Levels::Auto
+                        } else {
+                            match v.parse::<usize>() {
+                                Ok(n) if (1..=zarrstream::MAX_LEVELS).contains(&n) => {
+                                    zarrstream::Levels::Count(n)
+                                }
+                                _ => {
+                                    return usage(format!(
+                                        "--levels '{v}': expected 1 to {} or auto",
+                                        zarrstream::MAX_LEVELS
+                                    ));
+                                }
+                            }
+                        })
+                    }
+                    "--downsample" => {
+                        a.downsample = Some(match v.parse() {
+                            Ok(m) => m,
+                            Err(e) => return usage(format!("--downsample: {e}")),
+                        })
+                    }
                     "--frame-interval" => a.frame_interval_ms = Some(positive(&name, v)?),
                     _ => {
                         let names: Vec<String> =

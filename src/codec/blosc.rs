@@ -16,9 +16,12 @@
 //! that does not shrink is stored raw with length = its input length; a frame that would
 //! exceed `nbytes + 16` becomes a "memcpyed" frame of the unshuffled input.
 
+use std::ops::Range;
+
 use lz4::block::{CompressionMode, compress_to_buffer};
 
 use super::shuffle::shuffle_source;
+
 use crate::tile::ChunkSource;
 
 // Format constants, shared with the decoder in `read::blosc`.
@@ -43,7 +46,7 @@ pub(crate) fn bound(raw: usize) -> usize {
 }
 
 /// LZ4 acceleration c-blosc 1.x uses at `clevel` (`get_accel` in blosc.c).
-fn acceleration(clevel: u8) -> i32 {
+pub(crate) fn acceleration(clevel: u8) -> i32 {
     10 - i32::from(clevel.min(9))
 }
 
@@ -97,25 +100,32 @@ fn header(
 }
 
 /// Encodes `src` into `out` (at least `bound(src.len())` bytes); returns the frame length.
-/// `scratch` is reused between calls (one shuffled block).
+/// `accel` is LZ4's acceleration ([`acceleration`] of `clevel` to match c-blosc).
+/// `scratch` is reused between calls (one shuffled block). `read` is told each block's
+/// byte range of `src` right after the block was read (see
+/// [`ChunkEncoder::encode_observed`](super::ChunkEncoder::encode_observed)).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode(
     src: &ChunkSource<'_>,
     typesize: usize,
     clevel: u8,
+    accel: i32,
     scratch: &mut Vec<u8>,
     out: &mut [u8],
+    read: &mut dyn FnMut(Range<usize>),
 ) -> usize {
     let nbytes = src.len();
     let bs = blocksize(clevel, typesize, nbytes);
     let split = split_block(typesize, bs);
     let flags = FLAG_LZ4 | FLAG_SHUFFLE | if split { 0 } else { FLAG_DONT_SPLIT };
     let limit = nbytes + HEADER;
-    if clevel > 0 && nbytes >= MIN_BUFFERSIZE {
-        let accel = acceleration(clevel);
-        if let Some(cbytes) = encode_blocks(src, typesize, bs, split, accel, limit, scratch, out) {
-            header(out, flags, typesize, nbytes, bs, cbytes);
-            return cbytes;
-        }
+    if clevel > 0
+        && nbytes >= MIN_BUFFERSIZE
+        && let Some(cbytes) =
+            encode_blocks(src, typesize, bs, split, accel, limit, scratch, out, read)
+    {
+        header(out, flags, typesize, nbytes, bs, cbytes);
+        return cbytes;
     }
     src.copy_range(0, nbytes, &mut out[HEADER..limit]);
     header(out, flags | FLAG_MEMCPYED, typesize, nbytes, bs, limit);
@@ -133,6 +143,7 @@ fn encode_blocks(
     limit: usize,
     scratch: &mut Vec<u8>,
     out: &mut [u8],
+    read: &mut dyn FnMut(Range<usize>),
 ) -> Option<usize> {
     let nbytes = src.len();
     let nblocks = nbytes.div_ceil(bs);
@@ -152,6 +163,7 @@ fn encode_blocks(
                 &scratch[..bsize]
             }
         };
+        read(start..start + bsize);
         // The leftover block is never split (the decoder re-derives this).
         let nsplits = if split && bsize == bs { ts } else { 1 };
         let neblock = bsize / nsplits;

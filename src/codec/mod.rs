@@ -143,6 +143,7 @@ pub struct ChunkEncoder {
     crc32c: bool,
     zstd: Option<zstd::ZstdEncoder>,
     scratch: Vec<u8>,
+    lz4_acceleration: Option<i32>,
 }
 
 impl ChunkEncoder {
@@ -166,7 +167,26 @@ impl ChunkEncoder {
             crc32c,
             zstd,
             scratch: Vec::new(),
+            lz4_acceleration: None,
         })
+    }
+
+    /// Compresses `lz4` blocks with LZ4 acceleration `accel` (≥ 1) instead of the one
+    /// c-blosc uses at the codec's `clevel` (`10 - clevel`). The frames stay standard
+    /// Blosc1 that every reader decodes; only speed and compression ratio change (higher
+    /// is faster and compresses less). No effect on other codecs.
+    ///
+    /// ```
+    /// use zarrstream::{ChunkEncoder, Codec};
+    /// let mut enc = ChunkEncoder::new(Codec::lz4(1), 2, false)?.lz4_acceleration(32);
+    /// let data: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8).collect();
+    /// let mut out = vec![0u8; enc.slot_bound(data.len())];
+    /// assert!(enc.encode_slice(&data, &mut out)? < data.len());
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn lz4_acceleration(mut self, accel: i32) -> Self {
+        self.lz4_acceleration = Some(accel.max(1));
+        self
     }
 
     /// Slot size needed for a chunk of `raw` bytes, crc32c included.
@@ -211,6 +231,20 @@ impl ChunkEncoder {
     /// Encodes `src` into `out` (at least [`slot_bound`](Self::slot_bound) bytes) and
     /// appends the crc32c when enabled; returns the bytes used.
     pub fn encode(&mut self, src: &ChunkSource<'_>, out: &mut [u8]) -> Result<usize, Error> {
+        self.encode_observed(src, out, &mut |_| {})
+    }
+
+    /// [`encode`](Self::encode), telling `read` the byte ranges of `src` it has read,
+    /// as it reads them: each block of the `lz4` codec right after its shuffle, while
+    /// those bytes are still in cache, so a caller can make a second use of them (the
+    /// writer reduces the tile into a pyramid level) without reading memory again. Other
+    /// codecs report nothing; a caller must not rely on every byte being reported.
+    pub(crate) fn encode_observed(
+        &mut self,
+        src: &ChunkSource<'_>,
+        out: &mut [u8],
+        read: &mut dyn FnMut(std::ops::Range<usize>),
+    ) -> Result<usize, Error> {
         let n = match self.codec {
             Codec::None => raw::encode(src, out),
             Codec::Zstd { .. } => match &mut self.zstd {
@@ -218,7 +252,11 @@ impl ChunkEncoder {
                 None => return Err(Error::Internal("zstd encoder missing".into())),
             },
             Codec::Lz4 { clevel } => {
-                blosc::encode(src, self.typesize, clevel, &mut self.scratch, out)
+                let accel = self
+                    .lz4_acceleration
+                    .unwrap_or_else(|| blosc::acceleration(clevel));
+                let scratch = &mut self.scratch;
+                blosc::encode(src, self.typesize, clevel, accel, scratch, out, read)
             }
         };
         if self.crc32c {

@@ -6,6 +6,7 @@ mod grid;
 mod pool;
 mod preparer;
 mod priority;
+mod pyramid;
 mod shared;
 mod worker;
 mod writeback;
@@ -191,6 +192,8 @@ pub struct Writer {
     push_latency: Histogram<u64>,
     started: Option<Instant>,
     closed: bool,
+    /// The pyramid thread of an OME image with levels below 0.
+    pyramid: Option<pyramid::Pyramid>,
 }
 
 impl Writer {
@@ -202,7 +205,7 @@ impl Writer {
         prepare_dir(&dir, options.overwrite)?;
         // A store that could not be set up completely is removed, so a retry (e.g. after
         // freeing space) does not meet a half-made store.
-        Self::start(dir.clone(), spec, options).inspect_err(|_| {
+        Self::start(dir.clone(), spec, options, false).inspect_err(|_| {
             let _ = std::fs::remove_dir_all(&dir);
         })
     }
@@ -251,11 +254,20 @@ impl Writer {
             spec.dimension_names = Some(axes.into_iter().map(|a| a.name).collect());
         }
         let group = crate::ome::group_json(ome.attributes(&spec)?);
+        let n_levels = ome.level_count(&spec)?;
+        let z = ome.z_axis(&spec)?;
+        let mut level_specs = vec![spec.clone()];
+        for _ in 1..n_levels {
+            let mut next = crate::pyramid::next_level_spec(&level_specs[level_specs.len() - 1], z)?;
+            next.lz4_acceleration = Some(ome.level_acceleration());
+            level_specs.push(next);
+        }
         prepare_dir(&root, options.overwrite)?;
         let level0 = root.join(crate::ome::LEVEL0_PATH);
         let made = std::fs::create_dir(&level0)
             .map_err(|e| Error::io("create directory", &level0, e, 0))
-            .and_then(|()| Self::start(level0, spec, options))
+            .and_then(|()| Self::start(level0, spec, options.clone(), n_levels > 1))
+            .and_then(|writer| Self::start_levels(writer, &root, &level_specs[1..], ome, &options))
             .and_then(|writer| {
                 // After the level's zarr.json, so the group never names a missing array.
                 metadata::publish(&root, &group)?;
@@ -266,7 +278,109 @@ impl Writer {
         })
     }
 
-    fn start(dir: std::path::PathBuf, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
+    /// Starts one internal writer per level below 0 (at `root/1`, `root/2`, …), each
+    /// fed by a pyramid thread of the level above: a chain, so that the workers encoding
+    /// level `k` also reduce level `k + 1`, from the rows they have just read.
+    fn start_levels(
+        mut writer: Writer,
+        root: &Path,
+        specs: &[ArraySpec],
+        ome: &Ome,
+        options: &WriterOptions,
+    ) -> Result<Self> {
+        if specs.is_empty() {
+            return Ok(writer);
+        }
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            options.threads
+        };
+        let nice = options.background_nice;
+        let reducers = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("zarrstream-reduce-{i}"))
+            .start_handler(move |_| priority::lower_priority(nice))
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot start the reduction workers: {e}")))?;
+        let reducers = Arc::new(reducers);
+        let z = ome.z_axis(&writer.shared.spec)?;
+        // Pool sizes, top down: frames of level k in flight at once (each message to the
+        // pyramid thread below it holds one) and, when level k's workers reduce level
+        // k + 1, one level-(k + 1) buffer for each of them on top of that level's own.
+        let mut in_flight =
+            writer.frame_pool.count() + writer.group_pool.as_ref().map_or(0, Pool::count);
+        let mut above = writer.shared.grid.clone();
+        let mut opts = Vec::with_capacity(specs.len());
+        for (i, spec) in specs.iter().enumerate() {
+            // Level k holds a 4^k-th of the data: fewer workers, not pinned (level 0's
+            // workers are), always waiting (a drop is decided at level 0 only).
+            let level_threads = (threads >> (2 * (i + 1))).max(1);
+            let own = 2 * level_threads + 2;
+            let pool_frames = if pyramid::Reduction::fits(&above, z) {
+                in_flight + own
+            } else {
+                own
+            };
+            in_flight = pool_frames;
+            above = Grid::new(spec);
+            opts.push(WriterOptions {
+                threads: level_threads,
+                pin_threads: false,
+                pool_frames,
+                backpressure: Backpressure::Block,
+                overwrite: false,
+                ..options.clone()
+            });
+        }
+        for k in 1..=specs.len() {
+            let dir = root.join(k.to_string());
+            std::fs::create_dir(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
+        }
+        // Bottom up: each level starts with the writer of the level below attached.
+        let mut below: Option<Writer> = None;
+        for (i, (spec, opts)) in specs.iter().zip(opts).enumerate().rev() {
+            let dir = root.join((i + 1).to_string());
+            let mut level = Self::start(dir, spec.clone(), opts, below.is_some())?;
+            if let Some(b) = below.take() {
+                level.attach_level(b, ome, z, &reducers, nice)?;
+            }
+            below = Some(level);
+        }
+        if let Some(b) = below {
+            writer.attach_level(b, ome, z, &reducers, nice)?;
+        }
+        Ok(writer)
+    }
+
+    /// Makes `below` the next pyramid level of this writer (a pyramid thread feeds it).
+    fn attach_level(
+        &mut self,
+        below: Writer,
+        ome: &Ome,
+        z: Option<usize>,
+        reducers: &Arc<rayon::ThreadPool>,
+        nice: u8,
+    ) -> Result<()> {
+        let in_flight = self.frame_pool.count() + self.group_pool.as_ref().map_or(0, Pool::count);
+        self.pyramid = Some(pyramid::Pyramid::start(
+            below,
+            Arc::clone(&self.shared),
+            ome.downsample_method(),
+            z,
+            in_flight,
+            Arc::clone(reducers),
+            nice,
+        )?);
+        Ok(())
+    }
+
+    fn start(
+        dir: std::path::PathBuf,
+        spec: ArraySpec,
+        options: WriterOptions,
+        keep_frames: bool,
+    ) -> Result<Self> {
         let tmp_dir = dir.join(PARTIAL_DIR);
         std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
         let lock = StoreLock::acquire(&tmp_dir)?;
@@ -298,7 +412,7 @@ impl Writer {
         finisher::publish(&shared, 0, &progress)?;
 
         let g = &shared.grid;
-        let (frame_pool, group_pool) = if g.deep() {
+        let (frame_pool, group_pool) = if g.deep() && !keep_frames {
             let groups = g.max_open_boxes(&g.chunk_lead) + options.spare_groups.max(1);
             (
                 Pool::new(2, shared.spec.frame_bytes),
@@ -310,7 +424,13 @@ impl Writer {
             } else {
                 options.pool_frames
             };
-            (Pool::new(n, shared.spec.frame_bytes), None)
+            // Deep chunks with a pyramid: frames are copied into pooled buffers kept for
+            // the pyramid thread, and their rows staged from there.
+            let groups = (g.deep()).then(|| {
+                let groups = g.max_open_boxes(&g.chunk_lead) + options.spare_groups.max(1);
+                Pool::new(groups, g.tiles * g.chunk_bytes)
+            });
+            (Pool::new(n, shared.spec.frame_bytes), groups)
         };
         // Jobs never outnumber the chunks of all pooled buffers, so a send never waits
         // longer than the pool already made the caller wait.
@@ -376,6 +496,7 @@ impl Writer {
             push_latency: histogram(),
             started: None,
             closed: false,
+            pyramid: None,
         })
     }
 
@@ -531,8 +652,25 @@ impl Writer {
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
         let wait = self.backpressure == Backpressure::Block;
+        let frame = match frame {
+            // The pyramid thread needs the frame after staging: keep it in a pool buffer.
+            Frame::Borrowed(bytes) if g.deep() && self.pyramid.is_some() => {
+                match self.frame_pool.get(wait) {
+                    Some(mut b) => {
+                        b.copy_from_slice(bytes);
+                        Frame::Owned(b)
+                    }
+                    None => Frame::Skipped,
+                }
+            }
+            f => f,
+        };
         let accepted = if g.deep() {
-            self.stage(c, frame, scheduled, wait)?
+            let staged = self.stage(c, &frame, scheduled, wait)?;
+            if let (true, Some(p), Frame::Owned(b)) = (staged, self.pyramid.as_mut(), frame) {
+                p.frame(pyramid::Source::Buf(b), scheduled)?;
+            }
+            staged
         } else {
             let buf = match frame {
                 Frame::Owned(b) => Some(b),
@@ -542,24 +680,49 @@ impl Writer {
                 }),
                 Frame::Skipped => None,
             };
+            let next = match (&buf, &self.pyramid) {
+                (Some(_), Some(p)) => p.reduction(wait),
+                _ => pyramid::NextReduction::Thread,
+            };
+            let (reduction, done) = match next {
+                pyramid::NextReduction::Fused(r, done) => (Some(r), Some(done)),
+                pyramid::NextReduction::Thread => (None, None),
+                pyramid::NextReduction::Full => return self.account(false, c, t0),
+            };
             match buf {
                 Some(buf) => {
-                    let batch = Batch {
+                    let batch = Arc::new(Batch {
                         buf,
                         staged: false,
                         remaining: AtomicUsize::new(g.tiles),
                         times: vec![scheduled],
-                    };
-                    self.dispatch(c, batch)?;
+                        reduction,
+                    });
+                    self.dispatch(c, Arc::clone(&batch))?;
+                    if let Some(p) = self.pyramid.as_mut() {
+                        let src = match done {
+                            Some(done) => pyramid::Source::Reduced { batch, done },
+                            None => pyramid::Source::Batch(batch),
+                        };
+                        p.frame(src, scheduled)?;
+                    }
                     true
                 }
                 None => false,
             }
         };
+        self.account(accepted, c, t0)
+    }
+
+    /// Counts a pushed frame as written or dropped and seals what it completed.
+    fn account(&mut self, accepted: bool, c: &[u64], t0: Instant) -> Result<bool> {
         if accepted {
             self.written += 1;
         } else {
             self.dropped += 1;
+            if let Some(p) = self.pyramid.as_mut() {
+                p.skip();
+            }
         }
         self.seal_completed(c)?;
         let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -571,11 +734,11 @@ impl Writer {
     fn stage(
         &mut self,
         c: &[u64],
-        frame: Frame<'_>,
+        frame: &Frame<'_>,
         scheduled: Instant,
         wait: bool,
     ) -> Result<bool> {
-        let bytes: &[u8] = match &frame {
+        let bytes: &[u8] = match frame {
             Frame::Owned(b) => b,
             Frame::Borrowed(b) => b,
             Frame::Skipped => return Ok(false),
@@ -610,7 +773,7 @@ impl Writer {
 
     /// Sends one job per tile of `batch`, whose frames sit at chunk-group coordinates
     /// derived from `c` (a frame's leading coordinates, or a group's first frame).
-    fn dispatch(&mut self, c: &[u64], batch: Batch) -> Result<()> {
+    fn dispatch(&mut self, c: &[u64], batch: Arc<Batch>) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
         let sc = Grid::box_of(c, &g.shard_lead);
@@ -628,7 +791,6 @@ impl Writer {
                 .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         }
         let gc = Grid::box_of(c, &g.chunk_lead);
-        let batch = Arc::new(batch);
         let jobs = self.jobs.as_ref().ok_or(Error::Closed)?;
         for tile in 0..g.tiles {
             let shard = Arc::clone(&set[g.shard_of_tile(tile)]);
@@ -696,12 +858,13 @@ impl Writer {
             }
         }
         let first: Vec<u64> = gc.iter().zip(&g.chunk_lead).map(|(a, b)| a * b).collect();
-        let batch = Batch {
+        let batch = Arc::new(Batch {
             buf: group.buf,
             staged: true,
             remaining: AtomicUsize::new(g.tiles),
             times: group.times,
-        };
+            reduction: None,
+        });
         self.dispatch(&first, batch)
     }
 
@@ -779,6 +942,18 @@ impl Writer {
             }
         }
         self.open_groups.clear();
+        // The levels below 0 end with level 0 (aborted with it), before it publishes: a
+        // level that fails aborts level 0 too.
+        if let Some(mut p) = self.pyramid.take() {
+            let abort = (self.shared.failed() || state == State::Aborted).then(|| {
+                error
+                    .clone()
+                    .unwrap_or_else(|| "level 0 stopped after an error".into())
+            });
+            if let Err(e) = p.end(abort) {
+                self.shared.fail(e);
+            }
+        }
         let mut sets: Vec<_> = self.open_sets.keys().cloned().collect();
         sets.sort();
         for sc in sets {

@@ -4,6 +4,8 @@ use std::ops::{Deref, DerefMut};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
+/// Clones share the buffers.
+#[derive(Clone)]
 pub(crate) struct Pool {
     home: Sender<Vec<u8>>,
     free: Receiver<Vec<u8>>,
@@ -49,6 +51,10 @@ impl Pool {
             buf,
             home: self.home.clone(),
         })
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.count
     }
 
     pub(crate) fn bytes(&self) -> usize {

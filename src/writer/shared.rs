@@ -152,6 +152,8 @@ pub(crate) struct Batch {
     pub remaining: AtomicUsize,
     /// Scheduled (camera) time of each frame in the batch, for frame latency.
     pub times: Vec<Instant>,
+    /// Level 1 of the frame, for an OME pyramid whose level 1 the workers reduce.
+    pub reduction: Option<super::pyramid::Reduction>,
 }
 
 impl Batch {

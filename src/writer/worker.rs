@@ -28,7 +28,10 @@ pub(crate) fn run(
     let mut latency = crate::stats::histogram();
     let spec = &shared.spec;
     let mut encoder = match ChunkEncoder::new(spec.codec, spec.dtype.size(), spec.crc32c) {
-        Ok(e) => Some(e),
+        Ok(e) => Some(match spec.lz4_acceleration {
+            Some(a) => e.lz4_acceleration(a),
+            None => e,
+        }),
         Err(e) => {
             shared.fail(e);
             None
@@ -36,6 +39,9 @@ pub(crate) fn run(
     };
     let mut scratch = Vec::new();
     for job in jobs {
+        let mut level1 = (job.batch.reduction.as_ref())
+            .filter(|_| !shared.failed())
+            .map(|r| r.tile(&shared, &job.batch.buf, job.tile));
         if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
             let src = job.batch.source(&shared.grid, job.tile);
             let sink = &job.shard.sink;
@@ -47,14 +53,27 @@ pub(crate) fn run(
             });
             let written = match direct {
                 Some(r) => r,
-                None => sink.write_chunk(job.slot, &mut scratch, &mut |out| enc.encode(&src, out)),
+                None => sink.write_chunk(job.slot, &mut scratch, &mut |out| {
+                    // Pyramid level 1 is reduced from the rows the encoder just read.
+                    enc.encode_observed(&src, out, &mut |read| {
+                        if let Some(l) = level1.as_mut() {
+                            l.read_to(read.end);
+                        }
+                    })
+                }),
             };
             match written {
                 Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
                 Err(e) => shared.fail(e),
             }
         }
+        if let Some(mut l) = level1 {
+            l.finish();
+        }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(r) = &job.batch.reduction {
+                r.finished();
+            }
             if !shared.failed() {
                 let n = job.batch.times.len() as u64;
                 shared.frames_encoded.fetch_add(n, Ordering::Release);

@@ -5,7 +5,14 @@
     ome_check.py live MANIFEST.json     read an image again and again while it is recorded
 
 MANIFEST: {"images": [{"name", "path", "expected" (raw little-endian file), "dtype"
-(numpy), "shape"}]} or {"live": {... as one image, "timeout_s", "ready_file"}}.
+(numpy), "shape", "levels", "method", "z_axis" (optional)}]} or {"live": {... as one
+image, "timeout_s", "ready_file"}}.
+
+Pyramid levels: level k must equal numpy's 2x2 reduction (y, x) of level k-1, or its
+2x2x2 reduction when "z_axis" names the z axis, computed here from the expected level 0:
+exactly for decimate/min/max and for the integer mean, whose rounding is round half up
+of the exact mean, floor((2*sum + n) / (2*n)) with n the pixels that exist (4 or 8, and
+fewer on the last row/column/plane of odd sizes).
 
 For each image: the group validates with ome-zarr-models (NGFF 0.5 pydantic models);
 the ome-zarr reader (parse_url + Reader) finds one image node whose level 0 equals the
@@ -42,6 +49,36 @@ def ome_zarr_level0(path):
     return nodes[0], np.asarray(nodes[0].data[0])
 
 
+def reduce2(a, method, z_axis=None):
+    """numpy's reduction of 2x2 blocks of the last two axes, or 2x2x2 blocks with axis
+    z_axis too (odd sizes: over what exists)."""
+    axes = {a.ndim - 2, a.ndim - 1} | ({z_axis} if z_axis is not None else set())
+    if method == "decimate":
+        return a[tuple(slice(None, None, 2) if i in axes else slice(None) for i in range(a.ndim))]
+    pad = [(0, a.shape[i] % 2) if i in axes else (0, 0) for i in range(a.ndim)]
+    shape, pairs = [], []
+    for i, n in enumerate(a.shape):
+        if i in axes:
+            shape += [(n + 1) // 2, 2]
+            pairs.append(len(shape) - 1)
+        else:
+            shape.append(n)
+    pairs = tuple(pairs)
+    if method in ("min", "max"):
+        blocks = np.pad(a, pad, mode="edge").reshape(shape)
+        return getattr(blocks, method)(axis=pairs)
+    s = np.pad(a.astype(np.int64), pad).reshape(shape).sum(axis=pairs)
+    n = np.pad(np.ones(a.shape, np.int64), pad).reshape(shape).sum(axis=pairs)
+    return ((2 * s + n) // (2 * n)).astype(a.dtype)
+
+
+def pyramid(entry, want):
+    levels = [want]
+    for _ in range(1, entry.get("levels", 1)):
+        levels.append(reduce2(levels[-1], entry["method"], entry.get("z_axis")))
+    return levels
+
+
 def compare(name, what, got, want, fails):
     if got.shape != want.shape:
         fails.append(f"FAIL [{name}] {what}: shape {got.shape}, expected {want.shape}")
@@ -54,23 +91,34 @@ def compare(name, what, got, want, fails):
 def check_image(entry, fails):
     name, path = entry["name"], entry["path"]
     want = expected(entry)
+    levels = pyramid(entry, want)
     try:
         model = validate(path)
-        axes = [a.name for a in model.attributes.ome.multiscales[0].axes]
-        print(f"{name}: ome-zarr-models validated, axes {axes}")
+        ms = model.attributes.ome.multiscales[0]
+        axes = [a.name for a in ms.axes]
+        paths = [d.path for d in ms.datasets]
+        if paths != [str(k) for k in range(len(levels))]:
+            fails.append(f"FAIL [{name}] datasets {paths}, expected {len(levels)} levels")
+        print(f"{name}: ome-zarr-models validated, axes {axes}, levels {paths}")
     except Exception as e:  # noqa: BLE001
         fails.append(f"FAIL [{name}] ome-zarr-models: {e}")
     try:
         node, data = ome_zarr_level0(path)
         compare(name, "ome-zarr level 0", data, want, fails)
+        if len(node.data) != len(levels):
+            fails.append(f"FAIL [{name}] ome-zarr sees {len(node.data)} levels")
+        for k, lv in enumerate(levels[1:len(node.data)], start=1):
+            compare(name, f"ome-zarr level {k}", np.asarray(node.data[k]), lv, fails)
         got_axes = [a["name"] for a in node.metadata["axes"]]
         if got_axes != entry["axes"]:
             fails.append(f"FAIL [{name}] ome-zarr axes {got_axes}, expected {entry['axes']}")
     except Exception as e:  # noqa: BLE001
         fails.append(f"FAIL [{name}] ome-zarr: {type(e).__name__}: {e}")
     try:
-        level0 = zarr.open_group(path, mode="r")["0"]
-        compare(name, "zarr-python level 0", level0[...], want, fails)
+        group = zarr.open_group(path, mode="r")
+        for k, lv in enumerate(levels):
+            method = entry.get("method", "") if k else ""
+            compare(name, f"zarr-python level {k} {method}", group[str(k)][...], lv, fails)
     except Exception as e:  # noqa: BLE001
         fails.append(f"FAIL [{name}] zarr-python: {type(e).__name__}: {e}")
 
@@ -86,6 +134,8 @@ def run_live(manifest):
     entry = manifest["live"]
     name, path = entry["name"], entry["path"]
     want = expected(entry)
+    levels = pyramid(entry, want)
+    last_k, seen_k = {}, {}
     fails = []
     with open(entry["ready_file"], "w") as f:
         f.write("ready")
@@ -107,6 +157,19 @@ def run_live(manifest):
         last = rows
         seen.add(rows)
         compare(name, f"live zarr-python read of {rows} rows", level0[...], want[:rows], fails)
+        # Every other level: its shape never ahead of its data, never shrinking.
+        for k, lv in enumerate(levels[1:], start=1):
+            try:
+                arr = zarr.open_group(path, mode="r")[str(k)]
+            except Exception as e:  # noqa: BLE001
+                fails.append(f"FAIL [{name}] live level {k}: {type(e).__name__}: {e}")
+                continue
+            r = arr.shape[0]
+            if r < last_k.get(k, 0):
+                fails.append(f"FAIL [{name}] live level {k}: shape[0] shrank to {r}")
+            last_k[k] = r
+            seen_k.setdefault(k, set()).add(r)
+            compare(name, f"live level {k} read of {r} rows", arr[...], lv[:r], fails)
         try:
             _, data = ome_zarr_level0(path)
             rows2 = data.shape[0]
@@ -115,6 +178,8 @@ def run_live(manifest):
             fails.append(f"FAIL [{name}] live ome-zarr: {type(e).__name__}: {e}")
     partial = sorted(s for s in seen if 0 < s < want.shape[0])
     print(f"live: shape[0] seen while recording: {sorted(seen)}")
+    for k, s in sorted(seen_k.items()):
+        print(f"live: level {k} shape[0] seen: {sorted(s)}")
     if len(partial) < 2:
         fails.append(f"FAIL [{name}] live: saw only {sorted(seen)} rows; too short to "
                      "read at two growing sizes")

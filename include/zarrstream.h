@@ -158,7 +158,11 @@ extern "C" {
  * ("micrometer" default, "nanometer"), `time_unit` ("millisecond" default, "second"),
  * `channels` [names, one per entry of the channel axis], `omero` ("auto" or
  * {"channels": [{"label", "color" ("RRGGBB"), "window" {"min", "max", "start", "end"},
- * "active"}]}).
+ * "active"}]}), and the pyramid: `levels` (a count, 1 = level 0 only (default), at most
+ * 16, or "auto": until a level's frame fits one inner chunk; level k at
+ * `store_path`/k), `downsample` ("mean" default, "decimate", "min", "max"),
+ * `downsample_z` (halve z too, default false), `level_lz4_acceleration` (LZ4
+ * acceleration of the lz4 chunks of levels 1 and up).
  *
  * Example: {"shape": [0, 2048, 2048], "chunk_shape": [1, 512, 512],
  * "shard_shape": [32, 2048, 2048], "codec": "zstd:1", "threads": 4}

@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use zarrstream::{
-    ArraySpec, Backpressure, Codec, DataType, Durability, IndexLocation, Ome, OmeError, Omero,
-    OmeroChannel, Packing, SinkChoice, SpaceUnit, SpecError, TimeUnit, Window, Writer,
-    WriterOptions,
+    ArraySpec, Backpressure, Codec, DataType, Downsample, Durability, IndexLocation, Levels, Ome,
+    OmeError, Omero, OmeroChannel, Packing, SinkChoice, SpaceUnit, SpecError, TimeUnit, Window,
+    Writer, WriterOptions,
 };
 
 /// Why `config_json` was rejected before the library saw it.
@@ -120,7 +120,11 @@ struct OmeKeys {
     time_unit: Option<TimeUnitKey>,
     channels: Option<Vec<String>>,
     omero: Option<OmeroKey>,
-    // The pyramid options (levels, downsample) join here when `Ome` has them.
+    /// A count (1 = level 0 only) or `"auto"`.
+    levels: Option<Value>,
+    downsample: Option<String>,
+    downsample_z: Option<bool>,
+    level_lz4_acceleration: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -344,8 +348,42 @@ impl OmeKeys {
                 ),
             });
         }
+        if let Some(v) = self.levels {
+            ome = ome.levels(levels(&v)?);
+        }
+        if let Some(v) = self.downsample {
+            let method = v
+                .parse::<Downsample>()
+                .map_err(|message| ConfigError::Value {
+                    key: "ome.downsample",
+                    message,
+                })?;
+            ome = ome.downsample(method);
+        }
+        if let Some(v) = self.downsample_z {
+            ome = ome.downsample_z(v);
+        }
+        if let Some(v) = self.level_lz4_acceleration {
+            ome = ome.level_lz4_acceleration(v);
+        }
         Ok(ome)
     }
+}
+
+/// `ome.levels`: a count, or `"auto"` (until a level's frame fits one inner chunk).
+fn levels(v: &Value) -> Result<Levels, ConfigError> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Levels::Count),
+        Value::String(s) if s == "auto" => Some(Levels::Auto),
+        _ => None,
+    }
+    .ok_or_else(|| ConfigError::Value {
+        key: "ome.levels",
+        message: format!("{v} is not a level count or \"auto\""),
+    })
 }
 
 /// A JSON number, or `"NaN"`, `"Infinity"`, `"-Infinity"` (the Zarr v3 spellings of the
@@ -477,6 +515,20 @@ mod tests {
             .channels(["GFP", "RFP"])
             .omero(Omero::Auto);
         assert_eq!(p.ome.unwrap(), want);
+        let pyramid = Config::parse(
+            r#"{"ome": {"levels": 3, "downsample": "max", "downsample_z": true,
+                        "level_lz4_acceleration": 9}}"#,
+        )
+        .unwrap();
+        let want = Ome::new()
+            .levels(Levels::Count(3))
+            .downsample(Downsample::Max)
+            .downsample_z(true)
+            .level_lz4_acceleration(9);
+        assert_eq!(pyramid.ome.unwrap().into_ome().unwrap(), want);
+        let auto = Config::parse(r#"{"ome": {"levels": "auto"}}"#).unwrap();
+        let want = Ome::new().levels(Levels::Auto);
+        assert_eq!(auto.ome.unwrap().into_ome().unwrap(), want);
         let o = Config::parse(
             r##"{"ome": {"z_step": 2, "omero": {"channels": [{"label": "a", "color": "FF0000",
                  "window": {"min": 0, "max": 10, "start": 1, "end": 9}, "active": true}]}}}"##,
@@ -538,6 +590,14 @@ mod tests {
             (
                 r#""ome": {"frame_interval_ms": -5}"#,
                 "frame_interval = -5 must be a positive",
+            ),
+            (
+                r#""ome": {"levels": "many"}"#,
+                "ome.levels: \"many\" is not a level count or \"auto\"",
+            ),
+            (
+                r#""ome": {"downsample": "median"}"#,
+                "ome.downsample: unknown downsampling method \"median\"",
             ),
             // the builder's own checks
             (r#""shard_shape": [4, 64, 48]"#, "does not divide shard"),

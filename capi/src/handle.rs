@@ -81,12 +81,13 @@ impl ZsWriter {
             .map_err(|e| zarrstream::Error::Internal(format!("statistics to JSON: {e}")).into())
     }
 
-    /// Stops the writer, keeping what it wrote (`Writer::abort`).
+    /// Stops the writer, keeping what it wrote (`Writer::abort`); errors are dropped,
+    /// as `zs_writer_abort` has no way to return them.
     pub fn abort(self) {
         if self.in_call {
             drop(self.writer);
         } else {
-            self.writer.abort();
+            let _ = self.writer.abort("aborted by the caller (zs_writer_abort)");
         }
     }
 }

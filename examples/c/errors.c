@@ -203,6 +203,9 @@ static void invalid_configs(void)
          " \"ome\": {\"channels\": [\"GFP\"]}}",
          "invalid OME-Zarr options: OME option channels is given but the array has no c axis"},
         {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"ome\": {\"levels\": 99}}",
+         "OME option levels = 99 must be 1 to 16"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
          " \"dtype\": \"\xff\"}",
          "config_json is not UTF-8"},
     };
@@ -328,12 +331,13 @@ static void ome_image(void)
 {
     zs_writer *w = create_ok(path("image.ome.zarr"),
                              config("\"ome\": {\"pixel_size\": [0.5, 0.5],"
-                                    " \"frame_interval_ms\": 10}"));
+                                    " \"frame_interval_ms\": 10, \"levels\": 2}"));
     push_ok(w, 2);
     finish_ok(w, 2);
     const char *group = read_file(path("image.ome.zarr/zarr.json"));
     CHECK(group != NULL && strstr(group, "\"multiscales\"") != NULL, "the group: %s", group);
     CHECK(exists(path("image.ome.zarr/0/zarr.json")), "level 0");
+    CHECK(exists(path("image.ome.zarr/1/zarr.json")), "level 1");
 }
 
 static void *fresh_thread(void *arg)

@@ -927,6 +927,18 @@ impl Writer {
         })
     }
 
+    /// Stops recording at once, for a caller that gives up (a camera fault, a user's
+    /// stop): no further frame is accepted, the frames accepted so far are still written
+    /// and published (as by [`finish`](Self::finish)), and `zarr.json` records state
+    /// `aborted` with `reason`, so readers can tell the run did not end as planned.
+    /// Returns the first error the writer met, as `finish` would.
+    pub fn abort(mut self, reason: impl Into<String>) -> Result<()> {
+        self.check_open()?;
+        self.closed = true;
+        self.shutdown(State::Aborted, Some(reason.into()));
+        self.shared.take_error().map_or(Ok(()), Err)
+    }
+
     /// Stops everything in order and writes the final `zarr.json`.
     fn shutdown(
         &mut self,

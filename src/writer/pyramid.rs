@@ -20,10 +20,10 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
+use super::Writer;
 use super::grid::Grid;
 use super::pool::{Pool, PoolBuf};
 use super::shared::{Batch, Shared};
-use super::{State, Writer};
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::pyramid::{Downsample, Region, reduce, reduce_pair};
@@ -489,14 +489,3 @@ const PARALLEL_BYTES: usize = 4 << 20;
 /// from 512 KiB of input, small enough to spread a level over the workers and to stay in
 /// their caches, large enough that scheduling costs nothing.
 const BAND_ROWS: usize = 64;
-
-impl Writer {
-    /// Finishes an internal level writer as aborted (every frame it accepted is still
-    /// written and published, with state `aborted` and `reason`).
-    fn abort(mut self, reason: String) -> Result<()> {
-        self.check_open()?;
-        self.closed = true;
-        self.shutdown(State::Aborted, Some(reason));
-        self.shared.take_error().map_or(Ok(()), Err)
-    }
-}

@@ -1,0 +1,645 @@
+//! `config_json` of `zs_writer_create`: one JSON object whose keys are the names of the
+//! Rust API's builder methods and option fields. Only the keys given are applied, onto
+//! `ArraySpec::builder()`, `WriterOptions::default()` and `Ome::new()`, so every default
+//! is the Rust API's own. Unknown keys are errors (a misspelt option must not silently
+//! fall back to its default).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use zarrstream::{
+    ArraySpec, Backpressure, Codec, DataType, Downsample, Durability, IndexLocation, Levels, Ome,
+    OmeError, Omero, OmeroChannel, Packing, SinkChoice, SpaceUnit, SpecError, TimeUnit, Window,
+    Writer, WriterOptions,
+};
+
+/// Why `config_json` was rejected before the library saw it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The text is not UTF-8.
+    #[error("config_json is not UTF-8: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    /// Not JSON, not an object, an unknown key, or a value of the wrong type.
+    #[error("config_json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A value of the right type that names nothing the library knows.
+    #[error("config_json: {key}: {message}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+    /// The array specification is impossible (the builder's own error).
+    #[error("invalid array specification: {0}")]
+    Spec(#[from] SpecError),
+    /// An OME option is invalid (the library's own error).
+    #[error("invalid OME-Zarr options: {0}")]
+    Ome(#[from] OmeError),
+}
+
+/// The whole of `config_json`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    // ArraySpec::builder()
+    shape: Option<Vec<u64>>,
+    chunk_shape: Option<Vec<u64>>,
+    shard_shape: Option<Vec<u64>>,
+    dtype: Option<String>,
+    fill_value: Option<Value>,
+    dimension_names: Option<Vec<String>>,
+    codec: Option<String>,
+    crc32c: Option<bool>,
+    index_location: Option<IndexLocationKey>,
+    attributes: Option<Map<String, Value>>,
+    // WriterOptions
+    threads: Option<usize>,
+    pin_threads: Option<bool>,
+    background_nice: Option<u8>,
+    sink: Option<String>,
+    pool_frames: Option<usize>,
+    spare_groups: Option<usize>,
+    backpressure: Option<BackpressureKey>,
+    durability: Option<DurabilityKey>,
+    packing: Option<PackingKey>,
+    overwrite: Option<bool>,
+    // Ome: present = an OME-Zarr image (Writer::create_ome)
+    ome: Option<OmeKeys>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum IndexLocationKey {
+    End,
+    Start,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum BackpressureKey {
+    Block,
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum PackingKey {
+    Compact,
+    Sparse,
+}
+
+/// `"shard"`, `"none"` or `{"periodic": {"interval_ms": N}}` (serde's form of the
+/// Rust enum; JSON has no durations, so the interval is in milliseconds).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum DurabilityKey {
+    Shard,
+    Periodic(PeriodicKeys),
+    None,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeriodicKeys {
+    interval_ms: u64,
+}
+
+/// The `ome` object: the options of `Ome`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OmeKeys {
+    name: Option<String>,
+    /// `[y, x]`.
+    pixel_size: Option<[f64; 2]>,
+    z_step: Option<f64>,
+    frame_interval_ms: Option<f64>,
+    space_unit: Option<SpaceUnitKey>,
+    time_unit: Option<TimeUnitKey>,
+    channels: Option<Vec<String>>,
+    omero: Option<OmeroKey>,
+    /// A count (1 = level 0 only) or `"auto"`.
+    levels: Option<Value>,
+    downsample: Option<String>,
+    downsample_z: Option<bool>,
+    level_lz4_acceleration: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum SpaceUnitKey {
+    Micrometer,
+    Nanometer,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TimeUnitKey {
+    Millisecond,
+    Second,
+}
+
+/// `"auto"` or `{"channels": [..]}`, as `Omero`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum OmeroKey {
+    Auto,
+    Channels(Vec<OmeroChannelKeys>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OmeroChannelKeys {
+    label: String,
+    color: String,
+    window: WindowKeys,
+    active: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WindowKeys {
+    min: f64,
+    max: f64,
+    start: f64,
+    end: f64,
+}
+
+/// What `config_json` asks for, in the library's types.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The array.
+    pub spec: ArraySpec,
+    /// The writer's options.
+    pub options: WriterOptions,
+    /// OME-Zarr image options; `None` for a plain array.
+    pub ome: Option<Ome>,
+}
+
+impl Config {
+    /// Parses the text of `config_json`.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        // serde would also take a struct's fields by position from a JSON array.
+        let first = text.trim_start().chars().next();
+        if first.is_some() && first != Some('{') {
+            return Err(ConfigError::Value {
+                key: "(top level)",
+                message: "not a JSON object".into(),
+            });
+        }
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// Applies the keys given onto the Rust API's defaults.
+    pub fn into_parsed(self) -> Result<Parsed, ConfigError> {
+        let mut b = ArraySpec::builder();
+        if let Some(v) = self.shape {
+            b = b.shape(v);
+        }
+        if let Some(v) = self.chunk_shape {
+            b = b.chunk_shape(v);
+        }
+        if let Some(v) = self.shard_shape {
+            b = b.shard_shape(v);
+        }
+        if let Some(v) = self.dtype {
+            b = b.dtype(DataType::parse(&v).ok_or_else(|| ConfigError::Value {
+                key: "dtype",
+                message: format!(
+                    "{v:?} is not a data type (uint8, uint16, int16, uint32, float32)"
+                ),
+            })?);
+        }
+        if let Some(v) = self.fill_value {
+            b = b.fill_value(fill_value(&v)?);
+        }
+        if let Some(v) = self.dimension_names {
+            b = b.dimension_names(v);
+        }
+        if let Some(v) = self.codec {
+            b = b.codec(Codec::parse(&v).ok_or_else(|| ConfigError::Value {
+                key: "codec",
+                message: format!("{v:?} is not a codec (none, zstd, zstd:LEVEL, lz4, lz4:CLEVEL)"),
+            })?);
+        }
+        if let Some(v) = self.crc32c {
+            b = b.crc32c(v);
+        }
+        if let Some(v) = self.index_location {
+            b = b.index_location(match v {
+                IndexLocationKey::End => IndexLocation::End,
+                IndexLocationKey::Start => IndexLocation::Start,
+            });
+        }
+        if let Some(v) = self.attributes {
+            b = b.attributes(v);
+        }
+        let spec = b.build()?;
+
+        let mut o = WriterOptions::default();
+        if let Some(v) = self.threads {
+            o.threads = v;
+        }
+        if let Some(v) = self.pin_threads {
+            o.pin_threads = v;
+        }
+        if let Some(v) = self.background_nice {
+            o.background_nice = v;
+        }
+        if let Some(v) = self.sink {
+            o.sink = SinkChoice::parse(&v).ok_or_else(|| ConfigError::Value {
+                key: "sink",
+                message: format!("{v:?} is not a sink (auto, mmap, pwrite)"),
+            })?;
+        }
+        if let Some(v) = self.pool_frames {
+            o.pool_frames = v;
+        }
+        if let Some(v) = self.spare_groups {
+            o.spare_groups = v;
+        }
+        if let Some(v) = self.backpressure {
+            o.backpressure = match v {
+                BackpressureKey::Block => Backpressure::Block,
+                BackpressureKey::Drop => Backpressure::Drop,
+            };
+        }
+        if let Some(v) = self.durability {
+            o.durability = match v {
+                DurabilityKey::Shard => Durability::Shard,
+                DurabilityKey::None => Durability::None,
+                DurabilityKey::Periodic(p) => Durability::Periodic {
+                    interval: Duration::from_millis(p.interval_ms),
+                },
+            };
+        }
+        if let Some(v) = self.packing {
+            o.packing = match v {
+                PackingKey::Compact => Packing::Compact,
+                PackingKey::Sparse => Packing::Sparse,
+            };
+        }
+        if let Some(v) = self.overwrite {
+            o.overwrite = v;
+        }
+        let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
+        Ok(Parsed {
+            spec,
+            options: o,
+            ome,
+        })
+    }
+}
+
+impl OmeKeys {
+    fn into_ome(self) -> Result<Ome, ConfigError> {
+        let mut ome = Ome::new();
+        if let Some(v) = self.name {
+            ome = ome.name(v);
+        }
+        if let Some([y, x]) = self.pixel_size {
+            ome = ome.pixel_size(y, x);
+        }
+        if let Some(v) = self.z_step {
+            ome = ome.z_step(v);
+        }
+        if let Some(ms) = self.frame_interval_ms {
+            // `Duration` cannot hold what `Ome` would reject anyway; say it in its words.
+            let d = Duration::try_from_secs_f64(ms / 1e3).map_err(|_| OmeError::NotPositive {
+                field: "frame_interval",
+                value: ms,
+            })?;
+            ome = ome.frame_interval(d);
+        }
+        if let Some(v) = self.space_unit {
+            ome = ome.space_unit(match v {
+                SpaceUnitKey::Micrometer => SpaceUnit::Micrometer,
+                SpaceUnitKey::Nanometer => SpaceUnit::Nanometer,
+            });
+        }
+        if let Some(v) = self.time_unit {
+            ome = ome.time_unit(match v {
+                TimeUnitKey::Millisecond => TimeUnit::Millisecond,
+                TimeUnitKey::Second => TimeUnit::Second,
+            });
+        }
+        if let Some(v) = self.channels {
+            ome = ome.channels(v);
+        }
+        if let Some(v) = self.omero {
+            ome = ome.omero(match v {
+                OmeroKey::Auto => Omero::Auto,
+                OmeroKey::Channels(chs) => Omero::Channels(
+                    chs.into_iter()
+                        .map(|c| OmeroChannel {
+                            label: c.label,
+                            color: c.color,
+                            window: Window {
+                                min: c.window.min,
+                                max: c.window.max,
+                                start: c.window.start,
+                                end: c.window.end,
+                            },
+                            active: c.active,
+                        })
+                        .collect(),
+                ),
+            });
+        }
+        if let Some(v) = self.levels {
+            ome = ome.levels(levels(&v)?);
+        }
+        if let Some(v) = self.downsample {
+            let method = v
+                .parse::<Downsample>()
+                .map_err(|message| ConfigError::Value {
+                    key: "ome.downsample",
+                    message,
+                })?;
+            ome = ome.downsample(method);
+        }
+        if let Some(v) = self.downsample_z {
+            ome = ome.downsample_z(v);
+        }
+        if let Some(v) = self.level_lz4_acceleration {
+            ome = ome.level_lz4_acceleration(v);
+        }
+        Ok(ome)
+    }
+}
+
+/// `ome.levels`: a count, or `"auto"` (until a level's frame fits one inner chunk).
+fn levels(v: &Value) -> Result<Levels, ConfigError> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Levels::Count),
+        Value::String(s) if s == "auto" => Some(Levels::Auto),
+        _ => None,
+    }
+    .ok_or_else(|| ConfigError::Value {
+        key: "ome.levels",
+        message: format!("{v} is not a level count or \"auto\""),
+    })
+}
+
+/// A JSON number, or `"NaN"`, `"Infinity"`, `"-Infinity"` (the Zarr v3 spellings of the
+/// floats JSON has no numbers for).
+fn fill_value(v: &Value) -> Result<f64, ConfigError> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.as_str() {
+            "NaN" => Some(f64::NAN),
+            "Infinity" => Some(f64::INFINITY),
+            "-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+    .ok_or_else(|| ConfigError::Value {
+        key: "fill_value",
+        message: format!("{v} is not a number, \"NaN\", \"Infinity\" or \"-Infinity\""),
+    })
+}
+
+/// Creates the writer `text` describes at `path`.
+pub fn create(path: &Path, text: &str) -> Result<Writer, crate::error::CapiError> {
+    let p = Config::parse(text)?.into_parsed()?;
+    Ok(match &p.ome {
+        Some(ome) => Writer::create_ome(path, p.spec, ome, p.options)?,
+        None => Writer::create(path, p.spec, p.options)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str =
+        r#""shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64]"#;
+
+    fn parse(extra: &str) -> Result<Parsed, ConfigError> {
+        let sep = if extra.is_empty() { "" } else { ", " };
+        Config::parse(&format!("{{{BASE}{sep}{extra}}}"))?.into_parsed()
+    }
+
+    fn err(extra: &str) -> String {
+        parse(extra).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_are_the_rust_apis() {
+        let p = parse("").unwrap();
+        let want = ArraySpec::builder()
+            .shape([0, 64, 64])
+            .chunk_shape([1, 32, 32])
+            .shard_shape([4, 64, 64])
+            .build()
+            .unwrap();
+        assert_eq!(p.spec, want);
+        assert_eq!(p.options, WriterOptions::default());
+        assert!(p.ome.is_none());
+    }
+
+    #[test]
+    fn every_key_reaches_the_library() {
+        let p = parse(
+            r#""dtype": "float32", "fill_value": "NaN", "dimension_names": ["t", "y", "x"],
+               "codec": "zstd:3", "crc32c": false, "index_location": "start",
+               "attributes": {"instrument": "scope 1"},
+               "threads": 3, "pin_threads": false, "background_nice": 0, "sink": "mmap",
+               "pool_frames": 9, "spare_groups": 2, "backpressure": "drop",
+               "durability": {"periodic": {"interval_ms": 250}}, "packing": "sparse",
+               "overwrite": true"#,
+        )
+        .unwrap();
+        let s = &p.spec;
+        assert_eq!(s.dtype(), DataType::Float32);
+        assert!(s.fill_value().is_nan());
+        assert_eq!(s.dimension_names().unwrap(), ["t", "y", "x"]);
+        assert_eq!(s.codec(), Codec::zstd(3));
+        assert!(!s.crc32c());
+        assert_eq!(s.index_location(), IndexLocation::Start);
+        let o = p.options;
+        let want = WriterOptions {
+            threads: 3,
+            pin_threads: false,
+            background_nice: 0,
+            sink: SinkChoice::Mmap,
+            pool_frames: 9,
+            spare_groups: 2,
+            backpressure: Backpressure::Drop,
+            durability: Durability::Periodic {
+                interval: Duration::from_millis(250),
+            },
+            packing: Packing::Sparse,
+            overwrite: true,
+        };
+        assert_eq!(o, want);
+        assert_eq!(
+            parse(r#""durability": "none""#).unwrap().options.durability,
+            Durability::None
+        );
+        assert_eq!(parse(r#""fill_value": 7"#).unwrap().spec.fill_value(), 7.0);
+        assert_eq!(
+            parse(r#""dtype": "u8""#).unwrap().spec.dtype(),
+            DataType::UInt8
+        );
+        assert_eq!(
+            parse(r#""codec": "none""#).unwrap().spec.codec(),
+            Codec::none()
+        );
+    }
+
+    #[test]
+    fn ome_keys_make_the_same_ome_as_the_builder() {
+        let p = Config::parse(
+            r#"{"shape": [0, 2, 64, 64], "chunk_shape": [1, 1, 32, 32],
+                "shard_shape": [4, 1, 64, 64],
+                "ome": {"name": "run", "pixel_size": [0.5, 0.25], "frame_interval_ms": 20,
+                        "space_unit": "nanometer", "time_unit": "second",
+                        "channels": ["GFP", "RFP"], "omero": "auto"}}"#,
+        )
+        .unwrap()
+        .into_parsed()
+        .unwrap();
+        let want = Ome::new()
+            .name("run")
+            .pixel_size(0.5, 0.25)
+            .frame_interval(Duration::from_millis(20))
+            .space_unit(SpaceUnit::Nanometer)
+            .time_unit(TimeUnit::Second)
+            .channels(["GFP", "RFP"])
+            .omero(Omero::Auto);
+        assert_eq!(p.ome.unwrap(), want);
+        let pyramid = Config::parse(
+            r#"{"ome": {"levels": 3, "downsample": "max", "downsample_z": true,
+                        "level_lz4_acceleration": 9}}"#,
+        )
+        .unwrap();
+        let want = Ome::new()
+            .levels(Levels::Count(3))
+            .downsample(Downsample::Max)
+            .downsample_z(true)
+            .level_lz4_acceleration(9);
+        assert_eq!(pyramid.ome.unwrap().into_ome().unwrap(), want);
+        let auto = Config::parse(r#"{"ome": {"levels": "auto"}}"#).unwrap();
+        let want = Ome::new().levels(Levels::Auto);
+        assert_eq!(auto.ome.unwrap().into_ome().unwrap(), want);
+        let o = Config::parse(
+            r##"{"ome": {"z_step": 2, "omero": {"channels": [{"label": "a", "color": "FF0000",
+                 "window": {"min": 0, "max": 10, "start": 1, "end": 9}, "active": true}]}}}"##,
+        )
+        .unwrap();
+        let ome = o.ome.unwrap().into_ome().unwrap();
+        let want = Ome::new()
+            .z_step(2.0)
+            .omero(Omero::Channels(vec![OmeroChannel {
+                label: "a".into(),
+                color: "FF0000".into(),
+                window: Window {
+                    min: 0.0,
+                    max: 10.0,
+                    start: 1.0,
+                    end: 9.0,
+                },
+                active: true,
+            }]));
+        assert_eq!(ome, want);
+    }
+
+    /// BASE with the keys of `extra` (a JSON object's inside) added or replaced.
+    fn with(extra: &str) -> String {
+        let mut base: Map<String, Value> = serde_json::from_str(&format!("{{{BASE}}}")).unwrap();
+        let extra: Map<String, Value> = serde_json::from_str(&format!("{{{extra}}}")).unwrap();
+        base.extend(extra);
+        Value::Object(base).to_string()
+    }
+
+    #[test]
+    fn bad_configs_name_the_problem() {
+        let cases = [
+            // unknown keys, also inside nested objects
+            (r#""shapes": [1]"#, "unknown field `shapes`"),
+            (
+                r#""ome": {"pixelsize": [1, 1]}"#,
+                "unknown field `pixelsize`",
+            ),
+            (
+                r#""durability": {"periodic": {"interval": 5}}"#,
+                "unknown field `interval`",
+            ),
+            // types and names
+            (r#""threads": -1"#, "invalid value: integer `-1`"),
+            (
+                r#""crc32c": "yes""#,
+                "invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                r#""sink": "disk""#,
+                "sink: \"disk\" is not a sink (auto, mmap, pwrite)",
+            ),
+            (r#""dtype": "int64""#, "dtype: \"int64\" is not a data type"),
+            (r#""codec": "gzip""#, "codec: \"gzip\" is not a codec"),
+            (r#""backpressure": "wait""#, "unknown variant `wait`"),
+            (r#""durability": "periodic""#, "expected newtype variant"),
+            (r#""fill_value": true"#, "fill_value: true is not a number"),
+            (
+                r#""ome": {"frame_interval_ms": -5}"#,
+                "frame_interval = -5 must be a positive",
+            ),
+            (
+                r#""ome": {"levels": "many"}"#,
+                "ome.levels: \"many\" is not a level count or \"auto\"",
+            ),
+            (
+                r#""ome": {"downsample": "median"}"#,
+                "ome.downsample: unknown downsampling method \"median\"",
+            ),
+            // the builder's own checks
+            (r#""shard_shape": [4, 64, 48]"#, "does not divide shard"),
+            (
+                r#""shape": [0, 0, 64]"#,
+                "only axis 0 (the append axis) may be 0",
+            ),
+            (r#""codec": "zstd:99""#, "zstd level 99 is out of range"),
+            (
+                r#""fill_value": -1"#,
+                "fill value -1 is not representable as uint16",
+            ),
+        ];
+        for (extra, want) in cases {
+            let text = with(extra);
+            let got = Config::parse(&text)
+                .and_then(Config::into_parsed)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                got.contains(want),
+                "{text}\n  got: {got}\n  want: ...{want}..."
+            );
+        }
+        let syntax = Config::parse(r#"{"shape": }"#).unwrap_err().to_string();
+        assert!(
+            syntax.starts_with("config_json: expected value at line 1"),
+            "{syntax}"
+        );
+        assert!(err(r#""shape": [0, 64, 64]"#).contains("duplicate field `shape`"));
+        let missing = Config::parse("{}").unwrap().into_parsed().unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "invalid array specification: shape was not set"
+        );
+        let not_object = Config::parse("[[0, 64, 64], [1, 32, 32], [4, 64, 64]]");
+        assert_eq!(
+            not_object.unwrap_err().to_string(),
+            "config_json: (top level): not a JSON object"
+        );
+        let empty = Config::parse("").unwrap_err().to_string();
+        assert!(empty.contains("EOF while parsing"), "{empty}");
+    }
+}

@@ -1,0 +1,325 @@
+//! Return codes, the errors behind them, the panic barrier, and the thread-local message
+//! that `zs_last_error` returns.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::config::ConfigError;
+
+/// Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative
+/// (test for failure with `rc < 0`). The functions return them as `int`.
+#[repr(C)]
+#[allow(non_camel_case_types)] // the names C sees, verbatim
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZsCode {
+    /// Success.
+    ZS_OK = 0,
+    /// Returned by `zs_writer_push` when back-pressure `"drop"` dropped the frame
+    /// because every frame buffer was in use: not an error, the frame is counted in
+    /// `frames_dropped` and its place in the array reads as the fill value.
+    ZS_DROPPED = 1,
+    /// `config_json` is not valid JSON, has an unknown key or a value of the wrong
+    /// type, or describes an impossible array or an option out of range.
+    ZS_E_INVALID_CONFIG = -1,
+    /// `zs_writer_push` got a frame of the wrong byte length (the message names the
+    /// expected size); the writer stays usable.
+    ZS_E_FRAME_SIZE = -2,
+    /// The filesystem is full. Every frame accepted before the refused one is written
+    /// and published; the writer is closed.
+    ZS_E_DISK_FULL = -3,
+    /// Any other I/O failure (the message names the operation and path); the writer is
+    /// closed.
+    ZS_E_IO = -4,
+    /// The writer is closed after an earlier failure; only `zs_writer_finish` or
+    /// `zs_writer_abort` (to free it) remain.
+    ZS_E_CLOSED = -5,
+    /// A bug: an internal thread died, a codec failed, or a panic was caught at the API
+    /// boundary. The writer is closed.
+    ZS_E_INTERNAL = -6,
+    /// A required pointer argument is NULL, or `store_path` is empty.
+    ZS_E_INVALID_ARGUMENT = -7,
+    /// `store_path` exists and `"overwrite"` is not `true`.
+    ZS_E_EXISTS = -8,
+    /// `"overwrite"` was asked for a store that another live writer is recording into.
+    ZS_E_LOCKED = -9,
+    /// The array's append axis is bounded (`shape[0] > 0`) and every frame was pushed.
+    ZS_E_ARRAY_FULL = -10,
+}
+
+use ZsCode::*;
+
+/// Why a call of the C API failed; [`code`](Self::code) is its return code.
+#[derive(Debug, thiserror::Error)]
+pub enum CapiError {
+    /// A pointer argument that must not be NULL was NULL.
+    #[error("{0} is NULL")]
+    Null(&'static str),
+    /// An argument's value cannot be used.
+    #[error("{0}")]
+    Argument(&'static str),
+    /// `config_json` could not be turned into an array specification and options.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The library refused or failed.
+    #[error(transparent)]
+    Writer(#[from] zarrstream::Error),
+    /// A panic was caught at the boundary.
+    #[error("internal error: {function} panicked: {message}")]
+    Panic {
+        /// The entry point.
+        function: &'static str,
+        /// The panic's message.
+        message: String,
+    },
+    /// An earlier call on this writer panicked, so its state cannot be trusted.
+    #[error("the writer is closed: an earlier call on it failed with an internal error")]
+    Poisoned,
+}
+
+impl CapiError {
+    /// The `ZS_E_*` code of this error.
+    pub fn code(&self) -> ZsCode {
+        use zarrstream::Error as E;
+        match self {
+            CapiError::Null(_) | CapiError::Argument(_) => ZS_E_INVALID_ARGUMENT,
+            CapiError::Config(_) => ZS_E_INVALID_CONFIG,
+            CapiError::Panic { .. } => ZS_E_INTERNAL,
+            CapiError::Poisoned => ZS_E_CLOSED,
+            CapiError::Writer(e) => match e {
+                E::Spec(_) | E::Ome(_) | E::InvalidOption { .. } => ZS_E_INVALID_CONFIG,
+                // The C API pushes bytes, so a data type mismatch is a size mismatch.
+                E::FrameSize { .. } | E::DataType { .. } => ZS_E_FRAME_SIZE,
+                E::Exists { .. } => ZS_E_EXISTS,
+                E::Locked { .. } => ZS_E_LOCKED,
+                E::DiskFull { .. } => ZS_E_DISK_FULL,
+                E::Io { .. } => ZS_E_IO,
+                E::ArrayFull { .. } => ZS_E_ARRAY_FULL,
+                E::Closed => ZS_E_CLOSED,
+                // Codec failures, dead threads, and variants added later: bugs until
+                // they are given a code of their own.
+                _ => ZS_E_INTERNAL,
+            },
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Records `e` as this thread's last error and returns its code.
+pub(crate) fn fail(e: &CapiError) -> c_int {
+    // C strings end at the first NUL; keep whatever follows one visible.
+    let msg = e.to_string().replace('\0', "\\0");
+    let msg = CString::new(msg).unwrap_or_default();
+    // During thread teardown the slot may be gone; the code still tells what happened.
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = Some(msg));
+    e.code() as c_int
+}
+
+/// This thread's last error message, or `""` if no call on this thread has failed. The
+/// pointer stays valid until the next failing call on this thread.
+pub(crate) fn last_error() -> *const c_char {
+    const NONE: &CStr = c"";
+    LAST_ERROR
+        .try_with(|slot| match slot.borrow().as_ref() {
+            Some(msg) => msg.as_ptr(),
+            None => NONE.as_ptr(),
+        })
+        .unwrap_or(NONE.as_ptr())
+}
+
+/// Runs the body of `function`, turning its error or panic into a return code (and the
+/// thread's last error), so no panic unwinds into C.
+pub(crate) fn guard(
+    function: &'static str,
+    body: impl FnOnce() -> Result<ZsCode, CapiError>,
+) -> c_int {
+    // The body's state after a panic is not observed again except through handles it
+    // marks as poisoned itself (see `ZsWriter`), so asserting unwind safety is sound.
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        inject_panic(function);
+        match body() {
+            Ok(code) => code as c_int,
+            Err(e) => fail(&e),
+        }
+    }));
+    outcome.unwrap_or_else(|payload| {
+        // Reporting the panic (and dropping its payload) runs under a barrier too.
+        catch_unwind(AssertUnwindSafe(move || {
+            fail(&CapiError::Panic {
+                function,
+                message: panic_message(payload.as_ref()),
+            })
+        }))
+        .unwrap_or(ZS_E_INTERNAL as c_int)
+    })
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".into()
+    }
+}
+
+/// The environment variable that makes the library panic at named places, in debug
+/// builds only: a comma-separated list of entry point names (e.g. `zs_writer_create`:
+/// a panic on entry) and `writer` (a panic while a writer is in use, which poisons it).
+/// It lets the C tests prove that a panic comes back as `ZS_E_INTERNAL` instead of
+/// crossing into C. Read once per process.
+pub const INJECT_PANIC_ENV: &str = "ZARRSTREAM_CAPI_INJECT_PANIC";
+
+/// Panics if [`INJECT_PANIC_ENV`] names `place`.
+#[cfg(debug_assertions)]
+pub(crate) fn inject_panic(place: &str) {
+    use std::sync::OnceLock;
+    // Read once: entry points run at frame rate.
+    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        std::env::var(INJECT_PANIC_ENV)
+            .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
+            .unwrap_or_default()
+    });
+    if names.iter().any(|n| n == place) {
+        panic!("{INJECT_PANIC_ENV} asked for a panic in {place}");
+    }
+}
+
+/// Release builds have no injected panics.
+#[cfg(not(debug_assertions))]
+pub(crate) fn inject_panic(_place: &str) {}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use zarrstream::{Error, OmeError, SpecError};
+
+    /// What `zs_last_error` would show on this thread (read from the slot itself, so
+    /// the tests need no `unsafe`; the C tests read it through the pointer).
+    fn last() -> String {
+        LAST_ERROR.with_borrow(|m| {
+            m.as_ref()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+    }
+
+    #[test]
+    fn every_writer_error_has_its_code() {
+        let io = || std::io::Error::other("EIO");
+        let cases: Vec<(Error, ZsCode)> = vec![
+            (
+                Error::Spec(SpecError::Missing("shape")),
+                ZS_E_INVALID_CONFIG,
+            ),
+            (Error::Ome(OmeError::Rank(6)), ZS_E_INVALID_CONFIG),
+            (
+                Error::InvalidOption {
+                    option: "threads",
+                    value: 5000,
+                    max: 1024,
+                },
+                ZS_E_INVALID_CONFIG,
+            ),
+            (
+                Error::FrameSize {
+                    frame: 0,
+                    expected: 8,
+                    got: 4,
+                },
+                ZS_E_FRAME_SIZE,
+            ),
+            (
+                Error::DataType {
+                    frame: 0,
+                    expected: zarrstream::DataType::UInt16,
+                    got: zarrstream::DataType::UInt8,
+                },
+                ZS_E_FRAME_SIZE,
+            ),
+            (Error::Exists { path: "a".into() }, ZS_E_EXISTS),
+            (Error::Locked { path: "a".into() }, ZS_E_LOCKED),
+            (
+                Error::DiskFull {
+                    op: "reserve",
+                    path: PathBuf::from("a"),
+                    needed: 1,
+                },
+                ZS_E_DISK_FULL,
+            ),
+            (
+                Error::Io {
+                    op: "create",
+                    path: PathBuf::from("a"),
+                    source: io(),
+                },
+                ZS_E_IO,
+            ),
+            (Error::ArrayFull { frames: 3 }, ZS_E_ARRAY_FULL),
+            (Error::Closed, ZS_E_CLOSED),
+            (
+                Error::Codec {
+                    codec: "zstd",
+                    message: "x".into(),
+                },
+                ZS_E_INTERNAL,
+            ),
+            (Error::Internal("x".into()), ZS_E_INTERNAL),
+        ];
+        for (e, code) in cases {
+            let text = e.to_string();
+            assert_eq!(CapiError::from(e).code(), code, "{text}");
+        }
+        assert_eq!(CapiError::Null("w").code(), ZS_E_INVALID_ARGUMENT);
+        assert_eq!(CapiError::Argument("x").code(), ZS_E_INVALID_ARGUMENT);
+        assert_eq!(CapiError::Poisoned.code(), ZS_E_CLOSED);
+    }
+
+    #[test]
+    fn the_last_error_is_per_thread_and_kept_by_successes() {
+        std::thread::spawn(|| {
+            assert_eq!(last(), "", "no failure yet on a new thread");
+            let code = guard("f", || Err(CapiError::Null("w")));
+            assert_eq!(code, ZS_E_INVALID_ARGUMENT as c_int);
+            assert_eq!(last(), "w is NULL");
+            assert_eq!(guard("f", || Ok(ZS_OK)), 0);
+            assert_eq!(last(), "w is NULL", "a success leaves the message");
+            std::thread::spawn(|| assert_eq!(last(), "", "another thread's slot"))
+                .join()
+                .unwrap();
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_panic_becomes_internal_with_its_message() {
+        std::thread::spawn(|| {
+            assert_eq!(guard("zs_f", || panic!("boom {}", 7)), -6);
+            assert_eq!(last(), "internal error: zs_f panicked: boom 7");
+            assert_eq!(guard("zs_f", || panic!("static")), -6);
+            assert_eq!(last(), "internal error: zs_f panicked: static");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_nul_in_a_message_is_escaped() {
+        std::thread::spawn(|| {
+            let e = CapiError::from(Error::Internal("a\0b".into()));
+            assert_eq!(fail(&e), ZS_E_INTERNAL as c_int);
+            assert_eq!(last(), "internal error: a\\0b");
+        })
+        .join()
+        .unwrap();
+    }
+}

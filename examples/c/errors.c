@@ -1,0 +1,486 @@
+/*
+ * errors.c: the C-level tests of zarrstream's error paths (run by capi/tests/c_api.rs),
+ * and an example of handling each return code.
+ *
+ *     errors basic DIR            every path that needs nothing special; DIR is empty
+ *     errors disk-full DIR        DIR is a small filesystem of its own (a tmpfs)
+ *     errors internal-create DIR  with ZARRSTREAM_CAPI_INJECT_PANIC=zs_writer_create
+ *     errors internal-writer DIR  with ZARRSTREAM_CAPI_INJECT_PANIC=writer
+ *
+ * (The panic injection exists in debug builds of the library only.) Each check prints
+ * nothing when it holds; the first that fails prints where and why and exits 1. At the
+ * end: "errors: MODE: N checks passed".
+ */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zarrstream.h"
+
+static int checks;
+
+static void fail_at(int line, const char *cond, const char *fmt, ...)
+{
+    fprintf(stderr, "errors.c:%d: check failed: %s\n  ", line, cond);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n  zs_last_error(): \"%s\"\n", zs_last_error());
+    exit(1);
+}
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        checks++;                                                                          \
+        if (!(cond))                                                                       \
+            fail_at(__LINE__, #cond, __VA_ARGS__);                                         \
+    } while (0)
+
+/* `rc` is `want` and this thread's last error contains `part`. */
+#define EXPECT(rc, want, part)                                                             \
+    do {                                                                                   \
+        int rc_ = (rc);                                                                    \
+        CHECK(rc_ == (want), "%s returned %d, expected %s (%d)", #rc, rc_, #want, (want)); \
+        CHECK(strstr(zs_last_error(), (part)) != NULL, "the message lacks \"%s\"", part); \
+    } while (0)
+
+enum { H = 64, W = 64 };
+static uint16_t frame[H * W];
+static const size_t FRAME_BYTES = sizeof frame;
+static char dir[4096];
+
+/* DIR/name in a static buffer (one of 4, so a few can be alive at once). */
+static const char *path(const char *name)
+{
+    static char bufs[4][4200];
+    static int next;
+    char *p = bufs[next++ % 4];
+    snprintf(p, sizeof bufs[0], "%s/%s", dir, name);
+    return p;
+}
+
+/* A config of 64 x 64 uint16 frames, 32 x 32 chunks, 4-frame shards, one thread, with
+ * `extra` keys (or none) appended. */
+static const char *config(const char *extra)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf,
+             "{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32],"
+             " \"shard_shape\": [4, 64, 64], \"threads\": 1%s%s}",
+             extra[0] ? ", " : "", extra);
+    return buf;
+}
+
+static int exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static char *read_file(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (f == NULL)
+        return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static void remove_tree(const char *p)
+{
+    nftw(p, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The number after "key": in a stats JSON object, or -1. */
+static long stat_of(const char *json, const char *key)
+{
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *p = strstr(json, pattern);
+    return p == NULL ? -1 : strtol(p + strlen(pattern), NULL, 10);
+}
+
+static zs_writer *create_ok(const char *store, const char *cfg)
+{
+    zs_writer *w = NULL;
+    int rc = zs_writer_create(store, cfg, &w);
+    CHECK(rc == ZS_OK && w != NULL, "create %s: %d", store, rc);
+    return w;
+}
+
+static void push_ok(zs_writer *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        frame[0] = (uint16_t)i;
+        int rc = zs_writer_push(w, frame, FRAME_BYTES);
+        CHECK(rc == ZS_OK, "push %d: %d", i, rc);
+    }
+}
+
+static void finish_ok(zs_writer *w, long frames)
+{
+    char *stats = NULL;
+    int rc = zs_writer_finish(w, &stats);
+    CHECK(rc == ZS_OK && stats != NULL, "finish: %d", rc);
+    CHECK(stat_of(stats, "frames_written") == frames, "frames_written in %s", stats);
+    zs_string_free(stats);
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static void null_arguments(void)
+{
+    const char *store = path("null.zarr");
+    zs_writer *w = (zs_writer *)&checks; /* not NULL: create must clear it */
+    EXPECT(zs_writer_create(NULL, config(""), &w), ZS_E_INVALID_ARGUMENT, "store_path is NULL");
+    CHECK(w == NULL, "*out is NULL after a failure");
+    EXPECT(zs_writer_create(store, NULL, &w), ZS_E_INVALID_ARGUMENT, "config_json is NULL");
+    EXPECT(zs_writer_create(store, config(""), NULL), ZS_E_INVALID_ARGUMENT, "out is NULL");
+    EXPECT(zs_writer_create("", config(""), &w), ZS_E_INVALID_ARGUMENT, "store_path is empty");
+    CHECK(!exists(store), "nothing was created");
+
+    EXPECT(zs_writer_push(NULL, frame, FRAME_BYTES), ZS_E_INVALID_ARGUMENT, "w is NULL");
+    char *stats = (char *)&checks;
+    EXPECT(zs_writer_finish(NULL, &stats), ZS_E_INVALID_ARGUMENT, "w is NULL");
+    CHECK(stats == NULL, "*stats_json is NULL after a failure");
+    EXPECT(zs_writer_finish(NULL, NULL), ZS_E_INVALID_ARGUMENT, "w is NULL");
+    zs_writer_abort(NULL); /* no-ops */
+    zs_string_free(NULL);
+
+    w = create_ok(store, config(""));
+    EXPECT(zs_writer_push(w, NULL, FRAME_BYTES), ZS_E_INVALID_ARGUMENT, "frame is NULL");
+    push_ok(w, 1); /* still usable */
+    finish_ok(w, 1);
+}
+
+static void invalid_configs(void)
+{
+    static const struct {
+        const char *json, *message;
+    } cases[] = {
+        {"{\"shape\": [0, 64, 64], ", "config_json: EOF while parsing a value at line 1 column 23"},
+        {"{\"shape\": [0 64]}", "config_json: expected `,` or `]` at line 1 column 14"},
+        {"[[0, 64, 64], [1, 32, 32], [4, 64, 64]]", "not a JSON object"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"shapes\": [1]}",
+         "unknown field `shapes`"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 48]}",
+         "invalid array specification: inner chunk 32 does not divide shard 48 on axis 2"},
+        {"{\"shape\": [0, 0, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64]}",
+         "only axis 0 (the append axis) may be 0"},
+        {"{\"shape\": [0, 64], \"chunk_shape\": [1, 32], \"shard_shape\": [4, 64]}",
+         "rank 2 is too small"},
+        {"{\"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64]}", "shape was not set"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"threads\": \"two\"}",
+         "invalid type: string \"two\", expected usize"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"codec\": \"gzip\"}",
+         "codec: \"gzip\" is not a codec"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"threads\": 5000}",
+         "writer option threads = 5000 is out of range (at most 1024)"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"ome\": {\"channels\": [\"GFP\"]}}",
+         "invalid OME-Zarr options: OME option channels is given but the array has no c axis"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"ome\": {\"levels\": 99}}",
+         "OME option levels = 99 must be 1 to 16"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"dtype\": \"\xff\"}",
+         "config_json is not UTF-8"},
+    };
+    const char *store = path("invalid.zarr");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zs_writer *w = (zs_writer *)&checks;
+        EXPECT(zs_writer_create(store, cases[i].json, &w), ZS_E_INVALID_CONFIG, cases[i].message);
+        CHECK(w == NULL, "case %zu: *out is NULL", i);
+        CHECK(!exists(store), "case %zu: nothing was created", i);
+    }
+}
+
+static void existing_and_locked(void)
+{
+    const char *store = path("exists.zarr");
+    CHECK(mkdir(store, 0755) == 0, "mkdir %s: %s", store, strerror(errno));
+    zs_writer *w = NULL;
+    EXPECT(zs_writer_create(store, config(""), &w), ZS_E_EXISTS,
+           "exists.zarr: already exists (set overwrite to replace it)");
+    CHECK(exists(store), "the existing directory is left alone");
+
+    /* overwrite replaces a finished store, but not one a live writer holds */
+    w = create_ok(store, config("\"overwrite\": true"));
+    zs_writer *other = NULL;
+    EXPECT(zs_writer_create(store, config("\"overwrite\": true"), &other), ZS_E_LOCKED,
+           "the store is locked by a writer that is still recording");
+    CHECK(other == NULL, "*out is NULL");
+    push_ok(w, 2);
+    finish_ok(w, 2);
+}
+
+static void frame_size(void)
+{
+    zs_writer *w = create_ok(path("size.zarr"), config(""));
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES - 1), ZS_E_FRAME_SIZE,
+           "frame 0: expected 8192 bytes, got 8191");
+    EXPECT(zs_writer_push(w, frame, 0), ZS_E_FRAME_SIZE, "expected 8192 bytes, got 0");
+    push_ok(w, 1);
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES * 2), ZS_E_FRAME_SIZE,
+           "frame 1: expected 8192 bytes, got 16384");
+    push_ok(w, 1); /* the writer stays usable */
+    finish_ok(w, 2);
+}
+
+static void array_full(void)
+{
+    zs_writer *w = create_ok(path("bounded.zarr"),
+                             "{\"shape\": [3, 64, 64], \"chunk_shape\": [1, 32, 32],"
+                             " \"shard_shape\": [4, 64, 64], \"threads\": 1}");
+    push_ok(w, 3);
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_ARRAY_FULL,
+           "the array is full: it holds 3 frames");
+    finish_ok(w, 3);
+}
+
+/* The store vanishes under a running writer: the next shard cannot be created (I/O
+ * error), after which the writer is closed. */
+static void io_error_then_closed(void)
+{
+    const char *store = path("vanishing.zarr");
+    zs_writer *w = create_ok(store, "{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32],"
+                                    " \"shard_shape\": [1, 64, 64], \"threads\": 1}");
+    push_ok(w, 1);
+    /* The writer's threads may be creating files in it meanwhile. */
+    for (int tries = 0; exists(store) && tries < 100; tries++) {
+        remove_tree(store);
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+    CHECK(!exists(store), "the store was removed");
+    int rc = ZS_OK, pushed = 1;
+    while (rc == ZS_OK && pushed < 100) {
+        rc = zs_writer_push(w, frame, FRAME_BYTES);
+        pushed++;
+    }
+    EXPECT(rc, ZS_E_IO, "vanishing.zarr");
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_CLOSED, "the writer is closed");
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_CLOSED, "the writer is closed");
+    char *stats = (char *)&checks;
+    EXPECT(zs_writer_finish(w, &stats), ZS_E_CLOSED, "the writer is closed");
+    CHECK(stats == NULL, "no statistics after a failure");
+}
+
+static void abort_keeps_the_frames(void)
+{
+    const char *store = path("aborted.zarr");
+    zs_writer *w = create_ok(store, config(""));
+    push_ok(w, 6);
+    zs_writer_abort(w);
+    const char *meta = read_file(path("aborted.zarr/zarr.json"));
+    CHECK(meta != NULL, "zarr.json exists");
+    CHECK(strstr(meta, "\"aborted\"") != NULL, "state aborted in %s", meta);
+    CHECK(strstr(meta, "aborted by the caller") != NULL, "the reason in %s", meta);
+    CHECK(strstr(meta, "\"frames_committed\": 6") != NULL, "6 frames committed in %s", meta);
+    CHECK(exists(path("aborted.zarr/c/1/0/0")), "the partial shard (frames 4, 5) was kept");
+}
+
+static void stats_are_optional(void)
+{
+    zs_writer *w = create_ok(path("nostats.zarr"), config(""));
+    push_ok(w, 1);
+    CHECK(zs_writer_finish(w, NULL) == ZS_OK, "finish without statistics");
+}
+
+static void drop_counts(void)
+{
+    zs_writer *w = create_ok(path("drop.zarr"), config("\"backpressure\": \"drop\","
+                                                       " \"pool_frames\": 1, \"codec\": \"zstd:9\""));
+    long dropped = 0;
+    for (int i = 0; i < 200; i++) {
+        int rc = zs_writer_push(w, frame, FRAME_BYTES);
+        CHECK(rc == ZS_OK || rc == ZS_DROPPED, "push %d: %d", i, rc);
+        dropped += rc == ZS_DROPPED;
+    }
+    char *stats = NULL;
+    CHECK(zs_writer_finish(w, &stats) == ZS_OK, "finish");
+    CHECK(stat_of(stats, "frames_pushed") == 200, "%s", stats);
+    CHECK(stat_of(stats, "frames_dropped") == dropped, "%ld dropped: %s", dropped, stats);
+    CHECK(stat_of(stats, "frames_written") == 200 - dropped, "%s", stats);
+    zs_string_free(stats);
+}
+
+static void ome_image(void)
+{
+    zs_writer *w = create_ok(path("image.ome.zarr"),
+                             config("\"ome\": {\"pixel_size\": [0.5, 0.5],"
+                                    " \"frame_interval_ms\": 10, \"levels\": 2}"));
+    push_ok(w, 2);
+    finish_ok(w, 2);
+    const char *group = read_file(path("image.ome.zarr/zarr.json"));
+    CHECK(group != NULL && strstr(group, "\"multiscales\"") != NULL, "the group: %s", group);
+    CHECK(exists(path("image.ome.zarr/0/zarr.json")), "level 0");
+    CHECK(exists(path("image.ome.zarr/1/zarr.json")), "level 1");
+}
+
+static void *fresh_thread(void *arg)
+{
+    (void)arg;
+    /* A thread that has not failed sees "", whatever other threads did. */
+    int empty = strcmp(zs_last_error(), "") == 0;
+    int rc = zs_writer_create(NULL, NULL, NULL);
+    int own = strcmp(zs_last_error(), "out is NULL") == 0;
+    return (void *)(intptr_t)(empty && rc == ZS_E_INVALID_ARGUMENT && own);
+}
+
+static void last_error_is_per_thread(void)
+{
+    EXPECT(zs_writer_push(NULL, frame, FRAME_BYTES), ZS_E_INVALID_ARGUMENT, "w is NULL");
+    const char *before = zs_last_error();
+    pthread_t t;
+    void *ok = NULL;
+    CHECK(pthread_create(&t, NULL, fresh_thread, NULL) == 0, "pthread_create");
+    CHECK(pthread_join(t, &ok) == 0 && ok != NULL, "the other thread saw its own message");
+    CHECK(strcmp(zs_last_error(), "w is NULL") == 0, "this thread's message is unchanged");
+    CHECK(zs_last_error() == before, "and its pointer still valid");
+    /* successes leave it */
+    zs_writer *w = create_ok(path("kept.zarr"), config(""));
+    finish_ok(w, 0);
+    CHECK(strcmp(zs_last_error(), "w is NULL") == 0, "a success keeps the last error");
+}
+
+static void *record_in_thread(void *name)
+{
+    zs_writer *w = NULL;
+    if (zs_writer_create(path(name), config(""), &w) != ZS_OK)
+        return NULL;
+    uint16_t own[H * W] = {0};
+    for (int i = 0; i < 20; i++)
+        if (zs_writer_push(w, own, sizeof own) != ZS_OK) {
+            zs_writer_abort(w);
+            return NULL;
+        }
+    return zs_writer_finish(w, NULL) == ZS_OK ? name : NULL;
+}
+
+static void writers_in_parallel(void)
+{
+    static char a[] = "parallel-a.zarr", b[] = "parallel-b.zarr";
+    pthread_t ta, tb;
+    void *ra = NULL, *rb = NULL;
+    CHECK(pthread_create(&ta, NULL, record_in_thread, a) == 0, "pthread_create");
+    CHECK(pthread_create(&tb, NULL, record_in_thread, b) == 0, "pthread_create");
+    CHECK(pthread_join(ta, &ra) == 0 && ra == a, "writer a");
+    CHECK(pthread_join(tb, &rb) == 0 && rb == b, "writer b");
+}
+
+static void basic(void)
+{
+    printf("version %s\n", zs_version());
+    CHECK(zs_last_error() != NULL && strcmp(zs_last_error(), "") == 0,
+          "no error yet: \"\"");
+    null_arguments();
+    invalid_configs();
+    existing_and_locked();
+    frame_size();
+    array_full();
+    io_error_then_closed();
+    abort_keeps_the_frames();
+    stats_are_optional();
+    drop_counts();
+    ome_image();
+    last_error_is_per_thread();
+    writers_in_parallel();
+}
+
+/* DIR is a small tmpfs: push until the disk is full. */
+static void disk_full(void)
+{
+    const char *store = path("full.zarr");
+    zs_writer *w = create_ok(store, "{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32],"
+                                    " \"shard_shape\": [4, 64, 64], \"codec\": \"none\","
+                                    " \"threads\": 1}");
+    int rc = ZS_OK;
+    long accepted = 0;
+    while (accepted < 100000) {
+        rc = zs_writer_push(w, frame, FRAME_BYTES);
+        if (rc != ZS_OK)
+            break;
+        accepted++;
+    }
+    printf("disk full after %ld frames: %s\n", accepted, zs_last_error());
+    CHECK(accepted > 0, "some frames fit");
+    EXPECT(rc, ZS_E_DISK_FULL, "disk full");
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_CLOSED, "the writer is closed");
+    char *stats = (char *)&checks;
+    EXPECT(zs_writer_finish(w, &stats), ZS_E_CLOSED, "the writer is closed");
+    CHECK(stats == NULL, "no statistics");
+    const char *meta = read_file(path("full.zarr/zarr.json"));
+    CHECK(meta != NULL && strstr(meta, "\"aborted\"") != NULL, "aborted: %s", meta);
+    char want[64];
+    snprintf(want, sizeof want, "\"frames_committed\": %ld", accepted);
+    CHECK(strstr(meta, want) != NULL, "every accepted frame is published: %s", meta);
+}
+
+static void internal_create(void)
+{
+    zs_writer *w = (zs_writer *)&checks;
+    EXPECT(zs_writer_create(path("panic.zarr"), config(""), &w), ZS_E_INTERNAL,
+           "internal error: zs_writer_create panicked");
+    CHECK(w == NULL, "*out is NULL");
+    CHECK(!exists(path("panic.zarr")), "nothing was created");
+}
+
+static void internal_writer(void)
+{
+    zs_writer *w = create_ok(path("poisoned.zarr"), config(""));
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_INTERNAL,
+           "internal error: zs_writer_push panicked");
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_CLOSED,
+           "an earlier call on it failed with an internal error");
+    char *stats = (char *)&checks;
+    EXPECT(zs_writer_finish(w, &stats), ZS_E_CLOSED, "internal error");
+    CHECK(stats == NULL, "no statistics");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s basic|disk-full|internal-create|internal-writer DIR\n",
+                argv[0]);
+        return 2;
+    }
+    snprintf(dir, sizeof dir, "%s", argv[2]);
+    const char *mode = argv[1];
+    if (strcmp(mode, "basic") == 0)
+        basic();
+    else if (strcmp(mode, "disk-full") == 0)
+        disk_full();
+    else if (strcmp(mode, "internal-create") == 0)
+        internal_create();
+    else if (strcmp(mode, "internal-writer") == 0)
+        internal_writer();
+    else {
+        fprintf(stderr, "unknown mode %s\n", mode);
+        return 2;
+    }
+    printf("errors: %s: %d checks passed\n", mode, checks);
+    return 0;
+}

@@ -2,7 +2,7 @@
  * zarrstream: record camera streams into sharded Zarr v3 arrays. The C API.
  *
  * Link with -lzarrstream (libzarrstream.so) or with libzarrstream.a plus
- * -lpthread -ldl -lm -lrt -lgcc_s (see "Using zarrstream from C" in README.md).
+ * -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc (see "Using zarrstream from C" in README.md).
  *
  *     zs_writer *w;
  *     if (zs_writer_create("run.zarr", "{\"shape\": [0, 2048, 2048], "

@@ -182,8 +182,9 @@ pub unsafe extern "C" fn zs_writer_finish(w: *mut ZsWriter, stats_json: *mut *mu
 
 /// Stops recording at once and frees the writer: no further frame is accepted, the
 /// frames accepted so far are still written and published, and zarr.json records state
-/// "aborted". Errors are not reported (use `zs_writer_finish` to see them). NULL is a
-/// no-op.
+/// "aborted" with the reason "aborted by the caller (zs_writer_abort)". It returns
+/// nothing: a caller that needs the writer's errors calls `zs_writer_finish` instead.
+/// NULL is a no-op.
 ///
 /// # Safety
 /// `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by

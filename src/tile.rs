@@ -18,6 +18,13 @@ pub struct ChunkSource<'a> {
     fill: FillPattern,
 }
 
+/// How many rows ahead of the one being read [`ChunkSource::segments`] prefetches.
+///
+/// Measured with `record --input` (C1 `lz4:1`, 1024 frames, `perf stat` CPU time, three
+/// runs each): none 6.08 s, 4 rows 5.76 s, 8 rows 5.62 s, 12 rows 5.68 s; into L2
+/// (`prefetcht1`) rather than L1, whose few fill buffers a whole row of requests fills.
+const PREFETCH_ROWS_AHEAD: usize = 8;
+
 /// A run of chunk bytes: either data to copy or a length of fill.
 #[derive(Debug)]
 pub(crate) enum Segment<'a> {
@@ -101,6 +108,7 @@ impl<'a> ChunkSource<'a> {
             if r < self.valid_rows && off < self.valid_row_bytes {
                 let data_end = (pos - off + self.valid_row_bytes).min(row_end);
                 let base = r * self.row_stride;
+                self.prefetch_row(r + PREFETCH_ROWS_AHEAD);
                 f(Segment::Data(
                     &self.data[base + off..base + off + (data_end - pos)],
                 ));
@@ -112,6 +120,24 @@ impl<'a> ChunkSource<'a> {
                 pos = fill_end;
             }
         }
+    }
+
+    /// Asks the CPU to start loading row `r` (if it holds data) into L2. Each row of a
+    /// tile lies in its own pages of the frame, where the hardware prefetcher stops, so
+    /// without this every row began with cache misses: the byte shuffle, first to read
+    /// each tile, spent 84 % of its time on its loads (perf annotate).
+    #[inline]
+    fn prefetch_row(&self, r: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if r < self.valid_rows {
+            let base = r * self.row_stride;
+            let row = &self.data[base..base + self.valid_row_bytes];
+            for line in row.iter().step_by(64) {
+                safe_arch::prefetch_t1(line);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = r;
     }
 
     /// Copies bytes `start..end` into `out` (of length `end - start`), padding with fill.

@@ -8,6 +8,7 @@ use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 
 use super::shared::{FinisherMsg, Job, Shared};
+use crate::Error;
 use crate::codec::ChunkEncoder;
 
 pub(crate) struct WorkerReport {
@@ -39,36 +40,51 @@ pub(crate) fn run(
     };
     let mut scratch = Vec::new();
     for job in jobs {
-        let mut reduced = (job.batch.reduction.as_ref())
-            .filter(|_| !shared.failed())
-            .map(|r| r.tile(&shared, &job.batch.buf, job.tile));
-        if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
-            let src = job.batch.source(&shared.grid, job.tile);
-            let sink = &job.shard.sink;
-            // An uncompressed staged chunk is written from the staging buffer itself, one
-            // copy less than gathering it into the scratch (strided frame tiles are still
-            // gathered: writing their rows directly, under the file's lock, was slower).
-            let direct = enc.raw_contiguous(&src).and_then(|(data, crc)| {
-                sink.write_encoded(job.slot, data, crc.as_ref().map_or(&[][..], |c| &c[..]))
-            });
-            let written = match direct {
-                Some(r) => r,
-                None => sink.write_chunk(job.slot, &mut scratch, &mut |out| {
-                    // The next pyramid level is reduced from the rows the encoder just read.
-                    enc.encode_observed(&src, out, &mut |read| {
-                        if let Some(l) = reduced.as_mut() {
-                            l.read_to(read.end);
-                        }
-                    })
-                }),
-            };
-            match written {
-                Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
-                Err(e) => shared.fail(e),
+        // A panic (a bug, in an encoder or the reduction) must not take the job's
+        // bookkeeping with it: the shard would never be released and `finish` would wait
+        // for it forever. It fails the writer like an I/O error instead. The encoder and
+        // scratch it may leave half-updated are never used for output again: every job
+        // after a failure skips encoding.
+        let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            #[cfg(test)]
+            test_hooks::maybe_panic(&shared);
+            let mut reduced = (job.batch.reduction.as_ref())
+                .filter(|_| !shared.failed())
+                .map(|r| r.tile(&shared, &job.batch.buf, job.tile));
+            if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
+                let src = job.batch.source(&shared.grid, job.tile);
+                let sink = &job.shard.sink;
+                // An uncompressed staged chunk is written from the staging buffer itself, one
+                // copy less than gathering it into the scratch (strided frame tiles are still
+                // gathered: writing their rows directly, under the file's lock, was slower).
+                let direct = enc.raw_contiguous(&src).and_then(|(data, crc)| {
+                    sink.write_encoded(job.slot, data, crc.as_ref().map_or(&[][..], |c| &c[..]))
+                });
+                let written = match direct {
+                    Some(r) => r,
+                    None => sink.write_chunk(job.slot, &mut scratch, &mut |out| {
+                        // The next pyramid level is reduced from the rows the encoder just read.
+                        enc.encode_observed(&src, out, &mut |read| {
+                            if let Some(l) = reduced.as_mut() {
+                                l.read_to(read.end);
+                            }
+                        })
+                    }),
+                };
+                match written {
+                    Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
+                    Err(e) => shared.fail(e),
+                }
             }
-        }
-        if let Some(mut l) = reduced {
-            l.finish();
+            if let Some(mut l) = reduced {
+                l.finish();
+            }
+        }));
+        if let Err(panic) = encoded {
+            shared.fail(Error::Internal(format!(
+                "a worker thread panicked: {}",
+                panic_message(panic.as_ref())
+            )));
         }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(r) = &job.batch.reduction {
@@ -90,5 +106,158 @@ pub(crate) fn run(
     }
     WorkerReport {
         frame_latency_ns: latency,
+    }
+}
+
+/// The text of a panic's payload (`panic!` with a literal or with format arguments).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// Makes a worker panic on demand, for the tests of how the writer survives it.
+#[cfg(test)]
+pub(crate) mod test_hooks {
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    use super::Shared;
+
+    /// Array directory (its last components) → jobs to run before one panics.
+    static PANIC_AFTER: Mutex<Vec<(PathBuf, usize)>> = Mutex::new(Vec::new());
+
+    /// The worker that takes the `jobs + 1`-th job of the array whose directory ends
+    /// with `dir` (a name, or `image.zarr/0` for a level) panics.
+    pub(crate) fn panic_after(dir: &str, jobs: usize) {
+        PANIC_AFTER.lock().unwrap().push((dir.into(), jobs));
+    }
+
+    pub(super) fn maybe_panic(shared: &Shared) {
+        let mut armed = PANIC_AFTER.lock().unwrap();
+        let Some(i) = armed.iter().position(|(d, _)| shared.dir.ends_with(d)) else {
+            return;
+        };
+        if armed[i].1 == 0 {
+            armed.remove(i);
+            drop(armed);
+            panic!("injected worker panic");
+        }
+        armed[i].1 -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use zarrs::array::{Array, ArraySubset};
+    use zarrs::filesystem::FilesystemStore;
+
+    use crate::{ArraySpec, Codec, DataType, Error, Levels, Ome, Writer, WriterOptions};
+
+    fn spec() -> ArraySpec {
+        ArraySpec::builder()
+            .shape([0, 64, 64])
+            .chunk_shape([1, 32, 32])
+            .shard_shape([4, 64, 64])
+            .dtype(DataType::UInt16)
+            .codec(Codec::lz4(1))
+            .build()
+            .unwrap()
+    }
+
+    fn frame(k: usize) -> Vec<u16> {
+        (0..64 * 64).map(|i| (i * 7 + k * 131) as u16).collect()
+    }
+
+    /// Pushes frames into the writer `open` makes, on a thread, until it fails; returns
+    /// the frames accepted and the error, or fails the test if the writer hangs.
+    fn push_until_failure(open: impl FnOnce() -> Writer + Send + 'static) -> (usize, Error) {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut w = open();
+            let mut pushed = 0;
+            for k in 0..64 {
+                match w.push(&frame(k)) {
+                    Ok(_) => pushed += 1,
+                    Err(e) => {
+                        let _ = tx.send((pushed, e));
+                        return;
+                    }
+                }
+            }
+            let e = w.finish().expect_err("the writer must fail");
+            let _ = tx.send((pushed, e));
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the writer hung after a worker panicked")
+    }
+
+    /// The array at `path` says it was aborted, publishes shard 0 (frames 0..4) and no
+    /// more, and zarrs reads shard 0 back as pushed.
+    fn check_shard0_kept(path: &std::path::Path) {
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path.join("zarr.json")).unwrap()).unwrap();
+        let ours = &doc["attributes"]["zarrstream"];
+        assert_eq!(ours["state"], "aborted", "{ours}");
+        assert_eq!(doc["shape"][0], 4, "only shard 0 was finished: {doc}");
+        let store = std::sync::Arc::new(FilesystemStore::new(path).unwrap());
+        let array = Array::open(store, "/").unwrap();
+        let got = array
+            .retrieve_array_subset::<Vec<u16>>(&ArraySubset::new_with_shape(vec![4, 64, 64]))
+            .unwrap();
+        let want: Vec<u16> = (0..4).flat_map(frame).collect();
+        assert!(got == want, "shard 0 does not read back as pushed");
+    }
+
+    fn assert_injected(pushed: usize, error: &Error) {
+        assert!(pushed >= 5, "frames accepted before the failure: {pushed}");
+        match error {
+            Error::Internal(m) => assert!(m.contains("injected worker panic"), "{m}"),
+            e => panic!("expected Error::Internal, got {e:?}"),
+        }
+    }
+
+    /// A worker that panics fails the writer with `Error::Internal` naming the panic,
+    /// and the shard finished before it still reads back (with zarrs).
+    #[test]
+    fn a_worker_panic_fails_the_writer_and_keeps_finished_shards() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("panicking-worker.zarr");
+        // Shard 0 is frames 0..4 (16 jobs); the panic hits frame 5's second tile.
+        super::test_hooks::panic_after("panicking-worker.zarr", 4 * 4 + 5);
+        let p = path.clone();
+        let opts = WriterOptions {
+            threads: 2,
+            ..WriterOptions::default()
+        };
+        let (pushed, error) = push_until_failure(move || Writer::create(&p, spec(), opts).unwrap());
+        assert_injected(pushed, &error);
+        check_shard0_kept(&path);
+    }
+
+    /// The same in an OME-Zarr image whose level 0 workers also reduce level 1: the
+    /// panicking tile's reduction never completes, and before the worker caught its
+    /// panics the pyramid waited for it forever.
+    #[test]
+    fn a_worker_panic_during_a_pyramid_does_not_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("panicking-pyramid.zarr");
+        super::test_hooks::panic_after("panicking-pyramid.zarr/0", 4 * 4 + 5);
+        let p = path.clone();
+        let opts = WriterOptions {
+            threads: 2,
+            ..WriterOptions::default()
+        };
+        let (pushed, error) = push_until_failure(move || {
+            let ome = Ome::new().levels(Levels::Count(2));
+            Writer::create_ome(&p, spec(), &ome, opts).unwrap()
+        });
+        assert_injected(pushed, &error);
+        check_shard0_kept(&path.join("0"));
     }
 }

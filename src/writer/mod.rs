@@ -414,11 +414,13 @@ impl Writer {
         finisher::publish(&shared, 0, &progress)?;
 
         let g = &shared.grid;
+        let pool =
+            |count, len| Pool::new(count, len).map_err(|e| Error::io("allocate buffers", "", e, 0));
         let (frame_pool, group_pool) = if g.deep() && !keep_frames {
             let groups = g.max_open_boxes(&g.chunk_lead) + options.spare_groups.max(1);
             (
-                Pool::new(2, shared.spec.frame_bytes),
-                Some(Pool::new(groups, g.tiles * g.chunk_bytes)),
+                pool(2, shared.spec.frame_bytes)?,
+                Some(pool(groups, g.tiles * g.chunk_bytes)?),
             )
         } else {
             let n = if options.pool_frames == 0 {
@@ -430,9 +432,9 @@ impl Writer {
             // the pyramid thread, and their rows staged from there.
             let groups = (g.deep()).then(|| {
                 let groups = g.max_open_boxes(&g.chunk_lead) + options.spare_groups.max(1);
-                Pool::new(groups, g.tiles * g.chunk_bytes)
+                pool(groups, g.tiles * g.chunk_bytes)
             });
-            (Pool::new(n, shared.spec.frame_bytes), groups)
+            (pool(n, shared.spec.frame_bytes)?, groups.transpose()?)
         };
         // Jobs never outnumber the chunks of all pooled buffers, so a send never waits
         // longer than the pool already made the caller wait.

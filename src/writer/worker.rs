@@ -174,12 +174,22 @@ mod tests {
         (0..64 * 64).map(|i| (i * 7 + k * 131) as u16).collect()
     }
 
-    /// Pushes frames into the writer `open` makes, on a thread, until it fails; returns
-    /// the frames accepted and the error, or fails the test if the writer hangs.
-    fn push_until_failure(open: impl FnOnce() -> Writer + Send + 'static) -> (usize, Error) {
+    /// The job that panics: shard 0 is frames 0..4 (16 jobs of 4 tiles), so this is
+    /// frame 5's second tile.
+    const PANIC_AT_JOB: usize = 4 * 4 + 5;
+
+    /// Pushes frames, on a thread, into the writer `open` makes with two workers, until
+    /// it fails; returns the frames accepted and the error, or fails the test if the
+    /// writer hangs.
+    fn push_until_failure(
+        open: impl FnOnce(WriterOptions) -> Writer + Send + 'static,
+    ) -> (usize, Error) {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut w = open();
+            let mut w = open(WriterOptions {
+                threads: 2,
+                ..WriterOptions::default()
+            });
             let mut pushed = 0;
             for k in 0..64 {
                 match w.push(&frame(k)) {
@@ -228,14 +238,10 @@ mod tests {
     fn a_worker_panic_fails_the_writer_and_keeps_finished_shards() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("panicking-worker.zarr");
-        // Shard 0 is frames 0..4 (16 jobs); the panic hits frame 5's second tile.
-        super::test_hooks::panic_after("panicking-worker.zarr", 4 * 4 + 5);
+        super::test_hooks::panic_after("panicking-worker.zarr", PANIC_AT_JOB);
         let p = path.clone();
-        let opts = WriterOptions {
-            threads: 2,
-            ..WriterOptions::default()
-        };
-        let (pushed, error) = push_until_failure(move || Writer::create(&p, spec(), opts).unwrap());
+        let (pushed, error) =
+            push_until_failure(move |opts| Writer::create(&p, spec(), opts).unwrap());
         assert_injected(pushed, &error);
         check_shard0_kept(&path);
     }
@@ -247,13 +253,9 @@ mod tests {
     fn a_worker_panic_during_a_pyramid_does_not_hang() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("panicking-pyramid.zarr");
-        super::test_hooks::panic_after("panicking-pyramid.zarr/0", 4 * 4 + 5);
+        super::test_hooks::panic_after("panicking-pyramid.zarr/0", PANIC_AT_JOB);
         let p = path.clone();
-        let opts = WriterOptions {
-            threads: 2,
-            ..WriterOptions::default()
-        };
-        let (pushed, error) = push_until_failure(move || {
+        let (pushed, error) = push_until_failure(move |opts| {
             let ome = Ome::new().levels(Levels::Count(2));
             Writer::create_ome(&p, spec(), &ome, opts).unwrap()
         });

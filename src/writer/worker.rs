@@ -151,6 +151,7 @@ pub(crate) mod test_hooks {
 
 #[cfg(test)]
 mod tests {
+    use std::path::{Path, PathBuf};
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -174,14 +175,14 @@ mod tests {
         (0..64 * 64).map(|i| (i * 7 + k * 131) as u16).collect()
     }
 
-    /// The job that panics: shard 0 is frames 0..4 (16 jobs of 4 tiles), so this is
-    /// frame 5's second tile.
-    const PANIC_AT_JOB: usize = 4 * 4 + 5;
-
-    /// Pushes frames, on a thread, into the writer `open` makes with two workers, until
-    /// it fails; returns the frames accepted and the error, or fails the test if the
+    /// Pushes frames, on a thread, into the writer `open` makes with two workers: four
+    /// (shard 0), then, once `array`'s `zarr.json` publishes them, arms a panic in the
+    /// second job of the array whose directory ends with `key` and pushes on until the
+    /// writer fails. Returns the frames accepted and the error, or fails the test if the
     /// writer hangs.
     fn push_until_failure(
+        array: PathBuf,
+        key: &'static str,
         open: impl FnOnce(WriterOptions) -> Writer + Send + 'static,
     ) -> (usize, Error) {
         let (tx, rx) = mpsc::channel();
@@ -192,6 +193,10 @@ mod tests {
             });
             let mut pushed = 0;
             for k in 0..64 {
+                if k == 4 {
+                    wait_for_published(&array, 4);
+                    super::test_hooks::panic_after(key, 1);
+                }
                 match w.push(&frame(k)) {
                     Ok(_) => pushed += 1,
                     Err(e) => {
@@ -207,9 +212,29 @@ mod tests {
             .expect("the writer hung after a worker panicked")
     }
 
+    fn shape0(array: &Path) -> u64 {
+        std::fs::read(array.join("zarr.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|doc| doc["shape"][0].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// Waits (up to 30 s) until the array publishes `frames` frames.
+    fn wait_for_published(array: &Path, frames: u64) {
+        let t = std::time::Instant::now();
+        while shape0(array) < frames {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "shard 0 was never published"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// The array at `path` says it was aborted, publishes shard 0 (frames 0..4) and no
     /// more, and zarrs reads shard 0 back as pushed.
-    fn check_shard0_kept(path: &std::path::Path) {
+    fn check_shard0_kept(path: &Path) {
         let doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(path.join("zarr.json")).unwrap()).unwrap();
         let ours = &doc["attributes"]["zarrstream"];
@@ -225,7 +250,7 @@ mod tests {
     }
 
     fn assert_injected(pushed: usize, error: &Error) {
-        assert!(pushed >= 5, "frames accepted before the failure: {pushed}");
+        assert!(pushed >= 4, "frames accepted before the failure: {pushed}");
         match error {
             Error::Internal(m) => assert!(m.contains("injected worker panic"), "{m}"),
             e => panic!("expected Error::Internal, got {e:?}"),
@@ -238,10 +263,11 @@ mod tests {
     fn a_worker_panic_fails_the_writer_and_keeps_finished_shards() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("panicking-worker.zarr");
-        super::test_hooks::panic_after("panicking-worker.zarr", PANIC_AT_JOB);
         let p = path.clone();
         let (pushed, error) =
-            push_until_failure(move |opts| Writer::create(&p, spec(), opts).unwrap());
+            push_until_failure(path.clone(), "panicking-worker.zarr", move |opts| {
+                Writer::create(&p, spec(), opts).unwrap()
+            });
         assert_injected(pushed, &error);
         check_shard0_kept(&path);
     }
@@ -253,12 +279,12 @@ mod tests {
     fn a_worker_panic_during_a_pyramid_does_not_hang() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("panicking-pyramid.zarr");
-        super::test_hooks::panic_after("panicking-pyramid.zarr/0", PANIC_AT_JOB);
         let p = path.clone();
-        let (pushed, error) = push_until_failure(move |opts| {
-            let ome = Ome::new().levels(Levels::Count(2));
-            Writer::create_ome(&p, spec(), &ome, opts).unwrap()
-        });
+        let (pushed, error) =
+            push_until_failure(path.join("0"), "panicking-pyramid.zarr/0", move |opts| {
+                let ome = Ome::new().levels(Levels::Count(2));
+                Writer::create_ome(&p, spec(), &ome, opts).unwrap()
+            });
         assert_injected(pushed, &error);
         check_shard0_kept(&path.join("0"));
     }

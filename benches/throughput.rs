@@ -15,8 +15,10 @@
 //!   writes it) and with the reference C library (c-blosc for `lz4`, libzstd for `zstd`,
 //!   `memcpy` for `none`);
 //! - the **disk ceiling**: sequential 8 MiB `write`s of as many bytes as the codec
-//!   stores, in the output directory, the faster of one file + `fsync` and shard-sized
-//!   files each `fsync`ed when complete (the writer's own pattern);
+//!   stores, in the output directory, the fastest of one file + `fsync`, shard-sized
+//!   files each `fsync`ed when complete (the writer's own pattern), and one file written
+//!   with `O_DIRECT` (the device without the page cache, which throttles buffered
+//!   writes of a few GiB below the device's speed);
 //! - the **writer**, once per sink: `Writer::create`, a push per frame, `finish`
 //!   (durable); throughput = raw MiB / (first push → `finish` returned).
 //!
@@ -178,12 +180,14 @@ fn measure(
         theirs.push(mib(chunk_raw) / secs);
         // The writer stores about the same bytes per raw byte as the chunk encoder.
         let disk_bytes = (stored as f64 * raw as f64 / chunk_raw as f64) as u64;
-        // The better of one file + one fsync, and shard-sized files each fsynced (what a
-        // writer with per-shard durability has to do), so the ceiling is not set low.
+        // The best of one file + one fsync, shard-sized files each fsynced (what a
+        // writer with per-shard durability has to do) and O_DIRECT, so the ceiling is
+        // not set low.
         let shards = (raw / (wl.shard.iter().product::<u64>() * 2)).max(1);
         let one = disk_write(out, disk_bytes, 1, &pool[0]);
         let per_shard = disk_write(out, disk_bytes, shards, &pool[0]);
-        disk.push(mib(raw) / one.min(per_shard));
+        let direct = disk_write_direct(out, disk_bytes, &pool[0]).unwrap_or(f64::INFINITY);
+        disk.push(mib(raw) / one.min(per_shard).min(direct));
         for (i, &sink) in sinks.iter().enumerate() {
             let options = WriterOptions {
                 threads,
@@ -429,6 +433,38 @@ fn disk_write(dir: &std::path::Path, bytes: u64, files: u64, data: &[u8]) -> f64
         let _ = std::fs::remove_file(path);
     }
     secs
+}
+
+/// Sequential `O_DIRECT` writes of `bytes` (rounded up to 4 KiB) into one file, in blocks
+/// of `data`'s length, then `fsync`; returns seconds, or `None` where the filesystem
+/// refuses `O_DIRECT` (tmpfs).
+fn disk_write_direct(dir: &std::path::Path, bytes: u64, data: &[u8]) -> Option<f64> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("disk-ceiling-direct.bin");
+    // O_DIRECT needs page-aligned memory and lengths: an anonymous mapping is aligned.
+    let block = data.len() & !4095;
+    let mut buf = memmap2::MmapMut::map_anon(block).ok()?;
+    buf.copy_from_slice(&data[..block]);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .ok()?;
+    let t = Instant::now();
+    let mut left = bytes.div_ceil(4096) * 4096;
+    let written = (|| {
+        while left > 0 {
+            let n = left.min(block as u64) as usize;
+            f.write_all(&buf[..n])?;
+            left -= n as u64;
+        }
+        f.sync_all()
+    })();
+    let secs = t.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&path);
+    written.ok().map(|()| secs)
 }
 
 fn report(rows: &[Row], frames: usize, runs: usize, threads: usize, wl: &Workload) -> String {

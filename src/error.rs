@@ -239,6 +239,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::Internal`] for a panic caught in `context` (a thread, or an entry point
+    /// of a binding that runs the writer under `catch_unwind`), with the panic's
+    /// message when it has one.
+    ///
+    /// ```
+    /// let payload = std::panic::catch_unwind(|| panic!("index out of range")).unwrap_err();
+    /// let e = zarrstream::Error::panicked("a worker thread", payload.as_ref());
+    /// assert_eq!(e.to_string(), "internal error: a worker thread panicked: index out of range");
+    /// ```
+    pub fn panicked(context: &str, payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(a panic without a message)");
+        Error::Internal(format!("{context} panicked: {message}"))
+    }
+
     /// Wraps an I/O error with its operation and path, turning `ENOSPC`/`EDQUOT`
     /// into [`Error::DiskFull`] so callers can match on one variant.
     pub(crate) fn io(

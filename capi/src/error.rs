@@ -1,7 +1,6 @@
 //! Return codes, the errors behind them, the panic barrier, and the thread-local message
 //! that `zs_last_error` returns.
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -65,14 +64,6 @@ pub enum CapiError {
     /// The library refused or failed.
     #[error(transparent)]
     Writer(#[from] zarrstream::Error),
-    /// A panic was caught at the boundary.
-    #[error("internal error: {function} panicked: {message}")]
-    Panic {
-        /// The entry point.
-        function: &'static str,
-        /// The panic's message.
-        message: String,
-    },
     /// An earlier call on this writer panicked, so its state cannot be trusted.
     #[error("the writer is closed: an earlier call on it failed with an internal error")]
     Poisoned,
@@ -85,7 +76,6 @@ impl CapiError {
         match self {
             CapiError::Null(_) | CapiError::Argument(_) => ZS_E_INVALID_ARGUMENT,
             CapiError::Config(_) => ZS_E_INVALID_CONFIG,
-            CapiError::Panic { .. } => ZS_E_INTERNAL,
             CapiError::Poisoned => ZS_E_CLOSED,
             CapiError::Writer(e) => match e {
                 E::Spec(_) | E::Ome(_) | E::InvalidOption { .. } => ZS_E_INVALID_CONFIG,
@@ -149,23 +139,13 @@ pub(crate) fn guard(
     outcome.unwrap_or_else(|payload| {
         // Reporting the panic (and dropping its payload) runs under a barrier too.
         catch_unwind(AssertUnwindSafe(move || {
-            fail(&CapiError::Panic {
+            fail(&CapiError::Writer(zarrstream::Error::panicked(
                 function,
-                message: panic_message(payload.as_ref()),
-            })
+                payload.as_ref(),
+            )))
         }))
         .unwrap_or(ZS_E_INTERNAL as c_int)
     })
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a panic without a message)".into()
-    }
 }
 
 /// The environment variable that makes the library panic at named places, in debug

@@ -996,25 +996,23 @@ impl Writer {
                 Ok(r) => {
                     let _ = latency.add(&r.frame_latency_ns);
                 }
-                Err(_) => self
+                Err(p) => self
                     .shared
-                    .fail(Error::Internal("a worker thread panicked".into())),
+                    .fail(Error::panicked("a worker thread", p.as_ref())),
             }
         }
         self.prepared = None;
-        if let Some(h) = self.preparer.take()
-            && h.join().is_err()
-        {
+        if let Some(Err(p)) = self.preparer.take().map(JoinHandle::join) {
             self.shared
-                .fail(Error::Internal("the shard preparer panicked".into()));
+                .fail(Error::panicked("the shard preparer", p.as_ref()));
         }
         self.finisher_tx = None;
         let report = match self.finisher.take().map(JoinHandle::join) {
             Some(Ok(report)) => report,
-            Some(Err(_)) => {
+            Some(Err(p)) => {
                 // Its shards may not be in place: never publish them as finished.
                 self.shared
-                    .fail(Error::Internal("the finisher thread panicked".into()));
+                    .fail(Error::panicked("the finisher thread", p.as_ref()));
                 finisher::FinisherReport::default()
             }
             None => finisher::FinisherReport::default(),

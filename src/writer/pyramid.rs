@@ -286,7 +286,7 @@ impl Pyramid {
         }
         let ended = match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
-            Some(Err(_)) => Err(Error::Internal("the pyramid thread panicked".into())),
+            Some(Err(p)) => Err(Error::panicked("the pyramid thread", p.as_ref())),
             None => Ok(()),
         };
         self.take_failure().map_or(ended, Err)

@@ -41,50 +41,15 @@ pub(crate) fn run(
     let mut scratch = Vec::new();
     for job in jobs {
         // A panic (a bug, in an encoder or the reduction) must not take the job's
-        // bookkeeping with it: the shard would never be released and `finish` would wait
-        // for it forever. It fails the writer like an I/O error instead. The encoder and
-        // scratch it may leave half-updated are never used for output again: every job
-        // after a failure skips encoding.
+        // bookkeeping below with it: the shard would never be released and a pyramid
+        // would wait forever for the tile's reduction. It fails the writer like an I/O
+        // error instead. The encoder and scratch it may leave half-updated are never used
+        // for output again: every job after a failure skips encoding.
         let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            #[cfg(test)]
-            test_hooks::maybe_panic(&shared);
-            let mut reduced = (job.batch.reduction.as_ref())
-                .filter(|_| !shared.failed())
-                .map(|r| r.tile(&shared, &job.batch.buf, job.tile));
-            if let (Some(enc), false) = (encoder.as_mut(), shared.failed()) {
-                let src = job.batch.source(&shared.grid, job.tile);
-                let sink = &job.shard.sink;
-                // An uncompressed staged chunk is written from the staging buffer itself, one
-                // copy less than gathering it into the scratch (strided frame tiles are still
-                // gathered: writing their rows directly, under the file's lock, was slower).
-                let direct = enc.raw_contiguous(&src).and_then(|(data, crc)| {
-                    sink.write_encoded(job.slot, data, crc.as_ref().map_or(&[][..], |c| &c[..]))
-                });
-                let written = match direct {
-                    Some(r) => r,
-                    None => sink.write_chunk(job.slot, &mut scratch, &mut |out| {
-                        // The next pyramid level is reduced from the rows the encoder just read.
-                        enc.encode_observed(&src, out, &mut |read| {
-                            if let Some(l) = reduced.as_mut() {
-                                l.read_to(read.end);
-                            }
-                        })
-                    }),
-                };
-                match written {
-                    Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
-                    Err(e) => shared.fail(e),
-                }
-            }
-            if let Some(mut l) = reduced {
-                l.finish();
-            }
+            encode(&shared, &job, encoder.as_mut(), &mut scratch);
         }));
         if let Err(panic) = encoded {
-            shared.fail(Error::Internal(format!(
-                "a worker thread panicked: {}",
-                panic_message(panic.as_ref())
-            )));
+            shared.fail(Error::panicked("a worker thread", panic.as_ref()));
         }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(r) = &job.batch.reduction {
@@ -109,13 +74,42 @@ pub(crate) fn run(
     }
 }
 
-/// The text of a panic's payload (`panic!` with a literal or with format arguments).
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
+/// Encodes `job`'s chunk into its shard and reduces it into the next pyramid level,
+/// unless the writer has failed.
+fn encode(shared: &Shared, job: &Job, encoder: Option<&mut ChunkEncoder>, scratch: &mut Vec<u8>) {
+    #[cfg(test)]
+    test_hooks::maybe_panic(shared);
+    let mut reduced = (job.batch.reduction.as_ref())
+        .filter(|_| !shared.failed())
+        .map(|r| r.tile(shared, &job.batch.buf, job.tile));
+    if let (Some(enc), false) = (encoder, shared.failed()) {
+        let src = job.batch.source(&shared.grid, job.tile);
+        let sink = &job.shard.sink;
+        // An uncompressed staged chunk is written from the staging buffer itself, one
+        // copy less than gathering it into the scratch (strided frame tiles are still
+        // gathered: writing their rows directly, under the file's lock, was slower).
+        let direct = enc.raw_contiguous(&src).and_then(|(data, crc)| {
+            sink.write_encoded(job.slot, data, crc.as_ref().map_or(&[][..], |c| &c[..]))
+        });
+        let written = match direct {
+            Some(r) => r,
+            None => sink.write_chunk(job.slot, scratch, &mut |out| {
+                // The next pyramid level is reduced from the rows the encoder just read.
+                enc.encode_observed(&src, out, &mut |read| {
+                    if let Some(l) = reduced.as_mut() {
+                        l.read_to(read.end);
+                    }
+                })
+            }),
+        };
+        match written {
+            Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
+            Err(e) => shared.fail(e),
+        }
+    }
+    if let Some(mut l) = reduced {
+        l.finish();
+    }
 }
 
 /// Makes a worker panic on demand, for the tests of how the writer survives it.

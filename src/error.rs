@@ -233,7 +233,7 @@ pub enum Error {
         /// What failed.
         message: String,
     },
-    /// An internal thread died; this is a bug.
+    /// A writer thread died or panicked ([`Error::panicked`]); this is a bug.
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -14,7 +14,8 @@ pub(crate) struct Pool {
     len: usize,
 }
 
-/// A frame buffer lent by the writer's pool ([`Writer::buffer`](crate::Writer::buffer)); it goes back to the pool when dropped.
+/// A frame buffer lent by the writer's pool ([`Writer::buffer`](crate::Writer::buffer));
+/// it goes back to the pool when dropped.
 pub struct PoolBuf {
     /// `None` only while going home.
     buf: Option<MmapMut>,

@@ -2,8 +2,8 @@
 //! zarr-python 3.1 (its own codec pipeline), zarr-python with the `zarrs` Rust codec
 //! pipeline, and tensorstore's `zarr3` driver, element for element.
 //!
-//! * `matrix`: 34 arrays (ranks 3–5, every codec and dtype, crc32c on/off, index at
-//!   end/start, both sinks, both packings, edge shards, streams stopping mid-shard and
+//! * `matrix`: 37 arrays (ranks 3–5, every codec and dtype, crc32c on/off, index at
+//!   end/start, all three sinks, both packings, edge shards, streams stopping mid-shard and
 //!   mid-deep-chunk, single-chunk shards and shards of thousands of inner chunks, fill
 //!   values other than 0) read whole and in sub-regions, plus their metadata.
 //! * `during_acquisition`: the `record` example records at `--fps` while the three
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArraySpec, Codec, DataType, Durability, IndexLocation, Packing, SinkChoice, Writer,
+    ArraySpec, Codec, DataType, Durability, IndexLocation, Packing, SinkChoice, SinkKind, Writer,
     WriterOptions,
 };
 
@@ -334,6 +334,9 @@ impl Case {
         let stats = w
             .finish()
             .unwrap_or_else(|e| panic!("{}: finish: {e}", self.name));
+        if self.sink == SinkChoice::Direct {
+            assert_eq!(stats.sink, SinkKind::Direct, "{}: fell back", self.name);
+        }
         let skipped = self.skipped.len() as u64;
         assert_eq!(stats.frames_written, self.frames - skipped, "{}", self.name);
         assert_eq!(stats.frames_dropped, skipped, "{}", self.name);
@@ -390,6 +393,7 @@ impl Case {
                 SinkChoice::Pwrite => "pwrite",
                 SinkChoice::Mmap => "mmap",
                 SinkChoice::Auto => "auto",
+                SinkChoice::Direct => "direct",
             },
             match self.packing {
                 Packing::Compact => "compact",
@@ -442,6 +446,43 @@ fn matrix() -> Vec<Case> {
                 &[1, 256, 192],
                 &[2, 512, 384],
                 5,
+            )
+        },
+        // The direct sink (O_DIRECT, chunks padded to 4 KiB): 16 chunks per shard, so
+        // the working index's last block reaches past the reserved file.
+        Case {
+            codec: Codec::zstd(1),
+            sink: SinkChoice::Direct,
+            ..case(
+                "r3_u16_1000x700_zstd1_direct",
+                &[0, 1000, 700],
+                &[1, 256, 256],
+                &[4, 512, 512],
+                6,
+            )
+        },
+        Case {
+            fill: 7.0,
+            index: Start,
+            sink: SinkChoice::Direct,
+            ..case(
+                "r3_u16_lz4_start_direct",
+                &[0, 600, 512],
+                &[1, 256, 256],
+                &[2, 512, 512],
+                5,
+            )
+        },
+        // Deep uncompressed chunks go from the staging buffer straight to the device.
+        Case {
+            codec: Codec::none(),
+            sink: SinkChoice::Direct,
+            ..case(
+                "r3_u16_none_deep_direct",
+                &[0, 600, 512],
+                &[2, 256, 256],
+                &[4, 512, 512],
+                7,
             )
         },
         // Deep chunks (2 frames) and 7 frames: stops mid deep chunk; inner chunks

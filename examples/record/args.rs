@@ -84,7 +84,7 @@ FRAMES:
 
 WRITER:
     --threads N             worker threads, 0 = one per core [default: 0]
-    --sink S                auto | mmap | pwrite [default: auto]
+    --sink S                auto | mmap | pwrite | direct [default: auto]
     --backpressure B        block | drop: what push does when the frame pool is
                             full [default: block]
     --pool-frames N         frame buffers in the pool, 0 = 2 x threads + 2 [default: 0]

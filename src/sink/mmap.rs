@@ -2,7 +2,7 @@
 
 use memmap2::MmapMut;
 
-use super::{SlotSink, TempShard, internal};
+use super::{Scratch, SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
 use crate::shard::{FinalLayout, encode_index, entry_bytes};
 use crate::slots::{SlotGeometry, SlotRegion, map_reserved_file};
@@ -36,7 +36,7 @@ impl SlotSink for MmapSink {
     fn write_chunk(
         &self,
         i: usize,
-        _scratch: &mut Vec<u8>,
+        _scratch: &mut Scratch,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<(u64, u64)> {
         let mut slot = self

@@ -1,6 +1,7 @@
 //! Slot sinks: how encoded chunks reach a shard file. Both sinks use the same
 //! preallocated file and the same [`ShardLayout`]; they differ in how bytes get there.
 
+mod direct;
 mod mmap;
 mod pwrite;
 mod temp;
@@ -30,6 +31,14 @@ pub enum SinkChoice {
     /// Workers encode into a per-thread buffer and append it to the shard file with
     /// `pwrite` (one writer per file at a time; chunks back to back, nothing to compact).
     Pwrite,
+    /// Workers encode into a page-aligned per-thread buffer and append it with
+    /// `O_DIRECT` writes, which bypass the page cache: no copy into the cache and no
+    /// writeback by the kernel's threads. Chunks start at 4 KiB boundaries and are
+    /// padded with zeros to the next one (the index holds their true length), so a
+    /// shard is up to 4 KiB − 1 per chunk larger. Falls back to `pwrite` where chunk
+    /// slots are smaller than 64 KiB (their layout is not block-aligned) or the
+    /// filesystem refuses a direct write.
+    Direct,
 }
 
 /// The sink actually used.
@@ -39,34 +48,42 @@ pub enum SinkKind {
     Mmap,
     /// Positioned writes.
     Pwrite,
+    /// Positioned `O_DIRECT` writes of block-padded chunks.
+    Direct,
 }
 
 impl SinkKind {
-    /// `mmap` or `pwrite`.
+    /// `mmap`, `pwrite` or `direct`.
     pub fn as_str(self) -> &'static str {
         match self {
             SinkKind::Mmap => "mmap",
             SinkKind::Pwrite => "pwrite",
+            SinkKind::Direct => "direct",
         }
     }
 }
 
 impl SinkChoice {
-    /// Parses `auto`, `mmap`, `pwrite`.
+    /// Parses `auto`, `mmap`, `pwrite`, `direct`.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "auto" => SinkChoice::Auto,
             "mmap" => SinkChoice::Mmap,
             "pwrite" => SinkChoice::Pwrite,
+            "direct" => SinkChoice::Direct,
             _ => return None,
         })
     }
 
-    /// Resolves the choice for the filesystem holding `dir`.
-    pub(crate) fn resolve(self, dir: &Path) -> SinkKind {
+    /// Resolves the choice for shards of `layout` in `dir` (a directory on the
+    /// store's filesystem, where the direct sink's probe file may be written).
+    pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout) -> SinkKind {
         match self {
             SinkChoice::Mmap if mapping_is_safe(dir) => SinkKind::Mmap,
-            SinkChoice::Auto | SinkChoice::Mmap | SinkChoice::Pwrite => SinkKind::Pwrite,
+            SinkChoice::Direct if direct::supported(dir, layout) => SinkKind::Direct,
+            SinkChoice::Auto | SinkChoice::Mmap | SinkChoice::Pwrite | SinkChoice::Direct => {
+                SinkKind::Pwrite
+            }
         }
     }
 }
@@ -97,15 +114,21 @@ pub(crate) trait SlotSink: Send + Sync {
     fn write_chunk(
         &self,
         i: usize,
-        scratch: &mut Vec<u8>,
+        scratch: &mut Scratch,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<(u64, u64)>;
 
     /// Writes chunk `i`, already encoded in memory as `data` followed by `tail` (an
     /// uncompressed staged chunk and its crc32c), without copying it into a buffer first,
     /// like [`write_chunk`](Self::write_chunk) otherwise. `None` if this sink has no
-    /// such path.
-    fn write_encoded(&self, _i: usize, _data: &[u8], _tail: &[u8]) -> Option<Result<(u64, u64)>> {
+    /// such path for these buffers.
+    fn write_encoded(
+        &self,
+        _i: usize,
+        _data: &[u8],
+        _tail: &[u8],
+        _scratch: &mut Scratch,
+    ) -> Option<Result<(u64, u64)>> {
         None
     }
 
@@ -133,8 +156,29 @@ pub(crate) fn open(kind: SinkKind, path: &Path, layout: ShardLayout) -> Result<B
     let temp = TempShard::create(path, layout)?;
     Ok(match kind {
         SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp)?),
+        SinkKind::Direct => Box::new(direct::DirectSink::new(temp)?),
         _ => Box::new(pwrite::PwriteSink::new(temp)),
     })
+}
+
+/// A worker's encode buffer, reused from chunk to chunk. Page-aligned (an anonymous
+/// mapping), so that the direct sink can hand it to `O_DIRECT` writes as it is.
+#[derive(Default)]
+pub(crate) struct Scratch(Option<memmap2::MmapMut>);
+
+impl Scratch {
+    /// The first `len` bytes of the buffer, grown (and zeroed) if it is shorter.
+    pub(crate) fn get(&mut self, len: usize) -> Result<&mut [u8]> {
+        if self.0.as_ref().is_none_or(|m| m.len() < len) {
+            let map = memmap2::MmapMut::map_anon(len.max(1))
+                .map_err(|e| Error::io("allocate buffers", "", e, len as u64))?;
+            self.0 = Some(map);
+        }
+        match self.0.as_mut() {
+            Some(map) => Ok(&mut map[..len]),
+            None => Err(internal("scratch buffer missing")),
+        }
+    }
 }
 
 fn internal(msg: &str) -> Error {

@@ -5,7 +5,7 @@
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-use super::{SlotSink, TempShard};
+use super::{Scratch, SlotSink, TempShard};
 use crate::error::{Error, Result};
 use crate::shard::{FinalLayout, encode_index, entry_bytes};
 use crate::spec::IndexLocation;
@@ -68,15 +68,21 @@ impl SlotSink for PwriteSink {
     fn write_chunk(
         &self,
         i: usize,
-        scratch: &mut Vec<u8>,
+        scratch: &mut Scratch,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<(u64, u64)> {
-        scratch.resize(self.temp.layout.slot_size as usize, 0);
-        let n = encode(scratch)?;
-        self.append(i, &[&scratch[..n]])
+        let buf = scratch.get(self.temp.layout.slot_size as usize)?;
+        let n = encode(buf)?;
+        self.append(i, &[&buf[..n]])
     }
 
-    fn write_encoded(&self, i: usize, data: &[u8], tail: &[u8]) -> Option<Result<(u64, u64)>> {
+    fn write_encoded(
+        &self,
+        i: usize,
+        data: &[u8],
+        tail: &[u8],
+        _scratch: &mut Scratch,
+    ) -> Option<Result<(u64, u64)>> {
         Some(self.append(i, &[data, tail]))
     }
 

@@ -73,10 +73,17 @@ pub enum Durability {
     None,
 }
 
+/// Worker threads per core with the direct sink and the default `threads`. With one
+/// per core, `record` (C1, 2 cores) wrote 1699–1816 MiB/s `lz4:1` against
+/// 2115–2668 with pwrite; with three, 2955–2973 (BENCHMARKS.md §2).
+const DIRECT_WORKERS_PER_CORE: usize = 3;
+
 /// Options of a [`Writer`]; `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriterOptions {
-    /// Worker threads (0 = one per core).
+    /// Worker threads (0 = one per core, or with the [direct](SinkChoice::Direct) sink
+    /// three per core, since a direct write holds its worker until the device has the
+    /// bytes).
     pub threads: usize,
     /// Pin worker `i` to core `i mod cores`.
     pub pin_threads: bool,
@@ -389,11 +396,17 @@ impl Writer {
         let grid = Grid::new(&spec);
         let layout =
             ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
-        let sink = options.sink.resolve(&dir);
+        let sink = options.sink.resolve(&tmp_dir, &layout);
         let threads = if options.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
             options.threads
+        };
+        // A direct write holds its worker until the device has the bytes; the other
+        // workers of the core encode meanwhile.
+        let workers = match (options.threads, sink) {
+            (0, SinkKind::Direct) => DIRECT_WORKERS_PER_CORE * threads,
+            _ => threads,
         };
         let shared = Arc::new(Shared::new(
             spec,
@@ -453,15 +466,15 @@ impl Writer {
             Vec::new()
         };
         let spawn = |name: String| std::thread::Builder::new().name(name);
-        let mut workers = Vec::with_capacity(threads);
-        for i in 0..threads {
+        let mut worker_handles = Vec::with_capacity(workers);
+        for i in 0..workers {
             let (s, rx, ftx) = (Arc::clone(&shared), jobs_rx.clone(), fin_tx.clone());
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let nice = options.background_nice;
             let h = spawn(format!("zarrstream-worker-{i}"))
                 .spawn(move || worker::run(s, rx, ftx, core, nice))
                 .map_err(|e| Error::io("spawn thread", "", e, 0))?;
-            workers.push(h);
+            worker_handles.push(h);
         }
         let nice = options.background_nice;
         let s = Arc::clone(&shared);
@@ -484,7 +497,7 @@ impl Writer {
             jobs: Some(jobs_tx),
             finisher_tx: Some(fin_tx),
             prepared: Some(prep_rx),
-            workers,
+            workers: worker_handles,
             preparer: Some(preparer),
             finisher: Some(finisher),
             frame_pool,

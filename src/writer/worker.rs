@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use super::shared::{FinisherMsg, Job, Shared};
 use crate::Error;
 use crate::codec::ChunkEncoder;
+use crate::sink::Scratch;
 
 pub(crate) struct WorkerReport {
     pub frame_latency_ns: Histogram<u64>,
@@ -38,7 +39,7 @@ pub(crate) fn run(
             None
         }
     };
-    let mut scratch = Vec::new();
+    let mut scratch = Scratch::default();
     for job in jobs {
         // A panic (a bug, in an encoder or the reduction) must not take the job's
         // bookkeeping below with it: the shard would never be released and a pyramid
@@ -76,7 +77,7 @@ pub(crate) fn run(
 
 /// Encodes `job`'s chunk into its shard and reduces it into the next pyramid level,
 /// unless the writer has failed.
-fn encode(shared: &Shared, job: &Job, encoder: Option<&mut ChunkEncoder>, scratch: &mut Vec<u8>) {
+fn encode(shared: &Shared, job: &Job, encoder: Option<&mut ChunkEncoder>, scratch: &mut Scratch) {
     #[cfg(test)]
     test_hooks::maybe_panic(shared);
     let mut reduced = (job.batch.reduction.as_ref())
@@ -89,7 +90,8 @@ fn encode(shared: &Shared, job: &Job, encoder: Option<&mut ChunkEncoder>, scratc
         // copy less than gathering it into the scratch (strided frame tiles are still
         // gathered: writing their rows directly, under the file's lock, was slower).
         let direct = enc.raw_contiguous(&src).and_then(|(data, crc)| {
-            sink.write_encoded(job.slot, data, crc.as_ref().map_or(&[][..], |c| &c[..]))
+            let tail = crc.as_ref().map_or(&[][..], |c| &c[..]);
+            sink.write_encoded(job.slot, data, tail, scratch)
         });
         let written = match direct {
             Some(r) => r,

@@ -1,0 +1,308 @@
+//! The direct sink: workers encode into a page-aligned buffer and write it with
+//! `O_DIRECT`, so encoded bytes go from the worker's buffer to the device: no copy into
+//! the page cache and no writeback by the kernel's threads, which on a 2-core machine
+//! take CPU from the encoders.
+//!
+//! `O_DIRECT` writes must start at and cover whole blocks. Each chunk is therefore
+//! appended at a 4 KiB boundary and padded with zeros to the next one; its index entry
+//! holds its true length, so readers never see the padding. A chunk never takes more
+//! than its slot (the slot size is a multiple of 4 KiB), so appending stays inside the
+//! reserved data region, as for the pwrite sink.
+//!
+//! The working index is kept in memory and written back (also with `O_DIRECT`) after
+//! the chunk data it describes. A buffered write of an entry would take the file's
+//! inode lock exclusively and wait for every direct write in flight to complete.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::{Mutex, TryLockError};
+
+use memmap2::MmapMut;
+use rustix::fs::{AtFlags, OFlags, StatxFlags};
+
+use super::{Scratch, SlotSink, TempShard, internal};
+use crate::error::{Error, Result};
+use crate::shard::{FinalLayout, ShardLayout, encode_index, entry_bytes};
+
+/// The alignment of every direct write's offset, length and buffer: the largest logical
+/// block size of common devices, a multiple of the 512-byte sectors of others.
+pub(crate) const ALIGN: u64 = 4096;
+
+fn align_up(v: u64) -> u64 {
+    v.div_ceil(ALIGN) * ALIGN
+}
+
+/// Whether shards of `layout` can be written with `O_DIRECT` in `dir`: the layout puts
+/// slots and the working index at 4 KiB boundaries (slots of 64 KiB and more), the
+/// filesystem accepts direct writes there (a probe file is written and removed), and it
+/// asks for no more than 4 KiB alignment where the kernel reports it (`statx`).
+pub(crate) fn supported(dir: &Path, layout: &ShardLayout) -> bool {
+    let aligned = [layout.slot_size, layout.data_start, layout.index_offset]
+        .iter()
+        .all(|v| v.is_multiple_of(ALIGN));
+    aligned && probe(dir).is_ok()
+}
+
+fn probe(dir: &Path) -> std::io::Result<()> {
+    let path = dir.join(".direct-probe");
+    let result = (|| {
+        let file = open_direct(&path, true)?;
+        if let Ok(st) = rustix::fs::statx(&file, "", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN)
+            && st.stx_mask & StatxFlags::DIOALIGN.bits() != 0
+        {
+            let fits = |a: u32| a != 0 && ALIGN.is_multiple_of(u64::from(a));
+            if !fits(st.stx_dio_offset_align) || !fits(st.stx_dio_mem_align) {
+                return Err(std::io::Error::from(std::io::ErrorKind::Unsupported));
+            }
+        }
+        let page = MmapMut::map_anon(ALIGN as usize)?;
+        file.write_all_at(&page, 0)
+    })();
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(create)
+        .custom_flags(OFlags::DIRECT.bits() as i32)
+        .open(path)
+}
+
+pub(crate) struct DirectSink {
+    temp: TempShard,
+    /// The same file opened with `O_DIRECT`; `temp.file` (buffered) writes the final
+    /// index and the working index's last page when that page extends past the file.
+    direct: File,
+    /// Where the next chunk goes. Held only to hand out positions: direct writes to
+    /// disjoint blocks run in parallel.
+    next: Mutex<u64>,
+    index: WorkingIndex,
+}
+
+impl DirectSink {
+    /// Opens `temp` a second time, for direct writes.
+    pub(crate) fn new(temp: TempShard) -> Result<Self> {
+        let direct =
+            open_direct(&temp.path, false).map_err(|e| Error::io("open", &temp.path, e, 0))?;
+        let l = temp.layout;
+        let index = WorkingIndex::new(&l).map_err(|e| Error::io("allocate buffers", "", e, 0))?;
+        Ok(DirectSink {
+            next: Mutex::new(l.data_start),
+            direct,
+            index,
+            temp,
+        })
+    }
+
+    fn write_direct(&self, buf: &[u8], at: u64) -> Result<()> {
+        self.direct
+            .write_all_at(buf, at)
+            .map_err(|e| Error::io("write", &self.temp.path, e, buf.len() as u64))
+    }
+
+    /// Hands out `len` bytes (a multiple of [`ALIGN`]) at the end of the written data.
+    fn reserve(&self, len: u64) -> Result<u64> {
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let at = *next;
+        let l = &self.temp.layout;
+        let end = l.data_start + l.n * l.slot_size;
+        if at + len > end {
+            return Err(internal("direct sink: chunks exceed the shard's slots"));
+        }
+        *next = at + len;
+        Ok(at)
+    }
+
+    /// Records chunk `i` at `(offset, n)` and writes the working index back, after its
+    /// data: see [`WorkingIndex::record`].
+    fn record(&self, i: usize, offset: u64, n: u64) -> Result<(u64, u64)> {
+        self.index.record(i, offset, n, &self.temp, &self.direct)?;
+        Ok((offset, n))
+    }
+}
+
+impl SlotSink for DirectSink {
+    fn write_chunk(
+        &self,
+        i: usize,
+        scratch: &mut Scratch,
+        encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
+    ) -> Result<(u64, u64)> {
+        let slot = self.temp.layout.slot_size as usize;
+        let buf = scratch.get(slot)?;
+        let n = encode(buf)?;
+        let padded = align_up(n as u64) as usize;
+        let tail = buf
+            .get_mut(n..padded)
+            .ok_or_else(|| internal("direct sink: chunk larger than its slot"))?;
+        tail.fill(0);
+        let offset = self.reserve(padded as u64)?;
+        self.write_direct(&buf[..padded], offset)?;
+        self.record(i, offset, n as u64)
+    }
+
+    fn write_encoded(
+        &self,
+        i: usize,
+        data: &[u8],
+        tail: &[u8],
+        scratch: &mut Scratch,
+    ) -> Option<Result<(u64, u64)>> {
+        // Straight from the caller's buffer only when it is aligned as a direct write
+        // needs (staging groups are page-aligned mappings of whole pages per chunk).
+        let aligned = (data.as_ptr() as usize).is_multiple_of(ALIGN as usize)
+            && (data.len() as u64).is_multiple_of(ALIGN)
+            && !data.is_empty()
+            && (tail.len() as u64) < ALIGN;
+        if !aligned {
+            return None;
+        }
+        Some((|| {
+            let n = (data.len() + tail.len()) as u64;
+            let offset = self.reserve(align_up(n))?;
+            self.write_direct(data, offset)?;
+            if !tail.is_empty() {
+                let page = scratch.get(ALIGN as usize)?;
+                page.fill(0);
+                page[..tail.len()].copy_from_slice(tail);
+                self.write_direct(page, offset + data.len() as u64)?;
+            }
+            self.record(i, offset, n)
+        })())
+    }
+
+    fn packs_chunks(&self) -> bool {
+        true
+    }
+
+    fn keep_for_recovery(&self) {
+        self.temp.keep();
+    }
+
+    fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
+        if !fin.moves.is_empty() || !fin.holes.is_empty() {
+            return Err(internal("direct sink: a packed shard has nothing to move"));
+        }
+        // Buffered: the final index starts where the last chunk ends, mid-block.
+        let mut buf = vec![0; self.temp.layout.index_size as usize];
+        encode_index(&fin.entries, &mut buf);
+        self.temp
+            .file
+            .write_all_at(&buf, fin.index_at)
+            .map_err(|e| Error::io("write", &self.temp.path, e, buf.len() as u64))?;
+        self.temp.set_len(fin.len)?;
+        Ok(self.temp)
+    }
+}
+
+/// The working index's blocks as they should be in the file.
+struct Entries {
+    /// From the block holding entry 0 to the block holding the last one.
+    blocks: Vec<u8>,
+    /// The blocks changed since the last write-back, `lo..hi`.
+    dirty: Option<(usize, usize)>,
+}
+
+/// The working index in memory, written back to the file block by block.
+struct WorkingIndex {
+    entries: Mutex<Entries>,
+    /// Held while writing back, with the aligned buffer the blocks are copied into.
+    flush: Mutex<MmapMut>,
+    /// File offset of `entries[0]` (a block boundary); where entry 0 starts and the
+    /// entries end within it.
+    at: u64,
+    first: usize,
+    end: usize,
+    /// Blocks wholly inside the file: written directly. A last block reaching past the
+    /// file's end is written buffered, up to the end of the entries, since a direct
+    /// write would extend the file (and recovery checks the file's length).
+    direct_blocks: usize,
+}
+
+impl WorkingIndex {
+    fn new(l: &ShardLayout) -> std::io::Result<Self> {
+        let at = l.index_offset / ALIGN * ALIGN;
+        let first = (l.index_offset - at) as usize;
+        let end = l.index_offset + 16 * l.n;
+        let blocks = (align_up(end) - at) / ALIGN;
+        let direct_blocks = ((l.file_size.min(align_up(end)) - at) / ALIGN) as usize;
+        let len = (blocks * ALIGN) as usize;
+        let mut mem = vec![0; len];
+        let empty = entry_bytes(u64::MAX, u64::MAX);
+        for e in mem[first..first + 16 * l.n as usize].chunks_exact_mut(16) {
+            e.copy_from_slice(&empty);
+        }
+        Ok(WorkingIndex {
+            entries: Mutex::new(Entries {
+                blocks: mem,
+                dirty: None,
+            }),
+            flush: Mutex::new(MmapMut::map_anon(len)?),
+            at,
+            first,
+            end: first + 16 * l.n as usize,
+            direct_blocks,
+        })
+    }
+
+    /// Sets entry `i` and writes the changed blocks back. A thread that finds a
+    /// write-back under way leaves its entry to it: that thread looks for changed
+    /// blocks again after each write, so every entry reaches the file, and at most one
+    /// block write per shard is in flight.
+    fn record(&self, i: usize, offset: u64, n: u64, temp: &TempShard, direct: &File) -> Result<()> {
+        {
+            let mut guard = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let Entries { blocks, dirty } = &mut *guard;
+            let pos = self.first + 16 * i;
+            let entry = blocks
+                .get_mut(pos..pos + 16)
+                .ok_or_else(|| internal("direct sink: index entry out of range"))?;
+            entry.copy_from_slice(&entry_bytes(offset, n));
+            let block = pos / ALIGN as usize;
+            *dirty = Some(dirty.map_or((block, block + 1), |(a, b)| {
+                (a.min(block), b.max(block + 1))
+            }));
+        }
+        loop {
+            let mut out = match self.flush.try_lock() {
+                Ok(out) => out,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => return Ok(()),
+            };
+            let taken = {
+                let mut guard = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+                let Entries { blocks, dirty } = &mut *guard;
+                dirty.take().inspect(|&(lo, hi)| {
+                    let (a, b) = (lo * ALIGN as usize, hi * ALIGN as usize);
+                    out[a..b].copy_from_slice(&blocks[a..b]);
+                })
+            };
+            let Some((lo, hi)) = taken else {
+                // A thread may have changed a block after the check above and then
+                // found the flush lock still taken: look once more without it.
+                drop(out);
+                let guard = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+                if guard.dirty.is_none() {
+                    return Ok(());
+                }
+                continue;
+            };
+            let split = hi.min(self.direct_blocks).max(lo);
+            let (a, b) = (lo * ALIGN as usize, split * ALIGN as usize);
+            if a < b {
+                direct
+                    .write_all_at(&out[a..b], self.at + a as u64)
+                    .map_err(|e| Error::io("write", &temp.path, e, (b - a) as u64))?;
+            }
+            if split < hi {
+                let (a, b) = (split * ALIGN as usize, self.end.min(hi * ALIGN as usize));
+                temp.file
+                    .write_all_at(&out[a..b], self.at + a as u64)
+                    .map_err(|e| Error::io("write", &temp.path, e, (b - a) as u64))?;
+            }
+        }
+    }
+}

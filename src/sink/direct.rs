@@ -306,3 +306,182 @@ impl WorkingIndex {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::FileExt;
+
+    use super::*;
+    use crate::read::index::{parse_index, raw_entries};
+    use crate::shard::packed;
+    use crate::{ArraySpec, Codec, IndexLocation};
+
+    /// Shards of `shard_t` × 2 × 2 uncompressed 128 KiB chunks (slots of 132 KiB).
+    fn layout(location: IndexLocation, shard_t: u64) -> ShardLayout {
+        let spec = ArraySpec::builder()
+            .shape([0, 512, 512])
+            .chunk_shape([1, 256, 256])
+            .shard_shape([shard_t, 512, 512])
+            .codec(Codec::none())
+            .index_location(location)
+            .build()
+            .unwrap();
+        ShardLayout::new(&spec).unwrap()
+    }
+
+    fn chunk(i: usize, len: usize) -> Vec<u8> {
+        (0..len).map(|k| (k * 31 + i * 7 + 1) as u8).collect()
+    }
+
+    /// The working index as the file holds it now.
+    fn working_index(path: &Path, l: &ShardLayout) -> Vec<(u64, u64)> {
+        let mut buf = vec![0; 16 * l.n as usize];
+        File::open(path)
+            .unwrap()
+            .read_exact_at(&mut buf, l.index_offset)
+            .unwrap();
+        raw_entries(&buf).collect()
+    }
+
+    /// Writes chunk `i` of `len` bytes with `threads` threads, each with its own
+    /// scratch, as workers do; returns the sink's answers.
+    fn write_all(sink: &DirectSink, lens: &[usize], threads: usize) -> Vec<(u64, u64)> {
+        let mut out = vec![(0, 0); lens.len()];
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || {
+                        let mut scratch = Scratch::default();
+                        (t..lens.len())
+                            .step_by(threads)
+                            .map(|i| {
+                                let data = chunk(i, lens[i]);
+                                let at = sink.write_chunk(i, &mut scratch, &mut |buf| {
+                                    buf[..data.len()].copy_from_slice(&data);
+                                    Ok(data.len())
+                                });
+                                (i, at.unwrap())
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                for (i, at) in h.join().unwrap() {
+                    out[i] = at;
+                }
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn chunks_are_block_aligned_and_the_final_shard_reads_back() {
+        for location in [IndexLocation::End, IndexLocation::Start] {
+            let dir = tempfile::tempdir().unwrap();
+            let l = layout(location, 4);
+            assert!(supported(dir.path(), &l), "{location:?}");
+            let path = dir.path().join("shard.partial");
+            let sink = DirectSink::new(TempShard::create(&path, l).unwrap()).unwrap();
+            // Lengths around block boundaries; chunk 5 is never written.
+            let lens: Vec<usize> = (0..16)
+                .map(|i| [1, 4095, 4096, 4097, 70_000][i % 5])
+                .collect();
+            let mut written = write_all(&sink, &lens, 3);
+            written[5] = (u64::MAX, u64::MAX);
+            for (i, &(at, n)) in written.iter().enumerate().filter(|&(i, _)| i != 5) {
+                assert_eq!(at % ALIGN, 0, "chunk {i} at {at}");
+                assert_eq!(n, lens[i] as u64);
+                assert!(at >= l.data_start && at + n <= l.data_start + l.n * l.slot_size);
+            }
+            // Before finishing: a recoverable temporary shard of the reserved length
+            // whose working index says where every chunk is.
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), l.file_size);
+            let mut on_disk = working_index(&path, &l);
+            on_disk[5] = (u64::MAX, u64::MAX);
+            assert_eq!(on_disk, written);
+
+            let entries: Vec<_> = (0..16).map(|i| (i != 5).then_some(written[i])).collect();
+            let fin = packed(&l, &entries);
+            let temp = Box::new(sink).finalize(&fin).unwrap();
+            let bytes = std::fs::read(&temp.path).unwrap();
+            assert_eq!(bytes.len() as u64, fin.len);
+            let index = match location {
+                IndexLocation::End => &bytes[bytes.len() - l.index_size as usize..],
+                IndexLocation::Start => &bytes[..l.index_size as usize],
+            };
+            let parsed = parse_index(index, 16).unwrap();
+            assert_eq!(parsed, entries);
+            for (i, e) in parsed.iter().enumerate() {
+                if let Some((at, n)) = e {
+                    assert_eq!(&bytes[*at as usize..(at + n) as usize], chunk(i, lens[i]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_entry_reaches_the_file_when_threads_race() {
+        // 64 chunks per shard written by 8 threads at once, 20 times. A thread that finds
+        // the write-back under way leaves its entry to the thread writing; if that one
+        // did not look for changed blocks again, the entry would be missing here.
+        let dir = tempfile::tempdir().unwrap();
+        let l = layout(IndexLocation::End, 16);
+        assert_eq!(l.n, 64);
+        for round in 0..20 {
+            let path = dir.path().join(format!("shard{round}.partial"));
+            let sink = DirectSink::new(TempShard::create(&path, l).unwrap()).unwrap();
+            let written = write_all(&sink, &[100; 64], 8);
+            assert_eq!(working_index(&path, &l), written, "round {round}");
+            sink.keep_for_recovery();
+        }
+    }
+
+    #[test]
+    fn aligned_staged_chunks_are_written_in_place_and_others_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = layout(IndexLocation::End, 4);
+        let path = dir.path().join("shard.partial");
+        let sink = DirectSink::new(TempShard::create(&path, l).unwrap()).unwrap();
+        let mut scratch = Scratch::default();
+        let mut staged = MmapMut::map_anon(2 * 8192).unwrap();
+        staged
+            .iter_mut()
+            .enumerate()
+            .for_each(|(k, b)| *b = k as u8);
+        let crc = [1, 2, 3, 4];
+        assert!(
+            sink.write_encoded(0, &staged[1..4097], &crc, &mut scratch)
+                .is_none()
+        );
+        assert!(
+            sink.write_encoded(0, &staged[..100], &crc, &mut scratch)
+                .is_none()
+        );
+        let (at, n) = sink
+            .write_encoded(3, &staged[8192..], &crc, &mut scratch)
+            .unwrap()
+            .unwrap();
+        assert_eq!((at % ALIGN, n), (0, 8196));
+        let mut back = vec![0; 8196];
+        File::open(&path)
+            .unwrap()
+            .read_exact_at(&mut back, at)
+            .unwrap();
+        assert_eq!(&back[..8192], &staged[8192..]);
+        assert_eq!(&back[8192..], &crc);
+        assert_eq!(working_index(&path, &l)[3], (at, n));
+    }
+
+    #[test]
+    fn small_slots_are_not_written_directly() {
+        let spec = ArraySpec::builder()
+            .shape([0, 64, 64])
+            .chunk_shape([1, 32, 32])
+            .shard_shape([4, 64, 64])
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!supported(dir.path(), &ShardLayout::new(&spec).unwrap()));
+    }
+}

@@ -36,8 +36,9 @@ pub enum SinkChoice {
     /// writeback by the kernel's threads. Chunks start at 4 KiB boundaries and are
     /// padded with zeros to the next one (the index holds their true length), so a
     /// shard is up to 4 KiB − 1 per chunk larger. Falls back to `pwrite` where chunk
-    /// slots are smaller than 64 KiB (their layout is not block-aligned) or the
-    /// filesystem refuses a direct write.
+    /// slots are smaller than 64 KiB (their layout is not block-aligned), where the
+    /// filesystem refuses a direct write, and where [`Mmap`](Self::Mmap) would (the
+    /// working index is written through a mapping).
     Direct,
 }
 
@@ -80,7 +81,9 @@ impl SinkChoice {
     pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout) -> SinkKind {
         match self {
             SinkChoice::Mmap if mapping_is_safe(dir) => SinkKind::Mmap,
-            SinkChoice::Direct if direct::supported(dir, layout) => SinkKind::Direct,
+            SinkChoice::Direct if mapping_is_safe(dir) && direct::supported(dir, layout) => {
+                SinkKind::Direct
+            }
             SinkChoice::Auto | SinkChoice::Mmap | SinkChoice::Pwrite | SinkChoice::Direct => {
                 SinkKind::Pwrite
             }
@@ -156,7 +159,7 @@ pub(crate) fn open(kind: SinkKind, path: &Path, layout: ShardLayout) -> Result<B
     let temp = TempShard::create(path, layout)?;
     Ok(match kind {
         SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp)?),
-        SinkKind::Direct => Box::new(direct::DirectSink::new(temp)?),
+        SinkKind::Direct if temp.reserved => Box::new(direct::DirectSink::new(temp)?),
         _ => Box::new(pwrite::PwriteSink::new(temp)),
     })
 }

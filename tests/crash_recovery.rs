@@ -36,16 +36,22 @@ struct Case {
     crc32c: bool,
     sink: &'static str,
     kill_at: u64,
+    /// Inner chunk: frames, and rows = columns (they divide the frame); frames per
+    /// shard.
+    chunk_t: u64,
+    chunk_yx: usize,
+    shard_t: u64,
 }
 
 impl Case {
     fn name(&self) -> String {
         format!(
-            "{}-{}-{}-{}-kill{}",
+            "{}-{}-{}-{}-t{}-kill{}",
             self.codec,
             self.index,
             if self.crc32c { "crc" } else { "nocrc" },
             self.sink,
+            self.chunk_t,
             self.kill_at
         )
     }
@@ -87,8 +93,11 @@ fn record_and_kill(record: &Path, case: &Case, input: &Path, store: &Path) -> u6
     cmd.args(["--out"])
         .arg(store)
         .args(["--shape", &format!("0,{Y},{X}")])
-        .args(["--chunk", &format!("1,{CHUNK},{CHUNK}")])
-        .args(["--shard", &format!("{SHARD_FRAMES},{Y},{X}")])
+        .args([
+            "--chunk",
+            &format!("{},{1},{1}", case.chunk_t, case.chunk_yx),
+        ])
+        .args(["--shard", &format!("{},{Y},{X}", case.shard_t)])
         .args(["--dtype", "u16", "--codec", case.codec])
         .args(["--index-location", case.index, "--sink", case.sink])
         .arg("--input")
@@ -147,6 +156,32 @@ fn record_and_kill(record: &Path, case: &Case, input: &Path, store: &Path) -> u6
     }
     let _ = reader.join();
     encoded
+}
+
+/// The sink a recording of `case` uses, from a short run's report.
+fn sink_in_use(record: &Path, case: &Case, input: &Path, dir: &Path) -> String {
+    let store = dir.join("sink-check.zarr");
+    let report = dir.join("sink-check.json");
+    let status = Command::new(record)
+        .arg("--out")
+        .arg(&store)
+        .args(["--shape", &format!("0,{Y},{X}")])
+        .args([
+            "--chunk",
+            &format!("{},{1},{1}", case.chunk_t, case.chunk_yx),
+        ])
+        .args(["--shard", &format!("{},{Y},{X}", case.shard_t)])
+        .args(["--codec", case.codec, "--sink", case.sink, "--quiet"])
+        .arg("--input")
+        .arg(input)
+        .arg("--report")
+        .arg(&report)
+        .status()
+        .expect("run record");
+    assert!(status.success(), "record for the sink check: {status}");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("report parses");
+    doc["sink"].as_str().unwrap_or_default().to_string()
 }
 
 fn partial_files(store: &Path) -> Vec<PathBuf> {
@@ -209,7 +244,7 @@ fn run_case(record: &Path, case: &Case, input: &Path, dir: &Path) -> Outcome {
     );
     let rebuilt = report["shards_recovered"].as_u64().unwrap_or(0);
     assert!(
-        rebuilt >= 1 || encoded.is_multiple_of(SHARD_FRAMES),
+        rebuilt >= 1 || encoded.is_multiple_of(case.shard_t),
         "[{name}] killed after {encoded} frames but no temporary shard held a chunk: {report}"
     );
     let shards = report["shards"].as_array().cloned().unwrap_or_default();
@@ -332,6 +367,9 @@ fn killed_recordings_are_recovered() {
                     crc32c: true,
                     sink,
                     kill_at,
+                    chunk_t: 1,
+                    chunk_yx: CHUNK,
+                    shard_t: SHARD_FRAMES,
                 });
             }
         }
@@ -344,6 +382,9 @@ fn killed_recordings_are_recovered() {
             crc32c: true,
             sink: "pwrite",
             kill_at: 16,
+            chunk_t: 1,
+            chunk_yx: CHUNK,
+            shard_t: SHARD_FRAMES,
         });
     }
     // Without the per-chunk crc32c, chunks are validated by decoding.
@@ -353,6 +394,9 @@ fn killed_recordings_are_recovered() {
         crc32c: false,
         sink: "pwrite",
         kill_at: 13,
+        chunk_t: 1,
+        chunk_yx: CHUNK,
+        shard_t: SHARD_FRAMES,
     });
     cases.push(Case {
         codec: "zstd:1",
@@ -360,16 +404,47 @@ fn killed_recordings_are_recovered() {
         crc32c: false,
         sink: "mmap",
         kill_at: 27,
+        chunk_t: 1,
+        chunk_yx: CHUNK,
+        shard_t: SHARD_FRAMES,
     });
+    // The direct sink needs slots of 64 KiB: inner chunks of 8 whole frames (64 KiB),
+    // two per shard; killed once the first chunk of a shard is written, and later.
+    for (codec, index, kill_at) in [
+        ("lz4:1", "end", 8),
+        ("zstd:1", "start", 8),
+        ("none", "end", 24),
+        ("lz4:1", "start", 40),
+    ] {
+        cases.push(Case {
+            codec,
+            index,
+            crc32c: true,
+            sink: "direct",
+            kill_at,
+            chunk_t: 8,
+            chunk_yx: Y,
+            shard_t: 16,
+        });
+    }
+    let direct = cases
+        .iter()
+        .find(|c| c.sink == "direct")
+        .expect("a direct case");
+    assert_eq!(
+        sink_in_use(&record, direct, &input, dir.path()),
+        "direct",
+        "the direct cases' geometry must not fall back to pwrite"
+    );
 
     eprintln!(
-        "{:<34} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
+        "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
         "case", "encoded", "recovered", "shape0", "rejected", "relocated", "final-index"
     );
     for case in &cases {
         let o = run_case(&record, case, &input, dir.path());
         eprintln!(
-            "{:<34} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
+            "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
             case.name(),
             o.encoded,
             o.complete,

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo bench --bench throughput -- [--workloads C1,C2] [--codecs lz4:1,zstd:1,none]
-//!     [--sinks mmap,pwrite] [--frames 128] [--runs 3] [--threads 0] [--md FILE]
+//!     [--sinks mmap,pwrite,direct] [--frames 128] [--runs 3] [--threads 0] [--md FILE]
 //!     [--pyramid-on C1:lz4:1] [--pyramid-levels 4] [--pyramid-frames 512]
 //! ```
 //!
@@ -56,18 +56,16 @@ fn main() {
         .map(|c| Codec::parse(c).unwrap_or_else(|| panic!("unknown codec {c}")))
         .collect();
     let sinks: Vec<SinkChoice> = args
-        .list("--sinks", "mmap,pwrite")
+        .list("--sinks", "mmap,pwrite,direct")
         .iter()
-        .map(|s| match s.as_str() {
-            "mmap" => SinkChoice::Mmap,
-            "pwrite" => SinkChoice::Pwrite,
-            "auto" => SinkChoice::Auto,
-            _ => panic!("unknown sink {s}"),
-        })
+        .map(|s| SinkChoice::parse(s).unwrap_or_else(|| panic!("unknown sink {s}")))
         .collect();
     let frames: usize = args.num("--frames", 128);
     let runs: usize = args.num("--runs", 3);
-    let threads = match args.num("--threads", 0usize) {
+    // The writer's own default when 0: a worker per core, three with the direct sink
+    // (whose writes block their worker). The ceilings run one thread per core.
+    let writer_threads = args.num("--threads", 0usize);
+    let threads = match writer_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
@@ -94,17 +92,38 @@ fn main() {
         let chunks = cut_chunks(wl, &pool);
         for &codec in &codecs {
             rows.extend(measure(
-                wl, codec, &sinks, &pool, &chunks, runs, threads, &out,
+                wl,
+                codec,
+                &sinks,
+                &pool,
+                &chunks,
+                runs,
+                (threads, writer_threads),
+                &out,
             ));
             let key = format!("{}:{}", wl.name, codec.label());
             if pyramid_on.contains(&key) {
                 let n = (levels, pyramid_frames);
-                pyramids.push(pyramid_cost(wl, codec, n, &pool, runs, threads, &out));
+                pyramids.push(pyramid_cost(
+                    wl,
+                    codec,
+                    n,
+                    &pool,
+                    runs,
+                    writer_threads,
+                    &out,
+                ));
             }
         }
     }
 
-    let mut md = report(&rows, frames, runs, threads, &workloads[0]);
+    let mut md = report(
+        &rows,
+        frames,
+        runs,
+        [threads, writer_threads],
+        &workloads[0],
+    );
     if !pyramids.is_empty() {
         md.push_str(&pyramid_report(&pyramids, pyramid_frames, runs));
     }
@@ -165,7 +184,7 @@ fn measure(
     pool: &[Vec<u8>],
     chunks: &[Vec<u8>],
     runs: usize,
-    threads: usize,
+    (threads, writer_threads): (usize, usize),
     out: &std::path::Path,
 ) -> Vec<Row> {
     let raw: u64 = pool.iter().map(|f| f.len() as u64).sum();
@@ -190,7 +209,7 @@ fn measure(
         disk.push(mib(raw) / one.min(per_shard).min(direct));
         for (i, &sink) in sinks.iter().enumerate() {
             let options = WriterOptions {
-                threads,
+                threads: writer_threads,
                 sink,
                 ..WriterOptions::default()
             };
@@ -225,7 +244,7 @@ fn measure(
     sinks
         .iter()
         .zip(by_sink)
-        .map(|(&sink, mut runs)| {
+        .map(|(_, mut runs)| {
             let max_extra_rss = runs.iter().map(|r| r.extra_rss).max().unwrap_or(0);
             let mut writer: Vec<f64> = runs.iter().map(Run::mib_s).collect();
             runs.sort_by(|a, b| a.mib_s().total_cmp(&b.mib_s()));
@@ -234,7 +253,8 @@ fn measure(
             Row {
                 workload: wl.name,
                 codec,
-                sink: support::sink_name(sink),
+                // The sink actually used (the direct sink can fall back to pwrite).
+                sink: median_run.stats.sink.as_str(),
                 ratio: median_run.ratio(),
                 writer,
                 median_run,
@@ -467,12 +487,17 @@ fn disk_write_direct(dir: &std::path::Path, bytes: u64, data: &[u8]) -> Option<f
     written.ok().map(|()| secs)
 }
 
-fn report(rows: &[Row], frames: usize, runs: usize, threads: usize, wl: &Workload) -> String {
+fn report(rows: &[Row], frames: usize, runs: usize, threads: [usize; 2], wl: &Workload) -> String {
+    let [threads, writer_threads] = threads;
+    let workers = match writer_threads {
+        0 => "the writer's default workers (one per core, three with the direct sink)".into(),
+        n => format!("{n} writer workers"),
+    };
     let mut s = String::new();
     let _ = writeln!(s, "### End-to-end throughput vs ceilings\n");
     let _ = writeln!(
         s,
-        "{} · {frames} frames {}×{} u16 · {threads} threads · median of {runs} rounds · `cargo bench --bench throughput`\n",
+        "{} · {frames} frames {}×{} u16 · {threads} threads for the ceilings, {workers} · median of {runs} rounds · `cargo bench --bench throughput`\n",
         support::machine(),
         wl.frame[0],
         wl.frame[1]

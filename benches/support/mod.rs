@@ -107,7 +107,8 @@ pub fn sink_name(s: SinkChoice) -> &'static str {
     match s {
         SinkChoice::Mmap => "mmap",
         SinkChoice::Pwrite => "pwrite",
-        _ => "auto",
+        SinkChoice::Direct => "direct",
+        SinkChoice::Auto => "auto",
     }
 }
 

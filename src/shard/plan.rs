@@ -7,7 +7,9 @@ use crate::spec::IndexLocation;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Packing {
     /// Move chunks together so the file has no gaps (default; files copy and upload
-    /// without holes).
+    /// without holes). The pwrite and direct sinks append chunks, so nothing moves; the
+    /// [direct](crate::SinkChoice::Direct) sink leaves each chunk's padding to the
+    /// next 4 KiB boundary (under 4 KiB per chunk).
     #[default]
     Compact,
     /// Leave chunks in their slots and punch the gaps out of the file (no data moves;

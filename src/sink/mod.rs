@@ -16,12 +16,16 @@ use crate::shard::{FinalLayout, ShardLayout};
 /// Which sink writes the shard files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SinkChoice {
-    /// The measured default: `pwrite`. In `cargo bench --bench throughput` (C1 and C2 ×
-    /// lz4:1, zstd:1, none; 2 cores, ext4; medians of 3 rounds; BENCHMARKS.md) pwrite was
-    /// faster on 5 of 6 workload × codec pairs (C1 lz4:1 2248 vs 1355 MiB/s, zstd:1 452 vs 406,
-    /// none 1550 vs 1239), with 49–51 MiB extra resident memory on C1 against 550–822 MiB
-    /// for mmap, whose first touch of each mapped page costs a fault and a page zeroing
-    /// (the mapped shard pages also count as resident), and with lower push latency.
+    /// The measured default: [`Direct`](Self::Direct) where it is supported, else
+    /// `pwrite`. In `cargo bench --bench throughput` (C1 and C2 × lz4:1, zstd:1, none;
+    /// 2 cores, ext4; medians of 3 rounds; BENCHMARKS.md §2) direct was the fastest on
+    /// all 6 workload × codec pairs: C1 lz4:1 3142 MiB/s against 2496 (pwrite) and 1454
+    /// (mmap), C2 lz4:1 2654 against 1829, `none` 1753 / 1801 against 1657 / 1499, zstd:1
+    /// 466 / 484 against 454 / 457, with the same extra resident memory as pwrite (the
+    /// pool and staging, plus 0–5 MiB). pwrite copies every encoded byte into the page
+    /// cache and the kernel's threads write it back, on the cores the encoders need; mmap
+    /// pays a page fault and a page zeroing at the first touch of each mapped page, and
+    /// its mapped pages count as resident (550–940 MiB).
     #[default]
     Auto,
     /// Workers encode straight into a shared mapping of the shard (no copy). Falls back
@@ -81,7 +85,9 @@ impl SinkChoice {
     pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout) -> SinkKind {
         match self {
             SinkChoice::Mmap if mapping_is_safe(dir) => SinkKind::Mmap,
-            SinkChoice::Direct if mapping_is_safe(dir) && direct::supported(dir, layout) => {
+            SinkChoice::Auto | SinkChoice::Direct
+                if mapping_is_safe(dir) && direct::supported(dir, layout) =>
+            {
                 SinkKind::Direct
             }
             SinkChoice::Auto | SinkChoice::Mmap | SinkChoice::Pwrite | SinkChoice::Direct => {

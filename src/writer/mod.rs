@@ -73,17 +73,17 @@ pub enum Durability {
     None,
 }
 
-/// Worker threads per core with the direct sink and the default `threads`. With one
-/// per core, `record` (C1, 2 cores) wrote 1699–1816 MiB/s `lz4:1` against
-/// 2115–2668 with pwrite; with three, 2955–2973 (BENCHMARKS.md §2).
-const DIRECT_WORKERS_PER_CORE: usize = 3;
+/// Workers per [`WriterOptions::threads`] with the direct sink. With one, `record` (C1
+/// `lz4:1`, 2 cores) wrote 1699–1816 MiB/s against 2115–2668 with pwrite; with three,
+/// 2955–2973; with four, 3138 (noise: `none` was slower).
+const DIRECT_WORKERS_PER_THREAD: usize = 3;
 
 /// Options of a [`Writer`]; `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriterOptions {
-    /// Worker threads (0 = one per core, or with the [direct](SinkChoice::Direct) sink
-    /// three per core, since a direct write holds its worker until the device has the
-    /// bytes).
+    /// Encoding threads (0 = one per core). With the [direct](SinkChoice::Direct) sink
+    /// each is three worker threads pinned to the same core, since a direct write holds
+    /// its worker until the device has the bytes.
     pub threads: usize,
     /// Pin worker `i` to core `i mod cores`.
     pub pin_threads: bool,
@@ -403,9 +403,9 @@ impl Writer {
             options.threads
         };
         // A direct write holds its worker until the device has the bytes; the other
-        // workers of the core encode meanwhile.
-        let workers = match (options.threads, sink) {
-            (0, SinkKind::Direct) => DIRECT_WORKERS_PER_CORE * threads,
+        // workers of the thread's core encode meanwhile.
+        let workers = match sink {
+            SinkKind::Direct => DIRECT_WORKERS_PER_THREAD * threads,
             _ => threads,
         };
         let shared = Arc::new(Shared::new(

@@ -80,7 +80,7 @@ fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
 pub(crate) struct DirectSink {
     temp: TempShard,
     /// The same file opened with `O_DIRECT`; `temp.file` (buffered) writes the final
-    /// index and the working index's last page when that page extends past the file.
+    /// index, which starts mid-block.
     direct: File,
     /// Where the next chunk goes. Held only to hand out positions: direct writes to
     /// disjoint blocks run in parallel.

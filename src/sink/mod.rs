@@ -19,13 +19,13 @@ pub enum SinkChoice {
     /// The measured default: [`Direct`](Self::Direct) where it is supported, else
     /// `pwrite`. In `cargo bench --bench throughput` (C1 and C2 × lz4:1, zstd:1, none;
     /// 2 cores, ext4; medians of 3 rounds; BENCHMARKS.md §2) direct was the fastest on
-    /// all 6 workload × codec pairs: C1 lz4:1 3142 MiB/s against 2496 (pwrite) and 1454
-    /// (mmap), C2 lz4:1 2654 against 1829, `none` 1753 / 1801 against 1657 / 1499, zstd:1
-    /// 466 / 484 against 454 / 457, with the same extra resident memory as pwrite (the
-    /// pool and staging, plus 0–5 MiB). pwrite copies every encoded byte into the page
-    /// cache and the kernel's threads write it back, on the cores the encoders need; mmap
-    /// pays a page fault and a page zeroing at the first touch of each mapped page, and
-    /// its mapped pages count as resident (550–940 MiB).
+    /// all 6 workload × codec pairs in two runs: C1 lz4:1 2831 MiB/s against 2227
+    /// (pwrite) and 1342 (mmap), C2 lz4:1 2716 against 1845, `none` 1898 / 1937 against
+    /// 1642 / 1548, zstd:1 489 / 511 against 475 / 485 (the second run), with about
+    /// pwrite's extra resident memory (the pool and staging, plus 0–7 MiB). pwrite copies
+    /// every encoded byte into the page cache and the kernel's threads write it back, on
+    /// the cores the encoders need; mmap pays a page fault and a page zeroing at the first
+    /// touch of each mapped page, and its mapped pages count as resident (515–1075 MiB).
     #[default]
     Auto,
     /// Workers encode straight into a shared mapping of the shard (no copy). Falls back

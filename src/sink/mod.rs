@@ -1,4 +1,4 @@
-//! Slot sinks: how encoded chunks reach a shard file. Both sinks use the same
+//! Slot sinks: how encoded chunks reach a shard file. The three sinks use the same
 //! preallocated file and the same [`ShardLayout`]; they differ in how bytes get there.
 
 mod direct;
@@ -176,7 +176,8 @@ pub(crate) fn open(kind: SinkKind, path: &Path, layout: ShardLayout) -> Result<B
 pub(crate) struct Scratch(Option<memmap2::MmapMut>);
 
 impl Scratch {
-    /// The first `len` bytes of the buffer, grown (and zeroed) if it is shorter.
+    /// The first `len` bytes of the buffer, replaced by a larger (zeroed) mapping if it
+    /// is shorter.
     pub(crate) fn get(&mut self, len: usize) -> Result<&mut [u8]> {
         if self.0.as_ref().is_none_or(|m| m.len() < len) {
             let map = memmap2::MmapMut::map_anon(len.max(1))

@@ -294,14 +294,27 @@ fn shape0(path: &Path) -> u64 {
 /// accepted is written, `zarr.json` says "finished", nothing temporary is left.
 #[test]
 fn drop_without_finish_finishes() {
-    // Mid-shard, mid-row, both sinks.
+    // Mid-shard (5 frames, shards of 3), every sink; the direct sink needs 64 KiB chunks.
     for sink in [SinkChoice::Mmap, SinkChoice::Pwrite] {
         run::<u16>(&Case {
             sink,
             finish: false,
+            frames: 5,
             ..small("drop_mid_shard")
         });
     }
+    run::<u16>(&Case {
+        sink: SinkChoice::Direct,
+        finish: false,
+        threads: 2,
+        ..Case::new(
+            "drop_mid_shard_direct",
+            &[0, 256, 512],
+            &[1, 128, 256],
+            &[3, 256, 512],
+            5,
+        )
+    });
     // Deep chunks: a staged, incomplete chunk group must be flushed by the drop.
     run::<u16>(&Case {
         finish: false,

@@ -251,7 +251,7 @@ impl Config {
         if let Some(v) = self.sink {
             o.sink = SinkChoice::parse(&v).ok_or_else(|| ConfigError::Value {
                 key: "sink",
-                message: format!("{v:?} is not a sink (auto, mmap, pwrite)"),
+                message: format!("{v:?} is not a sink (auto, mmap, pwrite, direct)"),
             })?;
         }
         if let Some(v) = self.pool_frames {
@@ -492,6 +492,10 @@ mod tests {
             parse(r#""codec": "none""#).unwrap().spec.codec(),
             Codec::none()
         );
+        assert_eq!(
+            parse(r#""sink": "direct""#).unwrap().options.sink,
+            SinkChoice::Direct
+        );
     }
 
     #[test]
@@ -580,7 +584,7 @@ mod tests {
             ),
             (
                 r#""sink": "disk""#,
-                "sink: \"disk\" is not a sink (auto, mmap, pwrite)",
+                "sink: \"disk\" is not a sink (auto, mmap, pwrite, direct)",
             ),
             (r#""dtype": "int64""#, "dtype: \"int64\" is not a data type"),
             (r#""codec": "gzip""#, "codec: \"gzip\" is not a codec"),

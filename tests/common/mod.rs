@@ -341,6 +341,9 @@ pub fn record_while<T: Sample>(
     if case.sink == SinkChoice::Pwrite {
         assert_eq!(w.sink(), SinkKind::Pwrite, "[{name}] sink");
     }
+    if case.sink == SinkChoice::Direct {
+        assert_eq!(w.sink(), SinkKind::Direct, "[{name}] sink");
+    }
     // A bounded array that is full refuses one more frame, and stays usable.
     let cap = case.shape[0] * case.frames_per_step();
     if case.shape[0] > 0 && accepted.len() as u64 == cap {
@@ -615,6 +618,9 @@ pub fn check_stats<T: Sample>(case: &Case, s: &Stats, rec: &Recorded) {
     );
     if case.sink == SinkChoice::Pwrite {
         assert_eq!(s.sink, SinkKind::Pwrite, "[{name}] stats.sink");
+    }
+    if case.sink == SinkChoice::Direct {
+        assert_eq!(s.sink, SinkKind::Direct, "[{name}] stats.sink");
     }
 }
 

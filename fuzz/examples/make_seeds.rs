@@ -76,7 +76,7 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fuzz_regressions");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/zarrstream/tests/fuzz_regressions");
     const E: u64 = u64::MAX;
 
     // shard_index: [mode, n (u16), bytes]

@@ -1,0 +1,457 @@
+//! Crash recovery end to end: the `record` example records known frames at a paced rate
+//! in a child process, which is killed with SIGKILL in the middle of a shard once it has
+//! reported a given number of frames encoded (`--progress`); then the `zarrstream recover`
+//! binary rebuilds the store and `zarrs` reads it back.
+//!
+//! Every case checks: at least as many complete frames as the child last reported
+//! encoded; every frame holds its input or (chunk by chunk) the fill value, nothing else;
+//! `zarr.json`'s shape ends at the last chunk on disk and its `frames_committed` counts
+//! the complete frames; no temporary shard is left. Run with `--nocapture` for the
+//! table of frames recovered against frames encoded per case.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use zarrs::array::{Array, ArraySubset};
+use zarrs::filesystem::FilesystemStore;
+
+const Y: usize = 64;
+const X: usize = 64;
+const CHUNK: usize = 32;
+const SHARD_FRAMES: u64 = 8;
+const FRAMES: u64 = 80;
+const FPS: u32 = 120;
+const SIGKILL: i32 = 9;
+
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    codec: &'static str,
+    index: &'static str,
+    crc32c: bool,
+    sink: &'static str,
+    kill_at: u64,
+    /// Inner chunk: frames, and rows = columns (they divide the frame); frames per
+    /// shard.
+    chunk_t: u64,
+    chunk_yx: usize,
+    shard_t: u64,
+}
+
+impl Case {
+    fn name(&self) -> String {
+        format!(
+            "{}-{}-{}-{}-t{}-kill{}",
+            self.codec,
+            self.index,
+            if self.crc32c { "crc" } else { "nocrc" },
+            self.sink,
+            self.chunk_t,
+            self.kill_at
+        )
+    }
+}
+
+#[path = "../../zarrstream/tests/support/record.rs"]
+mod record_example;
+
+/// Element `i` of frame `k`: never the fill value 0; a third of each frame is noise so
+/// the codecs take their incompressible paths too.
+fn sample(k: u64, i: usize) -> u16 {
+    let smooth = (i as u64 / 3 + k * 1009) as u16;
+    let v = if (i / 64 + k as usize).is_multiple_of(3) {
+        let mut z = (k << 32 ^ i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as u16
+    } else {
+        smooth
+    };
+    v.max(1)
+}
+
+fn write_input(path: &Path) {
+    let mut bytes = Vec::with_capacity(FRAMES as usize * Y * X * 2);
+    for k in 0..FRAMES {
+        for i in 0..Y * X {
+            bytes.extend(sample(k, i).to_le_bytes());
+        }
+    }
+    std::fs::write(path, bytes).expect("write input");
+}
+
+/// Runs the recording until it reports `kill_at` frames encoded, kills it with SIGKILL
+/// and returns the largest encoded count it reported (lines read after the decision
+/// count too: those frames were encoded before the kill).
+fn record_and_kill(record: &Path, case: &Case, input: &Path, store: &Path) -> u64 {
+    let mut cmd = Command::new(record);
+    cmd.args(["--out"])
+        .arg(store)
+        .args(["--shape", &format!("0,{Y},{X}")])
+        .args([
+            "--chunk",
+            &format!("{},{1},{1}", case.chunk_t, case.chunk_yx),
+        ])
+        .args(["--shard", &format!("{},{Y},{X}", case.shard_t)])
+        .args(["--dtype", "u16", "--codec", case.codec])
+        .args(["--index-location", case.index, "--sink", case.sink])
+        .arg("--input")
+        .arg(input)
+        .args(["--frames", &FRAMES.to_string(), "--fps", &FPS.to_string()])
+        .args(["--threads", "2", "--no-pin", "--quiet", "--progress"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if !case.crc32c {
+        cmd.arg("--no-crc32c");
+    }
+    let mut child = cmd.spawn().expect("spawn record");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel::<Result<u64, String>>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let msg = match line.strip_prefix("encoded ").map(str::parse::<u64>) {
+                Some(Ok(n)) => Ok(n),
+                _ => Err(line),
+            };
+            if tx.send(msg).is_err() {
+                break;
+            }
+        }
+    });
+    let t0 = Instant::now();
+    let mut encoded = 0;
+    let mut other = Vec::new();
+    while encoded < case.kill_at {
+        match rx.recv_timeout(Duration::from_secs(30).saturating_sub(t0.elapsed())) {
+            Ok(Ok(n)) => encoded = encoded.max(n),
+            Ok(Err(line)) => other.push(line),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "[{}] the recording never reported {} frames encoded (last {encoded}); stderr: {other:?}",
+                    case.name(),
+                    case.kill_at
+                );
+            }
+        }
+    }
+    child.kill().expect("SIGKILL");
+    let status = child.wait().expect("wait");
+    assert_eq!(
+        status.signal(),
+        Some(SIGKILL),
+        "[{}] the recording was not killed mid-run (it exited with {status}); stderr: {other:?}",
+        case.name()
+    );
+    for n in rx.iter().flatten() {
+        encoded = encoded.max(n);
+    }
+    let _ = reader.join();
+    encoded
+}
+
+/// The sink a recording of `case` uses, from a short run's report.
+fn sink_in_use(record: &Path, case: &Case, input: &Path, dir: &Path) -> String {
+    let store = dir.join("sink-check.zarr");
+    let report = dir.join("sink-check.json");
+    let status = Command::new(record)
+        .arg("--out")
+        .arg(&store)
+        .args(["--shape", &format!("0,{Y},{X}")])
+        .args([
+            "--chunk",
+            &format!("{},{1},{1}", case.chunk_t, case.chunk_yx),
+        ])
+        .args(["--shard", &format!("{},{Y},{X}", case.shard_t)])
+        .args(["--codec", case.codec, "--sink", case.sink, "--quiet"])
+        .arg("--input")
+        .arg(input)
+        .arg("--report")
+        .arg(&report)
+        .status()
+        .expect("run record");
+    assert!(status.success(), "record for the sink check: {status}");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("report parses");
+    doc["sink"].as_str().unwrap_or_default().to_string()
+}
+
+fn partial_files(store: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![store.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().contains(".partial") {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+struct Outcome {
+    relocated: u64,
+    final_index: usize,
+    encoded: u64,
+    complete: u64,
+    shape0: u64,
+    rejected: u64,
+}
+
+fn run_case(record: &Path, case: &Case, input: &Path, dir: &Path) -> Outcome {
+    let name = case.name();
+    let store = dir.join(format!("{name}.zarr"));
+    let encoded = record_and_kill(record, case, input, &store);
+    let partials = partial_files(&store);
+    assert!(
+        !partials.is_empty(),
+        "[{name}] the kill left no temporary shard, so nothing was tested"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_zarrstream"))
+        .arg("recover")
+        .arg(&store)
+        .arg("--json")
+        .output()
+        .expect("run zarrstream recover");
+    assert!(
+        out.status.success(),
+        "[{name}] zarrstream recover failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("[{name}] recover --json output: {e}"));
+    assert_eq!(report["published"], true, "[{name}] {report}");
+    let validation = if case.crc32c { "crc32c" } else { "decoding" };
+    assert_eq!(report["validation"], validation, "[{name}]");
+    assert!(
+        report["damaged_shards"]
+            .as_array()
+            .is_some_and(Vec::is_empty),
+        "[{name}] {report}"
+    );
+    let rebuilt = report["shards_recovered"].as_u64().unwrap_or(0);
+    assert!(
+        rebuilt >= 1 || encoded.is_multiple_of(case.shard_t),
+        "[{name}] killed after {encoded} frames but no temporary shard held a chunk: {report}"
+    );
+    let shards = report["shards"].as_array().cloned().unwrap_or_default();
+    let relocated: u64 = shards
+        .iter()
+        .filter_map(|s| s["chunks_relocated"].as_u64())
+        .sum();
+    let final_index = shards.iter().filter(|s| s["index"] == "final").count();
+    let left = partial_files(&store);
+    assert!(left.is_empty(), "[{name}] left behind: {left:?}");
+    assert!(
+        !store.join(".zarrstream-partial").exists(),
+        "[{name}] .zarrstream-partial still exists"
+    );
+
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(store.join("zarr.json")).expect("zarr.json"))
+            .expect("zarr.json parses");
+    let ours = &doc["attributes"]["zarrstream"];
+    assert_eq!(ours["state"], "recovered", "[{name}]");
+    let committed = ours["frames_committed"].as_u64().expect("frames_committed");
+    assert_eq!(report["frames_committed"].as_u64(), Some(committed));
+    let shape: Vec<u64> = doc["shape"]
+        .as_array()
+        .and_then(|a| a.iter().map(Value::as_u64).collect())
+        .expect("shape");
+    assert_eq!(shape[1..], [Y as u64, X as u64], "[{name}]");
+    let shape0 = shape[0];
+    assert!(shape0 <= FRAMES, "[{name}] shape {shape:?}");
+
+    let fs_store = Arc::new(FilesystemStore::new(&store).expect("store"));
+    let array = Array::open(fs_store, "/").unwrap_or_else(|e| panic!("[{name}] zarrs open: {e}"));
+    assert_eq!(array.shape(), shape.as_slice(), "[{name}] zarrs shape");
+    let data: Vec<u16> = array
+        .retrieve_array_subset::<Vec<u16>>(&ArraySubset::new_with_shape(shape.clone()))
+        .unwrap_or_else(|e| panic!("[{name}] zarrs read: {e}"));
+    assert_eq!(data.len(), shape0 as usize * Y * X);
+
+    // Chunk by chunk: the input or all fill, nothing else.
+    let mut complete = 0;
+    let mut last_with_data = None;
+    for t in 0..shape0 {
+        let frame = &data[t as usize * Y * X..][..Y * X];
+        let mut tiles_ok = 0;
+        for ty in 0..Y / CHUNK {
+            for tx in 0..X / CHUNK {
+                let (mut same, mut fill) = (true, true);
+                for y in ty * CHUNK..(ty + 1) * CHUNK {
+                    for x in tx * CHUNK..(tx + 1) * CHUNK {
+                        let v = frame[y * X + x];
+                        same &= v == sample(t, y * X + x);
+                        fill &= v == 0;
+                    }
+                }
+                assert!(
+                    same || fill,
+                    "[{name}] frame {t} tile ({ty}, {tx}) is neither its input nor fill"
+                );
+                tiles_ok += u64::from(same);
+            }
+        }
+        if tiles_ok > 0 {
+            last_with_data = Some(t);
+        }
+        if tiles_ok == (Y / CHUNK * (X / CHUNK)) as u64 {
+            complete += 1;
+        }
+    }
+    assert_eq!(
+        last_with_data.map(|t| t + 1),
+        Some(shape0),
+        "[{name}] shape[0] must end at the last frame with data"
+    );
+    assert_eq!(complete, committed, "[{name}] frames_committed");
+    assert!(
+        complete >= encoded,
+        "[{name}] {complete} complete frames recovered, but the writer had reported {encoded} encoded"
+    );
+
+    // A second run finds nothing to do, says so, and changes nothing.
+    let again = Command::new(env!("CARGO_BIN_EXE_zarrstream"))
+        .arg("recover")
+        .arg(&store)
+        .output()
+        .expect("run zarrstream recover again");
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        again.status.success() && text.contains("nothing to recover"),
+        "[{name}] second recover: {} {text}",
+        again.status
+    );
+    let doc2: Value =
+        serde_json::from_slice(&std::fs::read(store.join("zarr.json")).expect("zarr.json"))
+            .expect("zarr.json parses");
+    assert_eq!(doc2, doc, "[{name}] a second recover changed zarr.json");
+    Outcome {
+        relocated,
+        final_index,
+        encoded,
+        complete,
+        shape0,
+        rejected: report["chunks_rejected"].as_u64().unwrap_or(0),
+    }
+}
+
+#[test]
+fn killed_recordings_are_recovered() {
+    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("frames.raw");
+    write_input(&input);
+
+    let mut cases = Vec::new();
+    for codec in ["lz4:1", "zstd:1"] {
+        for index in ["end", "start"] {
+            for (kill_at, sink) in [(5, "pwrite"), (13, "mmap"), (27, "pwrite")] {
+                cases.push(Case {
+                    codec,
+                    index,
+                    crc32c: true,
+                    sink,
+                    kill_at,
+                    chunk_t: 1,
+                    chunk_yx: CHUNK,
+                    shard_t: SHARD_FRAMES,
+                });
+            }
+        }
+    }
+    // Right after a shard's last frame: the finisher may be compacting or flushing it.
+    for (codec, index) in [("lz4:1", "end"), ("zstd:1", "start")] {
+        cases.push(Case {
+            codec,
+            index,
+            crc32c: true,
+            sink: "pwrite",
+            kill_at: 16,
+            chunk_t: 1,
+            chunk_yx: CHUNK,
+            shard_t: SHARD_FRAMES,
+        });
+    }
+    // Without the per-chunk crc32c, chunks are validated by decoding.
+    cases.push(Case {
+        codec: "lz4:1",
+        index: "end",
+        crc32c: false,
+        sink: "pwrite",
+        kill_at: 13,
+        chunk_t: 1,
+        chunk_yx: CHUNK,
+        shard_t: SHARD_FRAMES,
+    });
+    cases.push(Case {
+        codec: "zstd:1",
+        index: "start",
+        crc32c: false,
+        sink: "mmap",
+        kill_at: 27,
+        chunk_t: 1,
+        chunk_yx: CHUNK,
+        shard_t: SHARD_FRAMES,
+    });
+    // The direct sink needs slots of 64 KiB: inner chunks of 8 whole frames (64 KiB),
+    // two per shard; killed once the first chunk of a shard is written, and later.
+    for (codec, index, kill_at) in [
+        ("lz4:1", "end", 8),
+        ("zstd:1", "start", 8),
+        ("none", "end", 24),
+        ("lz4:1", "start", 40),
+    ] {
+        cases.push(Case {
+            codec,
+            index,
+            crc32c: true,
+            sink: "direct",
+            kill_at,
+            chunk_t: 8,
+            chunk_yx: Y,
+            shard_t: 16,
+        });
+    }
+    let direct = cases
+        .iter()
+        .find(|c| c.sink == "direct")
+        .expect("a direct case");
+    assert_eq!(
+        sink_in_use(&record, direct, &input, dir.path()),
+        "direct",
+        "the direct cases' geometry must not fall back to pwrite"
+    );
+
+    eprintln!(
+        "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
+        "case", "encoded", "recovered", "shape0", "rejected", "relocated", "final-index"
+    );
+    for case in &cases {
+        let o = run_case(&record, case, &input, dir.path());
+        eprintln!(
+            "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
+            case.name(),
+            o.encoded,
+            o.complete,
+            o.shape0,
+            o.rejected,
+            o.relocated,
+            o.final_index
+        );
+    }
+}

@@ -1,0 +1,393 @@
+//! What the benchmarks (`codecs`, `throughput`, `latency`, `longrun`) share: the DESIGN §6
+//! workloads, the synthetic camera frames, one timed writer run, memory readings, and a
+//! small option parser and table printer.
+#![allow(dead_code)] // each benchmark uses its own subset
+
+#[path = "../../examples/record/camera.rs"]
+pub(crate) mod camera;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use zarrstream::{ArraySpec, Codec, DataType, Ome, SinkChoice, Stats, Writer, WriterOptions};
+
+/// One array layout of DESIGN §6 (t, y, x), `uint16`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Workload {
+    pub name: &'static str,
+    pub frame: [u64; 2],
+    pub chunk: [u64; 3],
+    pub shard: [u64; 3],
+}
+
+/// C1 "frame chunks" and C2 "time blocks" on 2048 × 2048 frames.
+pub(crate) const C1: Workload = Workload {
+    name: "C1",
+    frame: [2048, 2048],
+    chunk: [1, 512, 512],
+    shard: [32, 2048, 2048],
+};
+pub(crate) const C2: Workload = Workload {
+    name: "C2",
+    frame: [2048, 2048],
+    chunk: [16, 256, 256],
+    shard: [64, 2048, 2048],
+};
+
+impl Workload {
+    pub(crate) fn by_name(name: &str) -> Option<Workload> {
+        match name {
+            "C1" | "c1" => Some(C1),
+            "C2" | "c2" => Some(C2),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn frame_bytes(&self) -> usize {
+        (self.frame[0] * self.frame[1] * 2) as usize
+    }
+
+    /// The array spec: unbounded append axis, crc32c on (the writer's default).
+    pub(crate) fn spec(&self, codec: Codec) -> ArraySpec {
+        ArraySpec::builder()
+            .shape([0, self.frame[0], self.frame[1]])
+            .chunk_shape(self.chunk)
+            .shard_shape(self.shard)
+            .dtype(DataType::UInt16)
+            .codec(codec)
+            .build()
+            .expect("benchmark workloads are valid specs")
+    }
+}
+
+/// Pre-rendered frames of the synthetic sCMOS camera (the `record` example's default).
+pub(crate) fn render(frames: usize, h: u64, w: u64) -> Vec<Vec<u8>> {
+    let cam = camera::Camera {
+        height: h as usize,
+        width: w as usize,
+        blobs: camera::default_blobs(h as usize, w as usize),
+        seed: 20240611,
+        dtype: DataType::UInt16,
+    };
+    cam.render(frames)
+}
+
+/// Re-executes the benchmark with glibc's `mmap` threshold fixed at 1 MiB, unless it is
+/// already set. By default glibc raises the threshold after the first large `free`, so
+/// later runs in the same process would take their frame pools from a heap the previous
+/// run left resident, and "extra RSS" would read near zero. With a fixed threshold every
+/// large buffer is mapped and unmapped, and each run's extra RSS is its own.
+pub(crate) fn fixed_malloc_threshold() {
+    use std::os::unix::process::CommandExt;
+    const KEY: &str = "MALLOC_MMAP_THRESHOLD_";
+    if std::env::var_os(KEY).is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(KEY, "1048576")
+        .exec();
+    eprintln!("could not re-execute with {KEY} set ({err}); extra RSS may read low");
+}
+
+/// Where outputs go: `$ZARRSTREAM_BENCH_DIR` or `target/bench-out` (a real disk, not tmpfs).
+pub(crate) fn out_dir() -> PathBuf {
+    let dir = std::env::var_os("ZARRSTREAM_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-out")
+        });
+    std::fs::create_dir_all(&dir).expect("create the benchmark output directory");
+    dir
+}
+
+pub(crate) fn sink_name(s: SinkChoice) -> &'static str {
+    match s {
+        SinkChoice::Mmap => "mmap",
+        SinkChoice::Pwrite => "pwrite",
+        SinkChoice::Direct => "direct",
+        SinkChoice::Auto => "auto",
+    }
+}
+
+/// A `/proc/self/status` field in bytes (`VmRSS`, `VmHWM`).
+pub(crate) fn status_bytes(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |k| k * 1024)
+}
+
+/// Resets `VmHWM` to the current RSS, so a later peak is the peak of what follows.
+pub(crate) fn reset_peak() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM via /proc/self/clear_refs");
+}
+
+/// `/proc/meminfo` field in bytes (`Cached`, `Dirty`, `Writeback`).
+pub(crate) fn meminfo_bytes(key: &str) -> u64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    info.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |k| k * 1024)
+}
+
+/// Sum of the file sizes under `dir`.
+pub(crate) fn stored_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+/// One timed acquisition.
+pub(crate) struct Run {
+    /// First push until `finish` returned (data durable).
+    pub seconds: f64,
+    pub raw_bytes: u64,
+    pub stored_bytes: u64,
+    /// Peak RSS during the run minus RSS before `Writer::create`.
+    pub extra_rss: u64,
+    pub stats: Stats,
+    /// Frames whose scheduled time had already passed when the pusher got to them.
+    pub late: u64,
+}
+
+impl Run {
+    pub(crate) fn mib_s(&self) -> f64 {
+        mib(self.raw_bytes) / self.seconds
+    }
+    pub(crate) fn ratio(&self) -> f64 {
+        self.raw_bytes as f64 / self.stored_bytes.max(1) as f64
+    }
+}
+
+/// How frames reach the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Feed {
+    /// `push_bytes`: the writer copies the frame into a pooled buffer inside `push`.
+    Copy,
+    /// `buffer` + `push_buffer`: the frame is written into a pooled buffer first (as a
+    /// camera driver's DMA would; outside push latency, inside frame latency), then
+    /// handed over. No free buffer under `Drop` counts the frame as dropped (`skip`).
+    ZeroCopy,
+}
+
+impl Feed {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Feed::Copy => "copy (push_bytes)",
+            Feed::ZeroCopy => "zero-copy (buffer + push_buffer)",
+        }
+    }
+}
+
+/// Writes `count` frames (cycling `frames`) into a fresh store at `path` (an OME-Zarr
+/// image with `ome`, else a plain array), fed as `feed` says and paced at `fps` (0 = as
+/// fast as possible), and returns the timings. Frame k is due at t0 + k/fps; its latency
+/// is measured from then (open loop).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_writer(
+    path: &Path,
+    spec: ArraySpec,
+    ome: Option<&Ome>,
+    options: WriterOptions,
+    frames: &[Vec<u8>],
+    count: usize,
+    fps: f64,
+    feed: Feed,
+) -> Run {
+    let _ = std::fs::remove_dir_all(path);
+    let base = status_bytes("VmRSS");
+    reset_peak();
+    let mut w = match ome {
+        Some(ome) => Writer::create_ome(path, spec, ome, options),
+        None => Writer::create(path, spec, options),
+    }
+    .expect("create the store");
+    let t0 = Instant::now();
+    let mut late = 0;
+    for k in 0..count {
+        let due = if fps > 0.0 {
+            let due = t0 + Duration::from_secs_f64(k as f64 / fps);
+            let now = Instant::now();
+            if due > now {
+                spin_until(due);
+            } else if now - due > Duration::from_millis(1) {
+                late += 1;
+            }
+            due
+        } else {
+            Instant::now()
+        };
+        let frame = &frames[k % frames.len()];
+        match feed {
+            Feed::Copy => {
+                w.push_bytes(frame, due).expect("push a frame");
+            }
+            Feed::ZeroCopy => match w.buffer().expect("take a pool buffer") {
+                Some(mut buf) => {
+                    buf.copy_from_slice(frame);
+                    w.push_buffer(buf, due).expect("push a buffer");
+                }
+                None => w.skip().expect("skip a frame"),
+            },
+        }
+    }
+    let stats = w.finish().expect("finish the store");
+    let seconds = t0.elapsed().as_secs_f64();
+    let extra_rss = status_bytes("VmHWM").saturating_sub(base);
+    let stored = stored_bytes(path);
+    let _ = std::fs::remove_dir_all(path);
+    Run {
+        seconds,
+        raw_bytes: stats.bytes_in,
+        stored_bytes: stored,
+        extra_rss,
+        stats,
+        late,
+    }
+}
+
+/// Sleeps most of the way, then spins the last 200 µs: a camera clock accurate to well
+/// under a millisecond that does not steal a core from the writer (spinning the last
+/// millisecond of every frame took a quarter of a core at 250 fps).
+pub(crate) fn spin_until(t: Instant) {
+    const SPIN: Duration = Duration::from_micros(200);
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > SPIN {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+pub(crate) fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+pub(crate) fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// `p50/p99/p99.9/max` in milliseconds.
+pub(crate) fn pct_ms(h: &Histogram<u64>) -> String {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    format!(
+        "{:.2} / {:.2} / {:.2} / {:.1}",
+        ms(h.value_at_quantile(0.5)),
+        ms(h.value_at_quantile(0.99)),
+        ms(h.value_at_quantile(0.999)),
+        ms(h.max())
+    )
+}
+
+/// `--key value` options after `cargo bench --bench NAME --`; cargo's own `--bench` flag
+/// is ignored.
+pub(crate) struct Args(Vec<String>);
+
+impl Args {
+    pub(crate) fn parse() -> Args {
+        Args(
+            std::env::args()
+                .skip(1)
+                .filter(|a| a != "--bench")
+                .collect(),
+        )
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        let i = self.0.iter().position(|a| a == key)?;
+        self.0.get(i + 1).map(String::as_str)
+    }
+
+    pub(crate) fn flag(&self, key: &str) -> bool {
+        self.0.iter().any(|a| a == key)
+    }
+
+    pub(crate) fn num<T: std::str::FromStr>(&self, key: &str, default: T) -> T {
+        match self.get(key) {
+            Some(v) => v
+                .parse()
+                .unwrap_or_else(|_| panic!("{key}: cannot parse {v:?}")),
+            None => default,
+        }
+    }
+
+    pub(crate) fn list(&self, key: &str, default: &str) -> Vec<String> {
+        self.get(key)
+            .unwrap_or(default)
+            .split(',')
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// c-blosc 1.x (the `blosc-src` dev-dependency) compressing `src` with lz4 + byte shuffle
+/// for 2-byte elements at `clevel`, single-threaded; returns the frame length (0 = error).
+pub(crate) fn c_blosc_lz4(src: &[u8], dst: &mut [u8], clevel: i32) -> usize {
+    let lz4 = std::ffi::CString::new("lz4").unwrap_or_default();
+    // SAFETY: src and dst are valid for their lengths; c-blosc writes at most destsize.
+    let n = unsafe {
+        blosc_src::blosc_compress_ctx(
+            clevel,
+            1,
+            2,
+            src.len(),
+            src.as_ptr().cast(),
+            dst.as_mut_ptr().cast(),
+            dst.len(),
+            lz4.as_ptr(),
+            0,
+            1,
+        )
+    };
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// Machine facts for the report header.
+pub(crate) fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|s| s.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mem = meminfo_bytes("MemTotal");
+    format!(
+        "{cores} cores ({cpu}), {:.1} GiB RAM, Linux {}",
+        mem as f64 / (1u64 << 30) as f64,
+        kernel.trim()
+    )
+}

@@ -1,0 +1,358 @@
+//! A synthetic sCMOS-like camera: a Rust port of the model in `peers/make_frames.py`.
+//!
+//! Expected photoelectrons = a smooth background (7-15 e-, weak vignetting) plus a few
+//! hundred gaussian blobs (log-uniform peak 20..3000 e-, sigma 1.5-8 px) that drift with a
+//! random-walk velocity and flicker by +-10 %. Counts = expected + variance-matched
+//! gaussian noise (sd = sqrt(expected + read_noise^2), i.e. shot noise + read noise in one
+//! draw) + the camera offset, rounded half to even and clipped to the data type.
+//!
+//! Data types other than `u16` see the same model:
+//! - `i16`, `u32`: the same counts as `u16` (offset 90), clipped to the type's range;
+//! - `u8`: an 8-bit readout, gain 0.25 counts/e- and offset 10 (bright blobs saturate);
+//! - `f32`: offset-subtracted photoelectrons, unrounded (so slightly negative values occur).
+//!
+//! Everything is deterministic in the seed: blob tracks come from one sequential stream,
+//! and each frame's noise from its own stream, so the result does not depend on how many
+//! threads render.
+
+use rayon::prelude::*;
+use zarrstream::DataType;
+
+/// Camera offset (counts).
+pub(crate) const OFFSET: f32 = 90.0;
+/// Gaussian read noise (counts rms).
+pub(crate) const READ_NOISE: f32 = 1.5;
+
+/// The parameters of the synthetic camera.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Camera {
+    pub height: usize,
+    pub width: usize,
+    pub blobs: usize,
+    pub seed: u64,
+    pub dtype: DataType,
+}
+
+/// The reference's 400 blobs per 2048 x 2048 frame, scaled with the frame area so that
+/// smaller or larger frames look (and compress) alike; at least one.
+pub(crate) fn default_blobs(height: usize, width: usize) -> usize {
+    let area = height as f64 * width as f64;
+    ((400.0 * area / (2048.0 * 2048.0)).round() as usize).max(1)
+}
+
+/// SplitMix64: small, fast, and good enough for synthetic data.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    /// A generator for the stream named by `parts` (e.g. `[seed, 1, frame]`).
+    pub(crate) fn seeded(parts: &[u64]) -> Self {
+        let mut s = 0x243F_6A88_85A3_08D3u64;
+        for &p in parts {
+            s = mix(s ^ mix(p));
+        }
+        Rng(s)
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(self.0)
+    }
+
+    /// Uniform in [0, 1).
+    pub(crate) fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    pub(crate) fn uniform_in(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.uniform()
+    }
+
+    /// Standard normal (Marsaglia's polar method, double precision).
+    pub(crate) fn normal(&mut self) -> f64 {
+        loop {
+            let u = 2.0 * self.uniform() - 1.0;
+            let v = 2.0 * self.uniform() - 1.0;
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                return u * (-2.0 * s.ln() / s).sqrt();
+            }
+        }
+    }
+
+    /// Two independent standard normals in single precision (polar method, one 64-bit
+    /// draw per attempt); the hot loop of frame rendering.
+    #[inline]
+    pub(crate) fn normal_pair_f32(&mut self) -> (f32, f32) {
+        const SCALE: f32 = 1.0 / (1u32 << 23) as f32;
+        loop {
+            let r = self.next_u64();
+            // 24 bits each, mapped to [-1, 1).
+            let u = (r >> 40) as f32 * SCALE - 1.0;
+            let v = ((r >> 8) & 0xFF_FFFF) as f32 * SCALE - 1.0;
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                let m = (-2.0 * s.ln() / s).sqrt();
+                return (u * m, v * m);
+            }
+        }
+    }
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Blob positions and brightness of one frame.
+struct Track {
+    pos: Vec<[f32; 2]>,
+    amp: Vec<f32>,
+}
+
+impl Camera {
+    /// Renders `n` distinct frames in parallel, each as little-endian bytes of the
+    /// camera's data type.
+    pub(crate) fn render(&self, n: usize) -> Vec<Vec<u8>> {
+        let (sigma, tracks) = self.tracks(n);
+        let background = self.background();
+        let pixels = self.height * self.width;
+        tracks
+            .par_iter()
+            .enumerate()
+            .map_init(
+                || vec![0f32; pixels],
+                |scratch, (t, track)| {
+                    self.render_frame(t as u64, track, &sigma, &background, scratch)
+                },
+            )
+            .collect()
+    }
+
+    /// Per-frame blob positions and brightness (cheap; sequential, like the reference).
+    fn tracks(&self, n: usize) -> (Vec<f32>, Vec<Track>) {
+        let (h, w) = (self.height as f64, self.width as f64);
+        let mut rng = Rng::seeded(&[self.seed, 0]);
+        let b = self.blobs;
+        let mut pos: Vec<[f32; 2]> = (0..b).map(|_| [0.0; 2]).collect();
+        for p in pos.iter_mut() {
+            p[0] = rng.uniform_in(0.0, h) as f32;
+        }
+        for p in pos.iter_mut() {
+            p[1] = rng.uniform_in(0.0, w) as f32;
+        }
+        let sigma: Vec<f32> = (0..b).map(|_| rng.uniform_in(1.5, 8.0) as f32).collect();
+        // Log-uniform brightness (photoelectrons at the peak): many dim, few bright.
+        let (lo, hi) = (20f64.ln(), 3000f64.ln());
+        let amp: Vec<f32> = (0..b)
+            .map(|_| rng.uniform_in(lo, hi).exp() as f32)
+            .collect();
+        let mut vel: Vec<[f32; 2]> = (0..b)
+            .map(|_| [0.3 * rng.normal() as f32, 0.3 * rng.normal() as f32])
+            .collect();
+        let mut tracks = Vec::with_capacity(n);
+        for _ in 0..n {
+            let flicker = amp
+                .iter()
+                .map(|a| a * rng.uniform_in(0.9, 1.1) as f32)
+                .collect();
+            tracks.push(Track {
+                pos: pos.clone(),
+                amp: flicker,
+            });
+            // Slow drift: random-walk velocity, wrapping around the field of view.
+            for (p, v) in pos.iter_mut().zip(vel.iter_mut()) {
+                v[0] += 0.05 * rng.normal() as f32;
+                v[1] += 0.05 * rng.normal() as f32;
+                p[0] = wrap(p[0] + v[0], self.height as f32);
+                p[1] = wrap(p[1] + v[1], self.width as f32);
+            }
+        }
+        (sigma, tracks)
+    }
+
+    /// Smooth background in photoelectrons: weak illumination fall-off, 7 to 15 e-.
+    fn background(&self) -> Vec<f32> {
+        let lin = |n: usize| -> Vec<f32> {
+            let step = if n > 1 { 2.0 / (n - 1) as f32 } else { 0.0 };
+            (0..n).map(|i| -1.0 + step * i as f32).collect()
+        };
+        let (ys, xs) = (lin(self.height), lin(self.width));
+        let mut bg = Vec::with_capacity(self.height * self.width);
+        for y in &ys {
+            for x in &xs {
+                bg.push(7.0 + 8.0 * (-(y * y + x * x) / 1.5).exp());
+            }
+        }
+        bg
+    }
+
+    fn render_frame(
+        &self,
+        t: u64,
+        track: &Track,
+        sigma: &[f32],
+        bg: &[f32],
+        img: &mut [f32],
+    ) -> Vec<u8> {
+        let (h, w) = (self.height, self.width);
+        img.copy_from_slice(bg);
+        let mut gy = Vec::new();
+        let mut gx = Vec::new();
+        for ((&[y, x], &s), &a) in track.pos.iter().zip(sigma).zip(&track.amp) {
+            // The gaussian is separable: a * exp(-dy^2 / 2s^2) * exp(-dx^2 / 2s^2).
+            let r = (4.0 * s).ceil() as i64;
+            let (yi, xi) = (y as i64, x as i64);
+            let (y0, y1) = ((yi - r).max(0), (yi + r + 1).min(h as i64));
+            let (x0, x1) = ((xi - r).max(0), (xi + r + 1).min(w as i64));
+            if y0 >= y1 || x0 >= x1 {
+                continue;
+            }
+            let k = 1.0 / (2.0 * s * s);
+            gy.clear();
+            gy.extend((y0..y1).map(|j| a * (-(j as f32 - y).powi(2) * k).exp()));
+            gx.clear();
+            gx.extend((x0..x1).map(|i| (-(i as f32 - x).powi(2) * k).exp()));
+            for (j, gyj) in (y0 as usize..y1 as usize).zip(&gy) {
+                let row = &mut img[j * w + x0 as usize..j * w + x1 as usize];
+                for (p, gxi) in row.iter_mut().zip(&gx) {
+                    *p += gyj * gxi;
+                }
+            }
+        }
+        // An independent, deterministic noise stream per frame.
+        let mut rng = Rng::seeded(&[self.seed, 1, t]);
+        let rn2 = READ_NOISE * READ_NOISE;
+        let mut pairs = img.chunks_exact_mut(2);
+        for p in pairs.by_ref() {
+            let (z0, z1) = rng.normal_pair_f32();
+            p[0] += z0 * (p[0] + rn2).sqrt();
+            p[1] += z1 * (p[1] + rn2).sqrt();
+        }
+        for p in pairs.into_remainder() {
+            *p += rng.normal_pair_f32().0 * (*p + rn2).sqrt();
+        }
+        encode(self.dtype, img)
+    }
+}
+
+/// `v` wrapped into [0, n).
+fn wrap(v: f32, n: f32) -> f32 {
+    let r = v.rem_euclid(n);
+    if r >= n { 0.0 } else { r }
+}
+
+/// Offset-subtracted counts (photoelectrons plus noise) to little-endian bytes of `dtype`.
+pub(crate) fn encode(dtype: DataType, counts: &[f32]) -> Vec<u8> {
+    let q = |c: f32, gain: f32, offset: f32, lo: f32, hi: f32| {
+        (c * gain + offset).round_ties_even().clamp(lo, hi)
+    };
+    let mut out = Vec::with_capacity(counts.len() * dtype.size());
+    match dtype {
+        DataType::UInt8 => out.extend(counts.iter().map(|&c| q(c, 0.25, 10.0, 0.0, 255.0) as u8)),
+        DataType::UInt16 => {
+            for &c in counts {
+                out.extend_from_slice(&(q(c, 1.0, OFFSET, 0.0, 65535.0) as u16).to_le_bytes());
+            }
+        }
+        DataType::Int16 => {
+            for &c in counts {
+                out.extend_from_slice(&(q(c, 1.0, OFFSET, -32768.0, 32767.0) as i16).to_le_bytes());
+            }
+        }
+        DataType::UInt32 => {
+            for &c in counts {
+                // `as` saturates, so values beyond what f32 rounds to u32::MAX are safe.
+                out.extend_from_slice(
+                    &(q(c, 1.0, OFFSET, 0.0, u32::MAX as f32) as u32).to_le_bytes(),
+                );
+            }
+        }
+        DataType::Float32 => {
+            for &c in counts {
+                out.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cam(dtype: DataType) -> Camera {
+        Camera {
+            height: 96,
+            width: 80,
+            blobs: 20,
+            seed: 7,
+            dtype,
+        }
+    }
+
+    fn pixels(frame: &[u8]) -> Vec<u16> {
+        frame
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect()
+    }
+
+    #[test]
+    fn rendering_is_deterministic_and_plausible() {
+        let a = cam(DataType::UInt16).render(3);
+        let b = cam(DataType::UInt16).render(3);
+        assert_eq!(a, b);
+        assert_ne!(a[0], a[1]);
+        // Blobs reach far above the background.
+        assert!(pixels(&a[0]).iter().any(|&p| p > 300));
+        // Without blobs: offset 90 + 7..15 e- of background, noise sd about 3.5.
+        let bg = Camera {
+            blobs: 0,
+            ..cam(DataType::UInt16)
+        }
+        .render(1);
+        let mut px = pixels(&bg[0]);
+        px.sort_unstable();
+        let (lo, median, hi) = (
+            px[px.len() / 100],
+            px[px.len() / 2],
+            px[px.len() * 99 / 100],
+        );
+        assert!((98..=106).contains(&median), "median {median}");
+        assert!(lo >= 85 && hi <= 120, "1% {lo}, 99% {hi}");
+    }
+
+    #[test]
+    fn normals_have_unit_variance() {
+        let mut rng = Rng::seeded(&[1]);
+        let n = 200_000;
+        let (mut s, mut s2) = (0f64, 0f64);
+        for _ in 0..n / 2 {
+            let (a, b) = rng.normal_pair_f32();
+            for z in [a as f64, b as f64] {
+                s += z;
+                s2 += z * z;
+            }
+        }
+        let mean = s / n as f64;
+        let var = s2 / n as f64 - mean * mean;
+        assert!(
+            mean.abs() < 0.01 && (var - 1.0).abs() < 0.01,
+            "{mean} {var}"
+        );
+    }
+
+    #[test]
+    fn every_dtype_has_the_right_size() {
+        for d in [
+            DataType::UInt8,
+            DataType::Int16,
+            DataType::UInt32,
+            DataType::Float32,
+        ] {
+            let f = cam(d).render(1);
+            assert_eq!(f[0].len(), 96 * 80 * d.size());
+        }
+    }
+}

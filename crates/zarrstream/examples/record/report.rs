@@ -1,0 +1,84 @@
+//! Measurements around a run: latency percentiles, bytes on disk, resident memory.
+
+use std::io;
+use std::path::Path;
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+
+/// `{p50, p90, p99, p999, max}` in microseconds from a histogram in nanoseconds.
+pub(crate) fn percentiles_us(h: &Histogram<u64>) -> Value {
+    let q = |q: f64| us(h.value_at_quantile(q));
+    json!({
+        "p50": q(0.5),
+        "p90": q(0.9),
+        "p99": q(0.99),
+        "p999": q(0.999),
+        "max": us(h.max()),
+    })
+}
+
+/// Nanoseconds to microseconds.
+pub(crate) fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// Sizes of everything under a directory.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct DiskUsage {
+    /// Sum of the lengths of all files.
+    pub bytes: u64,
+    /// Sum of the blocks allocated to them (less than `bytes` for sparse files).
+    pub allocated: u64,
+    pub files: u64,
+}
+
+/// Walks `dir` (without following symbolic links) and sums the sizes of its files.
+pub(crate) fn disk_usage(dir: &Path) -> io::Result<DiskUsage> {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = DiskUsage::default();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                total.bytes += meta.len();
+                total.allocated += meta.blocks() * 512;
+                total.files += 1;
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// A `/proc/self/status` field in KiB (`VmHWM`, `VmRSS`), if available.
+pub(crate) fn proc_status_kib(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Resets the peak resident set size (`VmHWM`) to the current one, so the peak reported
+/// later is the peak of the acquisition rather than of frame preparation.
+pub(crate) fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+pub(crate) fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+/// Rounds for the report (JSON numbers with a sensible number of digits).
+pub(crate) fn round(v: f64, digits: i32) -> f64 {
+    let k = 10f64.powi(digits);
+    if v.is_finite() {
+        (v * k).round() / k
+    } else {
+        0.0
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
-use super::Durability;
+use super::options::Durability;
 use super::shared::{FinisherMsg, OpenShard, Shared};
 use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};

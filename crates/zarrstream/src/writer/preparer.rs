@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
-use super::Durability;
+use super::options::Durability;
 use super::shared::{OpenShard, Shared};
 use crate::error::Result;
 use crate::metadata;

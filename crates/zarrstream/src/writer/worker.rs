@@ -7,7 +7,8 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 
-use super::shared::{FinisherMsg, Job, Shared};
+use super::job::Job;
+use super::shared::{FinisherMsg, Shared};
 use crate::Error;
 use crate::codec::ChunkEncoder;
 use crate::sink::Scratch;

@@ -27,9 +27,7 @@ impl Level {
         // to zero while the caller still holds its seal token. Relaxed suffices, as the
         // channel orders each send before the worker's decrement.
         for (shard, &n) in set.iter().zip(&g.tiles_per_shard) {
-            shard
-                .pending
-                .fetch_add(n, Ordering::Relaxed);
+            shard.pending.fetch_add(n, Ordering::Relaxed);
         }
         let gc = Grid::box_of(c, &g.chunk_lead);
         let jobs = self.jobs.as_ref().ok_or(Error::Closed)?;

@@ -44,7 +44,6 @@ impl Source {
     }
 }
 
-
 /// What the pushing thread tells the pyramid thread.
 pub(super) enum Msg {
     /// `skips` frames were dropped before this one.
@@ -57,7 +56,6 @@ pub(super) enum Msg {
     /// reason.
     End { skips: u64, abort: Option<String> },
 }
-
 
 /// The pushing thread's handle on the pyramid thread that feeds the level below.
 pub(super) struct Feed {
@@ -161,4 +159,3 @@ impl Feed {
         self.take_failure().map_or(ended, Err)
     }
 }
-

@@ -45,7 +45,6 @@ pub enum Durability {
     None,
 }
 
-
 /// Options of a [`Writer`](super::Writer); `Default` gives the documented defaults.
 ///
 /// New options may be added in any release, so build a value from the default with the

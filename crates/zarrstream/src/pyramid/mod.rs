@@ -16,13 +16,13 @@
 //! builds the chain of level writers and the thread that feeds them.
 
 mod downsample;
-mod levels;
+mod level_specs;
 mod pixel;
 mod reduce;
 mod region;
 
 pub use downsample::Downsample;
-pub use levels::{Levels, MAX_LEVELS};
-pub(crate) use levels::{level_count, next_level_spec};
+pub use level_specs::{Levels, MAX_LEVELS};
+pub(crate) use level_specs::{level_count, next_level_spec};
 pub(crate) use reduce::{reduce, reduce_pair};
 pub(crate) use region::Region;

@@ -65,38 +65,14 @@ impl Level {
         options: WriterOptions,
         keep_frames: bool,
     ) -> Result<Self> {
-        let tmp_dir = dir.join(PARTIAL_DIR);
-        std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
-        let lock = StoreLock::acquire(&tmp_dir)?;
-        let grid = Grid::new(&spec);
-        let layout =
-            ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
-        let sink = options.sink.resolve(&tmp_dir, &layout);
+        let (shared, lock) = open(dir, spec, &options)?;
         let threads = thread_count(options.threads);
         // A direct write holds its worker until the device has the bytes; the other
         // workers of the thread's core encode meanwhile.
-        let workers = match sink {
+        let workers = match shared.sink {
             SinkKind::Direct => DIRECT_WORKERS_PER_THREAD * threads,
             _ => threads,
         };
-        let shared = Arc::new(Shared::new(
-            spec,
-            grid,
-            layout,
-            dir,
-            tmp_dir,
-            sink,
-            options.packing,
-            options.durability,
-        ));
-        let progress = Progress {
-            state: State::Running,
-            frames_committed: 0,
-            frames_dropped: 0,
-            error: None,
-        };
-        finisher::publish(&shared, 0, &progress)?;
-
         let (frame_pool, group_pool) = pools(&shared, &options, threads, keep_frames)?;
         let g = &shared.grid;
         // Jobs never outnumber the chunks of all pooled buffers, so a send never waits
@@ -142,6 +118,39 @@ impl Level {
             level_error: None,
         })
     }
+}
+
+/// Creates the temporary directory in `dir`, takes the lock and publishes the array's
+/// first `zarr.json` (state `running`, no frames).
+fn open(
+    dir: PathBuf,
+    spec: ArraySpec,
+    options: &WriterOptions,
+) -> Result<(Arc<Shared>, StoreLock)> {
+    let tmp_dir = dir.join(PARTIAL_DIR);
+    std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
+    let lock = StoreLock::acquire(&tmp_dir)?;
+    let grid = Grid::new(&spec);
+    let layout = ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
+    let sink = options.sink.resolve(&tmp_dir, &layout);
+    let shared = Arc::new(Shared::new(
+        spec,
+        grid,
+        layout,
+        dir,
+        tmp_dir,
+        sink,
+        options.packing,
+        options.durability,
+    ));
+    let progress = Progress {
+        state: State::Running,
+        frames_committed: 0,
+        frames_dropped: 0,
+        error: None,
+    };
+    finisher::publish(&shared, 0, &progress)?;
+    Ok((shared, lock))
 }
 
 /// The frame pool and, for chunks deeper than one frame, the staging pool.

@@ -227,15 +227,13 @@ fn main() {
         let dir = std::env::temp_dir().join(format!("zarrstream-seeds-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let path = dir.join("a.zarr");
-        let opts = WriterOptions {
-            threads: 1,
-            pin_threads: false,
-            ..WriterOptions::default()
-        };
+        let opts = WriterOptions::default()
+            .threads(1)
+            .pin_threads(false);
         let mut w = Writer::create(&path, spec.clone(), opts).unwrap();
         let frame = vec![1u8; spec.frame_bytes()];
         for _ in 0..spec.frames_per_step() * 2 {
-            w.push_bytes(&frame, std::time::Instant::now()).unwrap();
+            let _ = w.push_bytes(&frame, std::time::Instant::now()).unwrap();
         }
         w.finish().unwrap();
         let json = std::fs::read(path.join("zarr.json")).unwrap();

@@ -427,11 +427,7 @@ fn zarr_json(sel: u8) -> Value {
         .or_insert_with(|| {
             let dir = unique_dir("template");
             let path = dir.join("a.zarr");
-            let opts = WriterOptions {
-                threads: 1,
-                pin_threads: false,
-                ..WriterOptions::default()
-            };
+            let opts = WriterOptions::default().threads(1).pin_threads(false);
             let w = Writer::create(&path, recover_spec(sel), opts).expect("template writer");
             w.finish().expect("template finish");
             let text = std::fs::read(path.join("zarr.json")).expect("template zarr.json");

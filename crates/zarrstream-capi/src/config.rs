@@ -464,20 +464,19 @@ mod tests {
         assert!(!s.crc32c());
         assert_eq!(s.index_location(), IndexLocation::Start);
         let o = p.options;
-        let want = WriterOptions {
-            threads: 3,
-            pin_threads: false,
-            background_nice: 0,
-            sink: SinkChoice::Mmap,
-            pool_frames: 9,
-            spare_groups: 2,
-            backpressure: Backpressure::Drop,
-            durability: Durability::Periodic {
+        let want = WriterOptions::default()
+            .threads(3)
+            .pin_threads(false)
+            .background_nice(0)
+            .sink(SinkChoice::Mmap)
+            .pool_frames(9)
+            .spare_groups(2)
+            .backpressure(Backpressure::Drop)
+            .durability(Durability::Periodic {
                 interval: Duration::from_millis(250),
-            },
-            packing: Packing::Sparse,
-            overwrite: true,
-        };
+            })
+            .packing(Packing::Sparse)
+            .overwrite(true);
         assert_eq!(o, want);
         assert_eq!(
             parse(r#""durability": "none""#).unwrap().options.durability,

@@ -45,8 +45,8 @@ impl ZsWriter {
 
     /// Pushes one frame of raw bytes; `ZS_DROPPED` if back-pressure dropped it.
     pub fn push(writer: &mut Writer, frame: &[u8]) -> Result<ZsCode, CapiError> {
-        let accepted = writer.push_bytes(frame, std::time::Instant::now())?;
-        Ok(if accepted {
+        let outcome = writer.push_bytes(frame, std::time::Instant::now())?;
+        Ok(if outcome.is_accepted() {
             ZsCode::ZS_OK
         } else {
             ZsCode::ZS_DROPPED

@@ -77,13 +77,11 @@ fn spec(codec: Codec, crc32c: bool, location: IndexLocation) -> ArraySpec {
 }
 
 fn options(sink: SinkChoice, packing: Packing) -> WriterOptions {
-    WriterOptions {
-        threads: 2,
-        pin_threads: false,
-        sink,
-        packing,
-        ..WriterOptions::default()
-    }
+    WriterOptions::default()
+        .threads(2)
+        .pin_threads(false)
+        .sink(sink)
+        .packing(packing)
 }
 
 /// Writes `frames` frames (`None` = skipped) and returns the stats and the expected
@@ -94,7 +92,7 @@ fn write(path: &Path, spec: ArraySpec, opts: WriterOptions, frames: &[bool]) -> 
     for (k, &push) in frames.iter().enumerate() {
         if push {
             let f = frame(k as u64);
-            w.push(&f).expect("push");
+            let _ = w.push(&f).expect("push");
             expected.extend(f);
         } else {
             w.skip().expect("skip");
@@ -634,7 +632,7 @@ fn compact_refuses_a_store_with_a_live_writer() {
     )
     .expect("create");
     for k in 0..5 {
-        w.push(&frame(k)).expect("push");
+        let _ = w.push(&frame(k)).expect("push");
     }
     let (code, _, stderr) = run(&["compact", s(&path)]);
     assert_one_line_error("compact", &stderr, code, "locked by a writer");

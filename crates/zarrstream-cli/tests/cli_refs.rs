@@ -93,11 +93,7 @@ fn write_store(dir: &Path, name: &str, codec: Codec, crc32c: bool, dtype: DataTy
         .build()
         .expect("spec");
     let path = dir.join(format!("{name}.zarr"));
-    let options = WriterOptions {
-        threads: 2,
-        pin_threads: false,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default().threads(2).pin_threads(false);
     let mut w = Writer::create(&path, spec, options).expect("create");
     let n = (FRAME[0] * FRAME[1]) as usize;
     let fill_bits = if dtype == DataType::Int16 {
@@ -113,9 +109,9 @@ fn write_store(dir: &Path, name: &str, codec: Codec, crc32c: bool, dtype: DataTy
         } else {
             let f: Vec<u16> = (0..n as u64).map(|i| element(k, i)).collect();
             if dtype == DataType::Int16 {
-                w.push(bytemuck::cast_slice::<u16, i16>(&f)).expect("push");
+                let _ = w.push(bytemuck::cast_slice::<u16, i16>(&f)).expect("push");
             } else {
-                w.push(&f).expect("push");
+                let _ = w.push(&f).expect("push");
             }
             f
         };

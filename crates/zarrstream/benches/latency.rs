@@ -106,18 +106,17 @@ impl Config {
     }
 
     fn options(&self, backpressure: Backpressure) -> WriterOptions {
-        WriterOptions {
-            threads: self.threads,
-            sink: self.sink,
-            backpressure,
-            ..WriterOptions::default()
-        }
+        WriterOptions::default()
+            .threads(self.threads)
+            .sink(self.sink)
+            .backpressure(backpressure)
     }
 
     fn backpressure_name(&self) -> &'static str {
         match self.backpressure {
             Backpressure::Drop => "drop",
             Backpressure::Block => "block",
+            _ => "other",
         }
     }
 }

@@ -73,15 +73,12 @@ fn main() {
         let (pushed, done, store) = (pushed.clone(), done.clone(), store.clone());
         std::thread::spawn(move || sample(&pushed, &done, &store))
     };
-    let options = WriterOptions {
-        sink,
-        durability,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default().sink(sink).durability(durability);
     let mut w = Writer::create(&store, spec, options).expect("create the store");
     let t0 = Instant::now();
     for k in 0..frames {
-        w.push_bytes(&pool[(k % pool.len() as u64) as usize], Instant::now())
+        let _ = w
+            .push_bytes(&pool[(k % pool.len() as u64) as usize], Instant::now())
             .expect("push");
         pushed.store(k + 1, Ordering::Relaxed);
     }

@@ -208,11 +208,7 @@ fn measure(
         let direct = disk_write_direct(out, disk_bytes, &pool[0]).unwrap_or(f64::INFINITY);
         disk.push(mib(raw) / one.min(per_shard).min(direct));
         for (i, &sink) in sinks.iter().enumerate() {
-            let options = WriterOptions {
-                threads: writer_threads,
-                sink,
-                ..WriterOptions::default()
-            };
+            let options = WriterOptions::default().threads(writer_threads).sink(sink);
             let path = out.join(format!("{}-{}.zarr", wl.name, support::sink_name(sink)));
             let run = support::run_writer(
                 &path,
@@ -289,10 +285,7 @@ fn pyramid_cost(
     out: &std::path::Path,
 ) -> PyramidRow {
     let ome = Ome::new().levels(Levels::Count(levels));
-    let options = || WriterOptions {
-        threads,
-        ..WriterOptions::default()
-    };
+    let options = || WriterOptions::default().threads(threads);
     let mut rounds = Vec::new();
     let mut stored = Vec::new();
     let mut extra_rss = 0;

@@ -165,17 +165,15 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
     let peak_reset = report::reset_peak_rss();
     let baseline_rss_kib = report::proc_status_kib("VmRSS");
 
-    let options = WriterOptions {
-        threads: opts.threads,
-        pin_threads: opts.pin,
-        sink: opts.sink,
-        pool_frames: opts.pool_frames,
-        backpressure: opts.backpressure,
-        durability: opts.durability,
-        packing: opts.packing,
-        overwrite: opts.overwrite,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .threads(opts.threads)
+        .pin_threads(opts.pin)
+        .sink(opts.sink)
+        .pool_frames(opts.pool_frames)
+        .backpressure(opts.backpressure)
+        .durability(opts.durability)
+        .packing(opts.packing)
+        .overwrite(opts.overwrite);
     let mut writer = match &opts.ome {
         Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
         None => Writer::create(&opts.out, spec, options)?,
@@ -504,8 +502,8 @@ fn acquire(
             }
             None => Instant::now(),
         };
-        // `false` means dropped under --backpressure drop; the writer counts it.
-        writer.push_bytes(frame, scheduled)?;
+        // A frame dropped under --backpressure drop is counted by the writer.
+        let _ = writer.push_bytes(frame, scheduled)?;
         if progress {
             let now = writer.frames_encoded();
             if now > encoded {
@@ -609,10 +607,13 @@ fn report_json(o: &Options, m: &Measured) -> Value {
             Durability::Shard => "shard",
             Durability::None => "none",
             Durability::Periodic { .. } => "periodic",
+            // The flags only make the modes above.
+            _ => "other",
         },
         "backpressure": match o.backpressure {
             Backpressure::Block => "block",
             Backpressure::Drop => "drop",
+            _ => "other",
         },
         "fps": o.fps,
         "late_frames": m.late_frames,

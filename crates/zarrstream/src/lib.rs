@@ -21,7 +21,7 @@
 //! let mut writer = Writer::create("run.zarr", spec, WriterOptions::default())?;
 //! # let camera: Vec<Vec<u16>> = vec![];
 //! for frame in camera {
-//!     writer.push(&frame)?;
+//!     let _ = writer.push(&frame)?;
 //! }
 //! let stats = writer.finish()?;
 //! println!("{} frames in {:.2} s", stats.frames_written, stats.seconds);
@@ -63,4 +63,4 @@ pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::Stats;
 pub use tile::ChunkSource;
-pub use writer::{Backpressure, Durability, PoolBuf, Writer, WriterOptions};
+pub use writer::{Backpressure, Durability, PoolBuf, PushOutcome, Writer, WriterOptions};

@@ -87,7 +87,7 @@ fn record_with_options(
     for k in 0..frames {
         bad(&mut w, k);
         assert_eq!(w.frames_pushed(), k, "a refused frame is not counted");
-        accepted.push(w.push(&frame::<u16>(k, n)).unwrap());
+        accepted.push(w.push(&frame::<u16>(k, n)).unwrap().is_accepted());
     }
     let stats = if case.finish {
         Some(w.finish().unwrap())
@@ -222,7 +222,7 @@ fn push_after_a_failure_is_closed() {
         let mut w = Writer::create(&path, case.spec::<u16>(), case.options()).unwrap();
         let n = case.plane();
         for k in 0..2 {
-            assert!(w.push(&frame::<u16>(k, n)).unwrap());
+            assert!(w.push(&frame::<u16>(k, n)).unwrap().is_accepted());
         }
         // Row 0 is complete; wait for it to be published.
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -233,7 +233,7 @@ fn push_after_a_failure_is_closed() {
         std::fs::remove_dir_all(path.join(".zarrstream-partial")).unwrap();
         // Set 1 was prepared before the removal; set 2 cannot be created.
         for k in 2..4 {
-            assert!(w.push(&frame::<u16>(k, n)).unwrap());
+            assert!(w.push(&frame::<u16>(k, n)).unwrap().is_accepted());
         }
         let e = w.push(&frame::<u16>(4, n)).unwrap_err();
         let Error::Io { op, path: file, .. } = &e else {
@@ -379,10 +379,7 @@ fn existing_store_is_not_overwritten() {
         sink: SinkChoice::Pwrite,
         ..small("overwritten_store")
     };
-    let options = WriterOptions {
-        overwrite: true,
-        ..case.options()
-    };
+    let options = case.options().overwrite(true);
     record_with_options(&case, &path, 2, options, &mut |_, _| {});
 }
 
@@ -405,10 +402,7 @@ fn regular_file_at_the_path() {
 
     // With overwrite the file is replaced by the store.
     let case = small("file_replaced");
-    let options = WriterOptions {
-        overwrite: true,
-        ..case.options()
-    };
+    let options = case.options().overwrite(true);
     record_with_options(&case, &path, 4, options, &mut |_, _| {});
     assert!(path.is_dir());
 }
@@ -425,10 +419,7 @@ fn symbolic_link_at_the_path() {
     std::os::unix::fs::symlink(&target, &path).unwrap();
     exists_error(&path, WriterOptions::default());
     let case = small("symlink_replaced");
-    let options = WriterOptions {
-        overwrite: true,
-        ..case.options()
-    };
+    let options = case.options().overwrite(true);
     record_with_options(&case, &path, 3, options, &mut |_, _| {});
     assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
     assert_eq!(std::fs::read(target.join("keep")).unwrap(), b"precious");
@@ -503,10 +494,7 @@ fn check_read_only(ro: &Path) {
     assert_eq!(source.raw_os_error(), Some(libc::EROFS), "{e}");
     // Existing paths: Exists without overwrite; with overwrite the removal fails.
     exists_error(&ro.join("existing"), WriterOptions::default());
-    let overwrite = WriterOptions {
-        overwrite: true,
-        ..WriterOptions::default()
-    };
+    let overwrite = WriterOptions::default().overwrite(true);
     let e = io_error(&ro.join("existing"), overwrite.clone(), "remove");
     println!("REPORT {e}");
     let e = io_error(&ro.join("store.zarr"), overwrite, "remove");
@@ -830,7 +818,7 @@ fn bounded_array_pushed_past_its_end() {
         let mut w = Writer::create(&path, case.spec::<u16>(), case.options()).unwrap();
         let n = case.plane();
         for k in 0..cap {
-            assert!(w.push(&frame::<u16>(k, n)).unwrap());
+            assert!(w.push(&frame::<u16>(k, n)).unwrap().is_accepted());
         }
         for attempt in 0..3 {
             let f = frame::<u16>(cap + attempt, n);
@@ -879,7 +867,11 @@ fn bounded_array_skipped_past_its_end() {
         let mut w = Writer::create(&path, case.spec::<u16>(), case.options()).unwrap();
         let cap = shape[0];
         for k in 0..cap {
-            assert!(w.push(&frame::<u16>(k, case.plane())).unwrap());
+            assert!(
+                w.push(&frame::<u16>(k, case.plane()))
+                    .unwrap()
+                    .is_accepted()
+            );
         }
         match w.skip() {
             Err(Error::ArrayFull { frames }) => assert_eq!(frames, cap),
@@ -960,27 +952,9 @@ fn out_of_range_writer_options_are_refused() {
     let path = dir.path().join("a.zarr");
     let case = Case::new("options", &[0, 16, 16], &[1, 16, 16], &[2, 16, 16], 0);
     for (option, opts) in [
-        (
-            "spare_groups",
-            WriterOptions {
-                spare_groups: usize::MAX,
-                ..case.options()
-            },
-        ),
-        (
-            "pool_frames",
-            WriterOptions {
-                pool_frames: usize::MAX / 2,
-                ..case.options()
-            },
-        ),
-        (
-            "threads",
-            WriterOptions {
-                threads: 1 << 20,
-                ..case.options()
-            },
-        ),
+        ("spare_groups", case.options().spare_groups(usize::MAX)),
+        ("pool_frames", case.options().pool_frames(usize::MAX / 2)),
+        ("threads", case.options().threads(1 << 20)),
     ] {
         let e = Writer::create(&path, case.spec::<u16>(), opts)
             .err()

@@ -1286,17 +1286,13 @@ fn run_e2e(c: &E2e) -> usize {
         .crc32c(c.crc)
         .build()
         .unwrap();
-    let opts = WriterOptions {
-        threads: 2,
-        pin_threads: false,
-        ..WriterOptions::default()
-    };
+    let opts = WriterOptions::default().threads(2).pin_threads(false);
     let mut writer = Writer::create(&path, spec, opts).unwrap();
     let frames: Vec<Vec<u8>> = (0..c.frames)
         .map(|t| frame_bytes(c.dtype, h, w, 100 + t as u64))
         .collect();
     for f in &frames {
-        writer.push_bytes(f, std::time::Instant::now()).unwrap();
+        let _ = writer.push_bytes(f, std::time::Instant::now()).unwrap();
     }
     let stats = writer.finish().unwrap();
     assert_eq!(stats.frames_written, c.frames as u64);

@@ -51,15 +51,11 @@ fn visible_while_running(durability: Durability) -> (u64, u64) {
         .shard_shape([2, 32, 32])
         .build()
         .unwrap();
-    let opts = WriterOptions {
-        durability,
-        threads: 1,
-        ..WriterOptions::default()
-    };
+    let opts = WriterOptions::default().durability(durability).threads(1);
     let mut w = Writer::create(&path, spec, opts).unwrap();
     let frame = vec![5u16; 32 * 32];
     for _ in 0..7 {
-        w.push(&frame).unwrap();
+        let _ = w.push(&frame).unwrap();
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     while shard_files(&path) < 3 {

@@ -310,14 +310,12 @@ impl Case {
     /// array beside it; returns its manifest entry.
     fn write(&self, dir: &Path) -> Value {
         let path = dir.join(format!("{}.zarr", self.name));
-        let options = WriterOptions {
-            threads: self.threads,
-            pin_threads: false,
-            sink: self.sink,
-            packing: self.packing,
-            durability: self.durability,
-            ..WriterOptions::default()
-        };
+        let options = WriterOptions::default()
+            .threads(self.threads)
+            .pin_threads(false)
+            .sink(self.sink)
+            .packing(self.packing)
+            .durability(self.durability);
         let mut w = Writer::create(&path, self.spec(), options)
             .unwrap_or_else(|e| panic!("{}: create: {e}", self.name));
         for k in 0..self.frames {
@@ -328,7 +326,8 @@ impl Case {
             }
             let accepted = w
                 .push_bytes(&self.frame(k), Instant::now())
-                .unwrap_or_else(|e| panic!("{}: push frame {k}: {e}", self.name));
+                .unwrap_or_else(|e| panic!("{}: push frame {k}: {e}", self.name))
+                .is_accepted();
             assert!(accepted, "{}: frame {k} dropped", self.name);
         }
         let stats = w

@@ -288,7 +288,7 @@ impl Image {
             if self.dropped(k) {
                 w.skip().expect("skip");
             } else {
-                assert!(w.push(frame).expect("push"));
+                assert!(w.push(frame).expect("push").is_accepted());
             }
         }
         w.finish().expect("finish");
@@ -302,11 +302,7 @@ fn read_json(p: &Path) -> Value {
 }
 
 fn options() -> WriterOptions {
-    WriterOptions {
-        threads: 2,
-        pin_threads: false,
-        ..WriterOptions::default()
-    }
+    WriterOptions::default().threads(2).pin_threads(false)
 }
 
 #[test]
@@ -520,7 +516,11 @@ fn a_failing_level_refuses_the_next_frame_and_level_0_keeps_its_frames() {
     let mut w = Writer::create_ome(&path, spec, &ome, options()).expect("create");
     let frame = |k: u64| -> Vec<u16> { (0..64 * 64).map(|i| (k * 1000 + i) as u16).collect() };
     for k in 0..6 {
-        assert!(w.push(&frame(k)).expect("push before the failure"));
+        assert!(
+            w.push(&frame(k))
+                .expect("push before the failure")
+                .is_accepted()
+        );
     }
     // Once level 1 has published its first shard rows (removing the directory destroys
     // the shards it is still filling).
@@ -541,8 +541,8 @@ fn a_failing_level_refuses_the_next_frame_and_level_0_keeps_its_frames() {
             "the level's failure never reached the caller"
         );
         match w.push(&frame(accepted)) {
-            Ok(true) => accepted += 1,
-            Ok(false) => panic!("dropped under Block"),
+            Ok(o) if o.is_accepted() => accepted += 1,
+            Ok(_) => panic!("dropped under Block"),
             Err(e) => break e,
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -587,17 +587,14 @@ fn lock_and_overwrite_refuse_a_live_image() {
     let im = &ims[0];
     let path = dir.path().join("live.ome.zarr");
     let mut w = Writer::create_ome(&path, im.spec(), &im.ome, options()).expect("create");
-    w.push(&im.data()[..im.plane()]).expect("push");
+    let _ = w.push(&im.data()[..im.plane()]).expect("push");
     assert!(path.join("0/.zarrstream-partial/writer.lock").exists());
     // Without overwrite: exists. With overwrite: locked (as image and as plain array).
     assert!(matches!(
         Writer::create_ome(&path, im.spec(), &im.ome, options()),
         Err(Error::Exists { .. })
     ));
-    let over = WriterOptions {
-        overwrite: true,
-        ..options()
-    };
+    let over = options().overwrite(true);
     assert!(matches!(
         Writer::create_ome(&path, im.spec(), &im.ome, over.clone()),
         Err(Error::Locked { .. })

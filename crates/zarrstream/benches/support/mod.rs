@@ -237,12 +237,12 @@ pub(crate) fn run_writer(
         let frame = &frames[k % frames.len()];
         match feed {
             Feed::Copy => {
-                w.push_bytes(frame, due).expect("push a frame");
+                let _ = w.push_bytes(frame, due).expect("push a frame");
             }
             Feed::ZeroCopy => match w.buffer().expect("take a pool buffer") {
                 Some(mut buf) => {
                     buf.copy_from_slice(frame);
-                    w.push_buffer(buf, due).expect("push a buffer");
+                    let _ = w.push_buffer(buf, due).expect("push a buffer");
                 }
                 None => w.skip().expect("skip a frame"),
             },

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
-use super::Durability;
+use super::options::Durability;
 use super::shared::{FinisherMsg, OpenShard, Shared};
 use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};
@@ -81,36 +81,8 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
                 None
             }
         };
-        match msg {
-            Some(FinisherMsg::Shard(s)) => {
-                let s = unwrap_shard(s);
-                let row = s.row;
-                // After a failure shards are not finished: their temporary files stay for
-                // `recover`, and rows stop completing, so the published extent never
-                // covers them.
-                if shared.failed() {
-                    s.sink.keep_for_recovery();
-                } else {
-                    match finish_shard(&shared, s, &mut pending) {
-                        Ok(len) => {
-                            report.bytes_stored += len;
-                            report.shards += u64::from(len > 0);
-                            rows.entry(row).or_default().done += 1;
-                        }
-                        Err(e) => shared.fail(e),
-                    }
-                }
-            }
-            Some(FinisherMsg::RowSealed {
-                row,
-                shards,
-                extent0,
-            }) => {
-                let r = rows.entry(row).or_default();
-                r.expected = Some(shards);
-                r.extent0 = extent0;
-            }
-            None => {}
+        if let Some(msg) = msg {
+            take(&shared, msg, &mut rows, &mut pending, &mut report);
         }
         while let Some(r) = rows.get(&next_row).filter(|r| r.expected == Some(r.done)) {
             pending.extent0 = Some(r.extent0);
@@ -125,6 +97,46 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
     commit(&shared, &mut pending, &mut report);
     pending.window.drain();
     report
+}
+
+/// Finishes a shard, or records how many shards a sealed row has.
+fn take(
+    shared: &Shared,
+    msg: FinisherMsg,
+    rows: &mut BTreeMap<u64, Row>,
+    pending: &mut Pending,
+    report: &mut FinisherReport,
+) {
+    match msg {
+        FinisherMsg::Shard(s) => {
+            let s = unwrap_shard(s);
+            let row = s.row;
+            // After a failure shards are not finished: their temporary files stay for
+            // `recover`, and rows stop completing, so the published extent never
+            // covers them.
+            if shared.failed() {
+                s.sink.keep_for_recovery();
+            } else {
+                match finish_shard(shared, s, pending) {
+                    Ok(len) => {
+                        report.bytes_stored += len;
+                        report.shards += u64::from(len > 0);
+                        rows.entry(row).or_default().done += 1;
+                    }
+                    Err(e) => shared.fail(e),
+                }
+            }
+        }
+        FinisherMsg::RowSealed {
+            row,
+            shards,
+            extent0,
+        } => {
+            let r = rows.entry(row).or_default();
+            r.expected = Some(shards);
+            r.extent0 = extent0;
+        }
+    }
 }
 
 /// Flushes pending shards and directories, then publishes the extent they complete.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
-use super::Durability;
+use super::options::Durability;
 use super::shared::{OpenShard, Shared};
 use crate::error::Result;
 use crate::metadata;
@@ -45,27 +45,7 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
         while shared.unfinished_shards.load(Ordering::Acquire) >= max_unfinished {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let set = (0..g.shard_tiles)
-            .map(|s| {
-                let key = g.shard_key(&coords, s);
-                // Directories are made here, before the reservation, so that running out
-                // of space for them refuses a frame instead of failing a finished shard.
-                let dst = shared.dir.join(&key);
-                if let Some(parent) = dst.parent() {
-                    let mut changed = BTreeSet::new();
-                    metadata::create_dirs(parent, &mut changed)?;
-                    if shared.durability != Durability::None {
-                        changed.iter().try_for_each(|d| metadata::sync_dir(d))?;
-                    }
-                }
-                let path = shared
-                    .tmp_dir
-                    .join(format!("{}.partial", key.replace('/', ".")));
-                let sink = sink::open(shared.sink, &path, shared.layout)?;
-                shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
-                Ok(Arc::new(OpenShard::new(sink, n, key, coords[0], &shared)))
-            })
-            .collect::<Result<Vec<_>>>();
+        let set = open_set(&shared, &coords);
         let shards = match set {
             Ok(shards) => shards,
             Err(e) => {
@@ -91,13 +71,45 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
                 s.sink.prefault(first, first + step);
             }
         }
-        // Next point in C order.
-        for i in (0..coords.len()).rev() {
-            coords[i] += 1;
-            if i == 0 || coords[i] < counts[i] {
-                break;
+        next_in_c_order(&mut coords, &counts);
+    }
+}
+
+/// Creates, reserves and maps the shards of the set at leading shard coordinates
+/// `coords`, counting each in `shared.unfinished_shards`.
+fn open_set(shared: &Shared, coords: &[u64]) -> Result<Vec<Arc<OpenShard>>> {
+    let g = &shared.grid;
+    let n = shared.spec.chunks_per_shard;
+    (0..g.shard_tiles)
+        .map(|s| {
+            let key = g.shard_key(coords, s);
+            // Directories are made here, before the reservation, so that running out
+            // of space for them refuses a frame instead of failing a finished shard.
+            let dst = shared.dir.join(&key);
+            if let Some(parent) = dst.parent() {
+                let mut changed = BTreeSet::new();
+                metadata::create_dirs(parent, &mut changed)?;
+                if shared.durability != Durability::None {
+                    changed.iter().try_for_each(|d| metadata::sync_dir(d))?;
+                }
             }
-            coords[i] = 0;
+            let path = shared
+                .tmp_dir
+                .join(format!("{}.partial", key.replace('/', ".")));
+            let sink = sink::open(shared.sink, &path, shared.layout)?;
+            shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
+            Ok(Arc::new(OpenShard::new(sink, n, key, coords[0], shared)))
+        })
+        .collect()
+}
+
+/// Advances `coords` to the next point in C order of a grid of `counts`.
+fn next_in_c_order(coords: &mut [u64], counts: &[u64]) {
+    for i in (0..coords.len()).rev() {
+        coords[i] += 1;
+        if i == 0 || coords[i] < counts[i] {
+            break;
         }
+        coords[i] = 0;
     }
 }

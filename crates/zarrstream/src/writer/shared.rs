@@ -1,21 +1,19 @@
-//! State shared by the pushing thread, the workers, the preparer and the finisher.
+//! State shared by the pushing thread, the workers, the preparer and the finisher, and
+//! the shards they fill together.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
 
 use crossbeam_channel::Sender;
 
 use super::grid::Grid;
-use super::pool::PoolBuf;
+use super::options::Durability;
 use crate::error::Error;
 use crate::shard::{IndexEntries, Packing, ShardLayout};
 use crate::sink::{SinkKind, SlotSink};
 use crate::spec::ArraySpec;
-use crate::tile::ChunkSource;
-use crate::writer::Durability;
 
 pub(crate) struct Shared {
     pub spec: ArraySpec,
@@ -142,35 +140,4 @@ pub(crate) enum FinisherMsg {
         shards: usize,
         extent0: u64,
     },
-}
-
-/// The frames behind a set of chunk jobs: one frame (shallow chunks) or one staged
-/// group of frames (deep chunks). Its buffer returns to its pool when the last job drops it.
-pub(crate) struct Batch {
-    pub buf: PoolBuf,
-    pub staged: bool,
-    pub remaining: AtomicUsize,
-    /// Scheduled (camera) time of each frame in the batch, for frame latency.
-    pub times: Vec<Instant>,
-    /// Level 1 of the frame, for an OME pyramid whose level 1 the workers reduce.
-    pub reduction: Option<super::pyramid::Reduction>,
-}
-
-impl Batch {
-    pub(crate) fn source<'a>(&'a self, grid: &Grid, tile: usize) -> ChunkSource<'a> {
-        if self.staged {
-            let cb = grid.chunk_bytes;
-            ChunkSource::contiguous(&self.buf[tile * cb..(tile + 1) * cb], grid.fill)
-        } else {
-            grid.tile_source(&self.buf, tile)
-        }
-    }
-}
-
-/// One inner chunk to encode.
-pub(crate) struct Job {
-    pub batch: Arc<Batch>,
-    pub tile: usize,
-    pub shard: Arc<OpenShard>,
-    pub slot: usize,
 }

@@ -7,7 +7,8 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 
-use super::shared::{FinisherMsg, Job, Shared};
+use super::job::Job;
+use super::shared::{FinisherMsg, Shared};
 use crate::Error;
 use crate::codec::ChunkEncoder;
 use crate::sink::Scratch;
@@ -183,10 +184,7 @@ mod tests {
     ) -> (usize, Error) {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut w = open(WriterOptions {
-                threads: 2,
-                ..WriterOptions::default()
-            });
+            let mut w = open(WriterOptions::default().threads(2));
             let mut pushed = 0;
             for k in 0..64 {
                 if k == 4 {

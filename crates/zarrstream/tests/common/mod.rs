@@ -16,8 +16,8 @@ use zarrs::array::{
 };
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    ArraySpec, Backpressure, Codec, Durability, Error, IndexLocation, Packing, SinkChoice,
-    SinkKind, Stats, Writer, WriterOptions,
+    ArraySpec, Backpressure, Codec, Durability, Error, IndexLocation, Packing, PushOutcome,
+    SinkChoice, SinkKind, Stats, Writer, WriterOptions,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -259,15 +259,13 @@ impl Case {
     }
 
     pub(crate) fn options(&self) -> WriterOptions {
-        WriterOptions {
-            threads: self.threads,
-            sink: self.sink,
-            pool_frames: self.pool_frames,
-            backpressure: self.backpressure,
-            durability: self.durability,
-            packing: self.packing,
-            ..WriterOptions::default()
-        }
+        WriterOptions::default()
+            .threads(self.threads)
+            .sink(self.sink)
+            .pool_frames(self.pool_frames)
+            .backpressure(self.backpressure)
+            .durability(self.durability)
+            .packing(self.packing)
     }
 }
 
@@ -312,13 +310,16 @@ pub(crate) fn record_while<T: Sample>(
         } else {
             let f = frame::<T>(k, n);
             let r = match case.push {
-                PushMode::Push => w.push(&f),
-                PushMode::PushAt => w.push_at(&f, Instant::now()),
-                PushMode::Bytes => w.push_bytes(bytemuck::cast_slice(&f), Instant::now()),
+                PushMode::Push => w.push(&f).map(PushOutcome::is_accepted),
+                PushMode::PushAt => w.push_at(&f, Instant::now()).map(PushOutcome::is_accepted),
+                PushMode::Bytes => w
+                    .push_bytes(bytemuck::cast_slice(&f), Instant::now())
+                    .map(PushOutcome::is_accepted),
                 PushMode::Buffer => match w.buffer() {
                     Ok(Some(mut b)) => {
                         b.copy_from_slice(bytemuck::cast_slice(&f));
                         w.push_buffer(b, Instant::now())
+                            .map(PushOutcome::is_accepted)
                     }
                     Ok(None) => w.skip().map(|()| false),
                     Err(e) => Err(e),

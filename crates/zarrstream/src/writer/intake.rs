@@ -1,0 +1,286 @@
+//! Intake and staging on the pushing thread: checks each frame, takes a pooled buffer
+//! for it (or drops it), copies rows of deep chunks into their staging group, and counts
+//! the frame as written or dropped.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Instant;
+
+use super::feed::{Feed, Source};
+use super::grid::Grid;
+use super::job::Batch;
+use super::level::{Group, Level};
+use super::options::Backpressure;
+use super::outcome::PushOutcome;
+use super::pool::PoolBuf;
+use super::reduction::NextReduction;
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::metadata::State;
+
+/// A frame as the caller handed it over.
+pub(super) enum Frame<'a> {
+    Borrowed(&'a [u8]),
+    Owned(PoolBuf),
+    Skipped,
+}
+
+impl Level {
+    /// Pushes one frame of `dtype` (bytes copied, or a pooled buffer moved in).
+    pub(super) fn push_frame(
+        &mut self,
+        dtype: DataType,
+        frame: Frame<'_>,
+        scheduled: Instant,
+    ) -> Result<PushOutcome> {
+        let nbytes = match &frame {
+            Frame::Borrowed(b) => b.len(),
+            Frame::Owned(b) => b.len(),
+            Frame::Skipped => 0,
+        };
+        self.check_frame(dtype, nbytes)?;
+        self.accept(frame, scheduled)
+    }
+
+    /// Pushes a buffer from [`buffer`](Self::buffer) without copying it.
+    pub(super) fn push_buffer(&mut self, buf: PoolBuf, scheduled: Instant) -> Result<PushOutcome> {
+        let dtype = self.shared.spec.dtype;
+        self.push_frame(dtype, Frame::Owned(buf), scheduled)
+    }
+
+    /// A frame buffer from the pool: waits for one under [`Backpressure::Block`], `None`
+    /// under `Drop` when none is free.
+    pub(super) fn buffer(&mut self) -> Result<Option<PoolBuf>> {
+        self.check_open()?;
+        Ok(self
+            .frame_pool
+            .get(self.backpressure == Backpressure::Block))
+    }
+
+    /// Counts a frame the caller could not push as dropped, keeping its place.
+    pub(super) fn skip(&mut self) -> Result<()> {
+        self.check_open()?;
+        self.check_capacity()?;
+        let t = Instant::now();
+        self.accept(Frame::Skipped, t).map(|_| ())
+    }
+
+    fn check_frame(&mut self, dtype: DataType, nbytes: usize) -> Result<()> {
+        self.check_open()?;
+        let spec = &self.shared.spec;
+        if dtype != spec.dtype {
+            return Err(Error::DataType {
+                frame: self.next_frame,
+                expected: spec.dtype,
+                got: dtype,
+            });
+        }
+        if nbytes != spec.frame_bytes {
+            return Err(Error::FrameSize {
+                frame: self.next_frame,
+                expected: spec.frame_bytes,
+                got: nbytes,
+            });
+        }
+        self.check_capacity()
+    }
+
+    /// A bounded append axis holds `shape[0] × frames_per_step` frames.
+    fn check_capacity(&self) -> Result<()> {
+        let spec = &self.shared.spec;
+        let cap = spec.shape[0].saturating_mul(spec.frames_per_step());
+        if spec.shape[0] != 0 && self.next_frame >= cap {
+            return Err(Error::ArrayFull { frames: cap });
+        }
+        Ok(())
+    }
+
+    /// Any failure while accepting a frame closes the writer: finished shards stay
+    /// published, the metadata records the abort, and the first error is returned.
+    fn accept(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<PushOutcome> {
+        // Push latency includes waiting for the next shard set at shard boundaries.
+        let t0 = Instant::now();
+        self.started.get_or_insert(t0);
+        let shared = Arc::clone(&self.shared);
+        // A pyramid level that failed (e.g. its disk is full) refuses this frame as a
+        // full disk here would: what was accepted before is finished and published.
+        if let Some(e) = self.pyramid.as_ref().and_then(Feed::take_failure) {
+            self.closed = true;
+            self.shutdown(State::Aborted, Some(e.to_string()));
+            return Err(e);
+        }
+        let c = shared.grid.coords(self.next_frame);
+        // Every frame position opens its shard set, dropped or not, so sets are taken
+        // from the preparer in exactly the order it makes them. If the next set cannot
+        // be made (e.g. the disk is full), this frame is refused, and everything
+        // accepted before it, whose space is already reserved, is finished and published.
+        if let Err(e) = self.ensure_set(&Grid::box_of(&c, &shared.grid.shard_lead)) {
+            // An earlier failure of another thread explains more than this one.
+            let e = shared.take_error().unwrap_or(e);
+            self.closed = true;
+            self.shutdown(State::Aborted, Some(e.to_string()));
+            return Err(e);
+        }
+        match self.accept_frame(frame, scheduled, t0, &c) {
+            Ok(accepted) => Ok(PushOutcome::accepted_if(accepted)),
+            Err(e) => {
+                self.shared.fail(e);
+                self.check_open()?;
+                Err(Error::Closed)
+            }
+        }
+    }
+
+    /// Takes frame `c` into staging (deep chunks) or a batch of its own, and accounts
+    /// for it; returns whether it was accepted.
+    fn accept_frame(
+        &mut self,
+        frame: Frame<'_>,
+        scheduled: Instant,
+        t0: Instant,
+        c: &[u64],
+    ) -> Result<bool> {
+        self.next_frame += 1;
+        let wait = self.backpressure == Backpressure::Block;
+        let accepted = if self.shared.grid.deep() {
+            self.accept_deep(frame, scheduled, wait, c)?
+        } else {
+            match self.accept_shallow(frame, scheduled, wait, c)? {
+                Some(accepted) => accepted,
+                // No buffer of the level below: dropped before any was taken here.
+                None => return self.account(false, c, t0),
+            }
+        };
+        self.account(accepted, c, t0)
+    }
+
+    /// A frame of chunks deeper than one frame: its rows are staged.
+    fn accept_deep(
+        &mut self,
+        frame: Frame<'_>,
+        scheduled: Instant,
+        wait: bool,
+        c: &[u64],
+    ) -> Result<bool> {
+        let frame = match frame {
+            // The pyramid thread needs the frame after staging: keep it in a pool buffer.
+            Frame::Borrowed(bytes) if self.pyramid.is_some() => match self.frame_pool.get(wait) {
+                Some(mut b) => {
+                    b.copy_from_slice(bytes);
+                    Frame::Owned(b)
+                }
+                None => Frame::Skipped,
+            },
+            f => f,
+        };
+        let staged = self.stage(c, &frame, scheduled, wait)?;
+        if let (true, Some(p), Frame::Owned(b)) = (staged, self.pyramid.as_mut(), frame) {
+            p.frame(Source::Buf(b), scheduled)?;
+        }
+        Ok(staged)
+    }
+
+    /// A frame of frame-deep chunks: a batch of its own, dispatched at once. `None` when
+    /// the level below has no free buffer (the frame is dropped).
+    fn accept_shallow(
+        &mut self,
+        frame: Frame<'_>,
+        scheduled: Instant,
+        wait: bool,
+        c: &[u64],
+    ) -> Result<Option<bool>> {
+        let buf = match frame {
+            Frame::Owned(b) => Some(b),
+            Frame::Borrowed(bytes) => self.frame_pool.get(wait).map(|mut b| {
+                b.copy_from_slice(bytes);
+                b
+            }),
+            Frame::Skipped => None,
+        };
+        let next = match (&buf, &self.pyramid) {
+            (Some(_), Some(p)) => p.reduction(wait),
+            _ => NextReduction::Thread,
+        };
+        let (reduction, done) = match next {
+            NextReduction::Fused(r, done) => (Some(r), Some(done)),
+            NextReduction::Thread => (None, None),
+            NextReduction::Full => return Ok(None),
+        };
+        let Some(buf) = buf else {
+            return Ok(Some(false));
+        };
+        let batch = Arc::new(Batch {
+            buf,
+            staged: false,
+            remaining: AtomicUsize::new(self.shared.grid.tiles),
+            times: vec![scheduled],
+            reduction,
+        });
+        self.dispatch(c, Arc::clone(&batch))?;
+        if let Some(p) = self.pyramid.as_mut() {
+            let src = match done {
+                Some(done) => Source::Reduced { batch, done },
+                None => Source::Batch(batch),
+            };
+            p.frame(src, scheduled)?;
+        }
+        Ok(Some(true))
+    }
+
+    /// Counts a pushed frame as written or dropped and seals what it completed.
+    fn account(&mut self, accepted: bool, c: &[u64], t0: Instant) -> Result<bool> {
+        if accepted {
+            self.written += 1;
+        } else {
+            self.dropped += 1;
+            if let Some(p) = self.pyramid.as_mut() {
+                p.skip();
+            }
+        }
+        self.seal_completed(c)?;
+        let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let _ = self.push_latency.record(ns);
+        Ok(accepted)
+    }
+
+    /// Copies a frame's rows into the staging buffers of its chunk group.
+    fn stage(
+        &mut self,
+        c: &[u64],
+        frame: &Frame<'_>,
+        scheduled: Instant,
+        wait: bool,
+    ) -> Result<bool> {
+        let bytes: &[u8] = match frame {
+            Frame::Owned(b) => b,
+            Frame::Borrowed(b) => b,
+            Frame::Skipped => return Ok(false),
+        };
+        let shared = Arc::clone(&self.shared);
+        let g = &shared.grid;
+        let gc = Grid::box_of(c, &g.chunk_lead);
+        if !self.open_groups.contains_key(&gc) {
+            let Some(buf) = self.group_pool.as_ref().and_then(|p| p.get(wait)) else {
+                return Ok(false);
+            };
+            let group = Group {
+                buf,
+                received: vec![false; g.group_frames],
+                times: Vec::new(),
+            };
+            self.open_groups.insert(gc.clone(), group);
+        }
+        let Some(group) = self.open_groups.get_mut(&gc) else {
+            return Err(Error::Internal("staging group vanished".into()));
+        };
+        let local = g.local_index(c);
+        let plane = g.plane_bytes();
+        for t in 0..g.tiles {
+            let dst = &mut group.buf[t * g.chunk_bytes + local * plane..][..plane];
+            g.tile_source(bytes, t).copy_range(0, plane, dst);
+        }
+        group.received[local] = true;
+        group.times.push(scheduled);
+        Ok(true)
+    }
+}

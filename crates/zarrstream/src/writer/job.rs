@@ -1,0 +1,42 @@
+//! The work items of the encoding workers: one inner chunk of a batch of frames.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Instant;
+
+use super::grid::Grid;
+use super::pool::PoolBuf;
+use super::reduction::Reduction;
+use super::shared::OpenShard;
+use crate::tile::ChunkSource;
+
+/// The frames behind a set of chunk jobs: one frame (shallow chunks) or one staged
+/// group of frames (deep chunks). Its buffer returns to its pool when the last job drops it.
+pub(crate) struct Batch {
+    pub buf: PoolBuf,
+    pub staged: bool,
+    pub remaining: AtomicUsize,
+    /// Scheduled (camera) time of each frame in the batch, for frame latency.
+    pub times: Vec<Instant>,
+    /// Level 1 of the frame, for an OME pyramid whose level 1 the workers reduce.
+    pub reduction: Option<Reduction>,
+}
+
+impl Batch {
+    pub(crate) fn source<'a>(&'a self, grid: &Grid, tile: usize) -> ChunkSource<'a> {
+        if self.staged {
+            let cb = grid.chunk_bytes;
+            ChunkSource::contiguous(&self.buf[tile * cb..(tile + 1) * cb], grid.fill)
+        } else {
+            grid.tile_source(&self.buf, tile)
+        }
+    }
+}
+
+/// One inner chunk to encode.
+pub(crate) struct Job {
+    pub batch: Arc<Batch>,
+    pub tile: usize,
+    pub shard: Arc<OpenShard>,
+    pub slot: usize,
+}

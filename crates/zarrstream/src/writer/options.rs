@@ -1,0 +1,243 @@
+//! The options of a [`Writer`](super::Writer): threads, sink, buffers, back-pressure,
+//! durability, packing.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::shard::Packing;
+use crate::sink::SinkChoice;
+
+/// What `push` does when every frame buffer is in use (the encoders are behind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Backpressure {
+    /// Wait for a buffer: nothing is lost, the caller is slowed down.
+    #[default]
+    Block,
+    /// Drop the frame and count it; its place in the array reads as the fill value.
+    Drop,
+}
+
+/// How far data is flushed before the metadata makes it visible.
+///
+/// Every mode survives a crash of the process: finished shards are renamed into place
+/// from the page cache, and `zarrstream recover` restores the chunks of unfinished ones.
+/// They differ in what survives a power loss or kernel crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// Each shard is `fdatasync`ed before its rename and its directory synced after, and
+    /// `zarr.json` is published after that: after a power loss every frame the metadata
+    /// counted is on disk. Costs one flush per shard, on the finisher thread.
+    #[default]
+    Shard,
+    /// Group commit: shards are renamed as they finish, and every `interval` the finisher
+    /// flushes all of them and their directories at once, then publishes `zarr.json`. A
+    /// power loss loses at most the shards of the last interval, and the metadata never
+    /// counts frames that were not flushed. Fewer, larger flushes than `Shard`.
+    Periodic {
+        /// Time between group commits.
+        interval: Duration,
+    },
+    /// No flushes of shard data (each `zarr.json` publication is still written with
+    /// temp file, fsync and rename): after a power loss, recently finished shards may be
+    /// missing or empty although the metadata counts them.
+    None,
+}
+
+/// Options of a [`Writer`](super::Writer); `Default` gives the documented defaults.
+///
+/// New options may be added in any release, so build a value from the default with the
+/// chainable setters (one per field, named after it) rather than a struct literal;
+/// reading the fields is fine.
+///
+/// ```
+/// use zarrstream::{Backpressure, SinkChoice, WriterOptions};
+/// let options = WriterOptions::default()
+///     .threads(2)
+///     .sink(SinkChoice::Pwrite)
+///     .backpressure(Backpressure::Drop);
+/// assert_eq!(options.threads, 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriterOptions {
+    /// Encoding threads (0 = one per core). With the [direct](SinkChoice::Direct) sink
+    /// each is three worker threads pinned to the same core, since a direct write holds
+    /// its worker until the device has the bytes.
+    pub threads: usize,
+    /// Pin worker `i` to core `i mod cores`.
+    pub pin_threads: bool,
+    /// Scheduling niceness of the writer's own threads — workers, shard preparer and
+    /// finisher — (0..=19; on Linux per thread). Encoding and finishing shards are
+    /// throughput work; the thread that pushes frames is latency work. With the writer's
+    /// threads a few steps nicer, a push that wakes one of them (handing a shard to the
+    /// finisher, say) is not preempted by it, and a push waits for its frame copy, not
+    /// behind an encode, when every core is busy. 0 leaves priorities alone.
+    pub background_nice: u8,
+    /// Which sink writes shard files.
+    pub sink: SinkChoice,
+    /// Frame buffers in the pool (0 = `2 × threads + 2`, at most 65536); bounds the
+    /// memory for frames not yet encoded. Arrays with chunks deeper than one frame stage
+    /// rows instead and keep only 2 frame buffers (for [`Writer::buffer`](super::Writer::buffer)).
+    pub pool_frames: usize,
+    /// Extra staging groups beyond those that must be open at once (deep chunks only;
+    /// lets the pushing thread run ahead of the encoders).
+    pub spare_groups: usize,
+    /// Behaviour when the pool is exhausted.
+    pub backpressure: Backpressure,
+    /// Flushing policy.
+    pub durability: Durability,
+    /// What happens to unused slot space when a shard is finished.
+    pub packing: Packing,
+    /// Replace an existing store at the path.
+    pub overwrite: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            threads: 0,
+            pin_threads: true,
+            background_nice: 5,
+            sink: SinkChoice::Auto,
+            pool_frames: 0,
+            spare_groups: 1,
+            backpressure: Backpressure::Block,
+            durability: Durability::Shard,
+            packing: Packing::Compact,
+            overwrite: false,
+        }
+    }
+}
+
+/// Chainable setters, so that options are built from [`WriterOptions::default`] and new
+/// fields can be added without breaking callers.
+impl WriterOptions {
+    /// Sets [`threads`](Self::threads): encoding threads (0 = one per core).
+    #[must_use]
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Sets [`pin_threads`](Self::pin_threads): pin worker `i` to core `i mod cores`.
+    #[must_use]
+    pub fn pin_threads(mut self, pin_threads: bool) -> Self {
+        self.pin_threads = pin_threads;
+        self
+    }
+
+    /// Sets [`background_nice`](Self::background_nice): the niceness of the writer's
+    /// own threads (0..=19; 0 leaves priorities alone).
+    #[must_use]
+    pub fn background_nice(mut self, background_nice: u8) -> Self {
+        self.background_nice = background_nice;
+        self
+    }
+
+    /// Sets [`sink`](Self::sink): which sink writes shard files.
+    #[must_use]
+    pub fn sink(mut self, sink: SinkChoice) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Sets [`pool_frames`](Self::pool_frames): frame buffers in the pool (0 = derived
+    /// from the threads).
+    #[must_use]
+    pub fn pool_frames(mut self, pool_frames: usize) -> Self {
+        self.pool_frames = pool_frames;
+        self
+    }
+
+    /// Sets [`spare_groups`](Self::spare_groups): extra staging groups for chunks deeper
+    /// than one frame.
+    #[must_use]
+    pub fn spare_groups(mut self, spare_groups: usize) -> Self {
+        self.spare_groups = spare_groups;
+        self
+    }
+
+    /// Sets [`backpressure`](Self::backpressure): what a push does when every frame
+    /// buffer is in use.
+    #[must_use]
+    pub fn backpressure(mut self, backpressure: Backpressure) -> Self {
+        self.backpressure = backpressure;
+        self
+    }
+
+    /// Sets [`durability`](Self::durability): how far data is flushed before the
+    /// metadata makes it visible.
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets [`packing`](Self::packing): what happens to unused slot space when a shard
+    /// is finished.
+    #[must_use]
+    pub fn packing(mut self, packing: Packing) -> Self {
+        self.packing = packing;
+        self
+    }
+
+    /// Sets [`overwrite`](Self::overwrite): replace an existing store at the path.
+    #[must_use]
+    pub fn overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite = overwrite;
+        self
+    }
+}
+
+impl WriterOptions {
+    /// Bounds that keep the derived sizes (pool, queue) far from overflow.
+    pub(super) fn validate(&self) -> Result<()> {
+        for (option, value, max) in [
+            ("threads", self.threads, 1024),
+            ("pool_frames", self.pool_frames, 1 << 16),
+            ("spare_groups", self.spare_groups, 1 << 16),
+            ("background_nice", usize::from(self.background_nice), 19),
+        ] {
+            if value > max {
+                return Err(Error::InvalidOption { option, value, max });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setters_set_their_field_and_nothing_else() {
+        let o = WriterOptions::default()
+            .threads(3)
+            .pin_threads(false)
+            .background_nice(0)
+            .sink(SinkChoice::Pwrite)
+            .pool_frames(8)
+            .spare_groups(2)
+            .backpressure(Backpressure::Drop)
+            .durability(Durability::None)
+            .packing(Packing::Sparse)
+            .overwrite(true);
+        let want = WriterOptions {
+            threads: 3,
+            pin_threads: false,
+            background_nice: 0,
+            sink: SinkChoice::Pwrite,
+            pool_frames: 8,
+            spare_groups: 2,
+            backpressure: Backpressure::Drop,
+            durability: Durability::None,
+            packing: Packing::Sparse,
+            overwrite: true,
+        };
+        assert_eq!(o, want);
+        assert_eq!(WriterOptions::default().threads(5).threads, 5);
+    }
+}

@@ -1,0 +1,203 @@
+//! Shutdown and publishing: flush what is staged, end the levels below, seal every open
+//! shard and row, join the threads and publish the final `zarr.json`.
+
+use std::thread::JoinHandle;
+
+use hdrhistogram::Histogram;
+
+use super::PARTIAL_DIR;
+use super::finisher::{self, FinisherReport};
+use super::level::Level;
+use super::options::Durability;
+use super::pool::Pool;
+use crate::error::{Error, Result};
+use crate::metadata::{self, Progress, State};
+use crate::stats::{Stats, histogram};
+
+impl Level {
+    /// Flushes partial chunks and shards, waits for every thread and publishes the final
+    /// metadata. Returns the statistics, or the first error any thread met.
+    pub(super) fn finish(mut self) -> Result<Stats> {
+        self.check_open()?;
+        self.closed = true;
+        let (report, latency) = self.shutdown(State::Finished, None);
+        if let Some(e) = self.shared.take_error().or(self.level_error.take()) {
+            return Err(e);
+        }
+        let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        Ok(Stats {
+            frames_pushed: self.next_frame,
+            frames_written: self.written,
+            frames_dropped: self.dropped,
+            bytes_in: self.written * self.shared.spec.frame_bytes as u64,
+            bytes_stored: report.bytes_stored,
+            shards: report.shards,
+            seconds,
+            push_latency_ns: self.push_latency.clone(),
+            frame_latency_ns: latency,
+            sink: self.shared.sink,
+            pool_bytes: self.frame_pool.bytes(),
+            staging_bytes: self.group_pool.as_ref().map_or(0, Pool::bytes),
+        })
+    }
+
+    /// Stops at once, publishing what was accepted, with state `aborted` and `reason`.
+    pub(super) fn abort(mut self, reason: impl Into<String>) -> Result<()> {
+        self.check_open()?;
+        self.closed = true;
+        self.shutdown(State::Aborted, Some(reason.into()));
+        self.shared.take_error().map_or(Ok(()), Err)
+    }
+
+    /// Stops everything in order and writes the final `zarr.json`.
+    pub(super) fn shutdown(
+        &mut self,
+        state: State,
+        error: Option<String>,
+    ) -> (FinisherReport, Histogram<u64>) {
+        self.flush_groups();
+        self.end_levels(state, error.as_deref());
+        let extent0 = self.seal_all();
+        let (report, latency) = self.join_threads();
+        metadata::prune_empty_dirs(&self.shared.dir.join("c"));
+        self.publish_final(state, error, extent0, &report);
+        (report, latency)
+    }
+
+    /// Dispatches the staging groups still open (their missing frames read as fill),
+    /// unless the writer has failed.
+    fn flush_groups(&mut self) {
+        if !self.shared.failed() {
+            let mut groups: Vec<_> = self.open_groups.drain().collect();
+            groups.sort_by(|a, b| a.0.cmp(&b.0));
+            for (gc, group) in groups {
+                if let Err(e) = self.dispatch_group(&gc, group) {
+                    self.shared.fail(e);
+                }
+            }
+        }
+        self.open_groups.clear();
+    }
+
+    /// The levels below end with this one (aborted with it), before it publishes. A
+    /// level's error never fails this level: what it accepted is still published.
+    /// When finishing, `finish` returns the level's error; when aborting, the caller
+    /// already has the first error.
+    fn end_levels(&mut self, state: State, error: Option<&str>) {
+        if let Some(mut p) = self.pyramid.take() {
+            let abort = (self.shared.failed() || state == State::Aborted).then(|| {
+                error.map_or_else(
+                    || "the level above stopped after an error".into(),
+                    str::to_string,
+                )
+            });
+            if let Err(e) = p.end(abort)
+                && state == State::Finished
+            {
+                self.level_error = Some(e);
+            }
+        }
+    }
+
+    /// Seals every open shard set and row; returns the append-axis extent of the last,
+    /// partial row.
+    fn seal_all(&mut self) -> u64 {
+        let mut sets: Vec<_> = self.open_sets.keys().cloned().collect();
+        sets.sort();
+        for sc in sets {
+            self.seal_set(&sc);
+        }
+        // The last, partial row ends at the last frame's append index.
+        let extent0 = if self.next_frame == 0 {
+            0
+        } else {
+            self.shared.grid.coords(self.next_frame - 1)[0] + 1
+        };
+        let rows: Vec<u64> = self.row_shards.keys().copied().collect();
+        for row in rows {
+            self.seal_row(row, extent0);
+        }
+        extent0
+    }
+
+    /// Closes the channels and joins the workers, the preparer and the finisher, in that
+    /// order; a panic in any of them fails the writer.
+    fn join_threads(&mut self) -> (FinisherReport, Histogram<u64>) {
+        self.jobs = None;
+        let mut latency = histogram();
+        for h in self.workers.drain(..) {
+            match h.join() {
+                Ok(r) => {
+                    let _ = latency.add(&r.frame_latency_ns);
+                }
+                Err(p) => self
+                    .shared
+                    .fail(Error::panicked("a worker thread", p.as_ref())),
+            }
+        }
+        self.prepared = None;
+        if let Some(Err(p)) = self.preparer.take().map(JoinHandle::join) {
+            self.shared
+                .fail(Error::panicked("the shard preparer", p.as_ref()));
+        }
+        self.finisher_tx = None;
+        let report = match self.finisher.take().map(JoinHandle::join) {
+            Some(Ok(report)) => report,
+            Some(Err(p)) => {
+                // Its shards may not be in place: never publish them as finished.
+                self.shared
+                    .fail(Error::panicked("the finisher thread", p.as_ref()));
+                FinisherReport::default()
+            }
+            None => FinisherReport::default(),
+        };
+        (report, latency)
+    }
+
+    /// Publishes the final `zarr.json` and releases the lock: everything, or after a
+    /// failure only what the finisher completed.
+    fn publish_final(
+        &mut self,
+        state: State,
+        error: Option<String>,
+        extent0: u64,
+        report: &FinisherReport,
+    ) {
+        if self.shared.failed() {
+            // Publish only what the finisher completed, and why the acquisition stopped.
+            let steps = report.visible_extent0;
+            let progress = Progress {
+                state: State::Aborted,
+                frames_committed: (steps * self.shared.spec.frames_per_step()).min(self.written),
+                frames_dropped: self.dropped,
+                error: Some(format!(
+                    "{}; unfinished shards are kept in {PARTIAL_DIR} for `zarrstream recover`",
+                    error.as_deref().unwrap_or("a writer thread failed")
+                )),
+            };
+            let _ = finisher::publish(&self.shared, steps, &progress);
+            if let Some(lock) = self.lock.take() {
+                lock.release();
+            }
+        } else {
+            let progress = Progress {
+                state,
+                frames_committed: self.written,
+                frames_dropped: self.dropped,
+                error,
+            };
+            if let Err(e) = finisher::publish(&self.shared, extent0, &progress) {
+                self.shared.fail(e);
+            }
+            if let Some(lock) = self.lock.take() {
+                lock.release();
+            }
+            let _ = std::fs::remove_dir(&self.shared.tmp_dir);
+            if self.shared.durability != Durability::None
+                && let Err(e) = metadata::sync_dir(&self.shared.dir)
+            {
+                self.shared.fail(e);
+            }
+        }
+    }
+}

@@ -706,7 +706,7 @@ pub fn recover(data: &[u8]) {
     }
     let dir = TempDir(unique_dir("recover"));
     let store = dir.0.join("a.zarr");
-    let tmp = store.join(zarrstream::recover::PARTIAL_DIR);
+    let tmp = store.join(zarrstream::store::PARTIAL_DIR);
     std::fs::create_dir_all(&tmp).expect("mkdir");
     std::fs::write(store.join("zarr.json"), serde_json::to_vec(&doc).unwrap()).expect("zarr.json");
     let name = coords

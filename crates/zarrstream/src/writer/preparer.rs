@@ -13,6 +13,7 @@ use super::shared::{OpenShard, Shared};
 use crate::error::Result;
 use crate::metadata;
 use crate::sink;
+use crate::store;
 
 /// Shard sets that may wait for the finisher beyond those that must be open together.
 const SPARE_UNFINISHED_SETS: usize = 3;
@@ -58,9 +59,7 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
                         changed.iter().try_for_each(|d| metadata::sync_dir(d))?;
                     }
                 }
-                let path = shared
-                    .tmp_dir
-                    .join(format!("{}.partial", key.replace('/', ".")));
+                let path = shared.tmp_dir.join(store::partial_file_name(&key));
                 let sink = sink::open(shared.sink, &path, shared.layout)?;
                 shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
                 Ok(Arc::new(OpenShard::new(sink, n, key, coords[0], &shared)))

@@ -57,7 +57,7 @@ pub use ome::{
     SpaceUnit, TimeUnit, Window,
 };
 pub use pyramid::{Downsample, Levels, MAX_LEVELS};
-pub use shard::{Packing, ShardLayout};
+pub use shard::{LayoutOverflow, Packing, ShardLayout};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::Stats;

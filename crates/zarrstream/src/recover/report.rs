@@ -145,7 +145,7 @@ pub struct ShardRecovery {
     pub bytes: u64,
 }
 
-/// What [`recover_store`] found and did.
+/// What [`recover_store`](super::recover_store) found and did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecoveryReport {
     /// The store.

@@ -362,7 +362,7 @@ pub fn metadata(data: &[u8]) {
         let spec = &meta.spec;
         assert!(spec.rank() >= 3);
         let layout = ShardLayout::new(spec).expect("accepted spec without a layout");
-        assert_eq!(layout.n as usize, spec.chunks_per_shard());
+        assert_eq!(layout.n() as usize, spec.chunks_per_shard());
         assert_eq!(doc["shape"].as_array().map(Vec::len), Some(spec.rank()));
     }
 }
@@ -488,8 +488,8 @@ fn chunk_bytes(spec: &ArraySpec, seed: u8) -> Vec<u8> {
 }
 
 fn build_partial(b: &mut Bytes<'_>, spec: &ArraySpec, l: &ShardLayout) -> Partial {
-    let n = l.n as usize;
-    let mut file = vec![0u8; l.file_size as usize];
+    let n = l.n() as usize;
+    let mut file = vec![0u8; l.file_size() as usize];
     let mut entries: Vec<Option<(u64, u64)>> = vec![None; n];
     let mut p = Partial {
         file: Vec::new(),
@@ -497,7 +497,7 @@ fn build_partial(b: &mut Bytes<'_>, spec: &ArraySpec, l: &ShardLayout) -> Partia
         written: vec![false; n],
     };
     let set_entry = |file: &mut Vec<u8>, i: usize, o: u64, len: u64| {
-        let at = (l.index_offset + 16 * i as u64) as usize;
+        let at = (l.index_offset() + 16 * i as u64) as usize;
         if at + 16 <= file.len() {
             file[at..at + 8].copy_from_slice(&o.to_le_bytes());
             file[at + 8..at + 16].copy_from_slice(&len.to_le_bytes());
@@ -516,10 +516,10 @@ fn build_partial(b: &mut Bytes<'_>, spec: &ArraySpec, l: &ShardLayout) -> Partia
                 let i = usize::from(b.u8()) % n;
                 let data = chunk_bytes(spec, b.u8());
                 let slot = l.slot_offset(i as u64) as usize;
-                if slot + l.slot_size as usize > file.len() {
+                if slot + l.slot_size() as usize > file.len() {
                     continue;
                 }
-                let out = &mut file[slot..slot + l.slot_size as usize];
+                let out = &mut file[slot..slot + l.slot_size() as usize];
                 let len = enc.encode_slice(&data, out).expect("encode") as u64;
                 set_entry(&mut file, i, slot as u64, len);
                 entries[i] = Some((slot as u64, len));
@@ -548,7 +548,7 @@ fn build_partial(b: &mut Bytes<'_>, spec: &ArraySpec, l: &ShardLayout) -> Partia
                 }
             }
             3 => {
-                let len = b.u32() as u64 % (l.file_size + 64);
+                let len = b.u32() as u64 % (l.file_size() + 64);
                 file.resize(len as usize, 0);
                 p.pristine = false;
             }
@@ -576,8 +576,8 @@ fn finish(
     moves: u8,
     stage: u8,
 ) {
-    let start = l.location == IndexLocation::Start;
-    let mut pos = if start { l.index_size } else { 0 };
+    let start = l.location() == IndexLocation::Start;
+    let mut pos = if start { l.index_size() } else { 0 };
     let mut done = 0u8;
     let mut fin = Vec::with_capacity(entries.len());
     for e in entries {
@@ -599,11 +599,11 @@ fn finish(
         return;
     }
     let (at, len) = if start {
-        (0, pos.max(l.index_size))
+        (0, pos.max(l.index_size()))
     } else {
-        (pos, pos + l.index_size)
+        (pos, pos + l.index_size())
     };
-    let mut index = Vec::with_capacity(l.index_size as usize);
+    let mut index = Vec::with_capacity(l.index_size() as usize);
     for e in &fin {
         let (o, n) = e.unwrap_or((EMPTY, EMPTY));
         index.extend(o.to_le_bytes());
@@ -639,13 +639,13 @@ fn chunk_is_valid(spec: &ArraySpec, bytes: &[u8]) -> bool {
 /// Checks a finished shard file: a final index with its crc32c at its place, entries
 /// inside the data region and apart, every chunk valid. Returns the chunks present.
 fn check_finished_shard(spec: &ArraySpec, l: &ShardLayout, bytes: &[u8]) -> Vec<bool> {
-    let size = l.index_size as usize;
+    let size = l.index_size() as usize;
     assert!(bytes.len() >= size, "rebuilt shard shorter than its index");
-    let (at, lo, hi) = match l.location {
+    let (at, lo, hi) = match l.location() {
         IndexLocation::Start => (0, size, bytes.len()),
         IndexLocation::End => (bytes.len() - size, 0, bytes.len() - size),
     };
-    let entries = parse_index(&bytes[at..at + size], l.n as usize).expect("rebuilt index");
+    let entries = parse_index(&bytes[at..at + size], l.n() as usize).expect("rebuilt index");
     let mut spans: Vec<(usize, usize)> = Vec::new();
     for e in entries.iter().flatten() {
         let (o, n) = (e.0 as usize, e.1 as usize);
@@ -702,7 +702,7 @@ pub fn recover(data: &[u8]) {
     }
     let dir = TempDir(unique_dir("recover"));
     let store = dir.0.join("a.zarr");
-    let tmp = store.join(zarrstream::recover::PARTIAL_DIR);
+    let tmp = store.join(zarrstream::store::PARTIAL_DIR);
     std::fs::create_dir_all(&tmp).expect("mkdir");
     std::fs::write(store.join("zarr.json"), serde_json::to_vec(&doc).unwrap()).expect("zarr.json");
     let name = coords

@@ -18,13 +18,16 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use zarrstream::IoError;
 
 use rayon::prelude::*;
 use serde::Serialize;
-use zarrstream::StoreLock;
-use zarrstream::recover::PARTIAL_DIR;
 
-use crate::store::{self, Shard, Store, StoreError, read_chunk};
+use zarrstream::store::{
+    self as contract, PARTIAL_DIR, Shard, StoreError, StoreLock, StoreReader, read_chunk,
+};
+
+use crate::store;
 
 /// Options of `zarrstream compact`.
 #[derive(Debug, clap::Args)]
@@ -51,7 +54,7 @@ pub(crate) enum CompactError {
         /// Inner chunk coordinates.
         chunk: String,
         /// What is wrong.
-        fault: store::EntryFault,
+        fault: contract::EntryFault,
     },
     /// A chunk of the original (or of the copy) failed its check.
     #[error("{which} chunk {chunk}: {fault}")]
@@ -61,29 +64,14 @@ pub(crate) enum CompactError {
         /// Inner chunk coordinates.
         chunk: String,
         /// What is wrong.
-        fault: store::ChunkFault,
+        fault: contract::ChunkFault,
     },
     /// The copy read back differently from what was written.
     #[error("copy does not match the original: {0}")]
     Mismatch(String),
-    /// An I/O error on a path.
-    #[error("{op} {path}: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The path.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-}
-
-fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> CompactError + 'a {
-    move |source| CompactError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
+    /// An I/O error with what was being done to which path.
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 /// What happened to one shard.
@@ -163,11 +151,11 @@ pub(crate) fn run(args: Args) -> crate::Outcome {
 
 /// Compacts every sparse shard of the store at `root`, holding its writer lock.
 pub(crate) fn compact_store(root: &Path, json: bool) -> Result<Report, CompactError> {
-    let store = Store::open(root)?;
+    let store = StoreReader::open(root)?;
     let tmp_dir = root.join(PARTIAL_DIR);
     let created = !tmp_dir.is_dir();
     if created {
-        std::fs::create_dir(&tmp_dir).map_err(io("create directory", &tmp_dir))?;
+        std::fs::create_dir(&tmp_dir).map_err(IoError::with("create directory", &tmp_dir))?;
     }
     let lock = StoreLock::acquire(&tmp_dir).map_err(CompactError::Locked);
     let result = lock.and_then(|lock| {
@@ -181,7 +169,7 @@ pub(crate) fn compact_store(root: &Path, json: bool) -> Result<Report, CompactEr
     result
 }
 
-fn compact_shards(store: &Store, json: bool) -> Result<Report, CompactError> {
+fn compact_shards(store: &StoreReader, json: bool) -> Result<Report, CompactError> {
     let shards = store.shards()?;
     let bar = store::progress(shards.len() as u64, "compact", json);
     let shard_list: Vec<ShardReport> = shards
@@ -208,7 +196,7 @@ fn compact_shards(store: &Store, json: bool) -> Result<Report, CompactError> {
         })
         .sum();
     Ok(Report {
-        store: store.root.clone(),
+        store: store.root().to_path_buf(),
         shards: shards.len(),
         compacted: count(|o| matches!(o, Outcome::Compacted { .. })),
         already_dense: count(|o| matches!(o, Outcome::AlreadyDense)),
@@ -230,15 +218,15 @@ fn temp_path(shard: &Shard) -> PathBuf {
 }
 
 /// Compacts one shard if it has gaps.
-fn compact_shard(store: &Store, shard: &Shard) -> Result<Outcome, CompactError> {
+fn compact_shard(store: &StoreReader, shard: &Shard) -> Result<Outcome, CompactError> {
     let tmp = temp_path(shard);
     // Left by a run that crashed before its rename; we hold the lock, so it is stale.
     if tmp.exists() {
-        std::fs::remove_file(&tmp).map_err(io("remove", &tmp))?;
+        std::fs::remove_file(&tmp).map_err(IoError::with("remove", &tmp))?;
     }
-    let file = store::open_shard(shard)?;
+    let file = store.open_shard(shard)?;
     let entries = store.read_index(shard, &file)?;
-    if store::gap_bytes(store, shard, &entries) == 0 {
+    if store.gap_bytes(shard, &entries) == 0 {
         return Ok(Outcome::AlreadyDense);
     }
     if let Some((i, fault)) = store.entry_faults(shard, &entries).into_iter().next() {
@@ -258,8 +246,8 @@ fn compact_shard(store: &Store, shard: &Shard) -> Result<Outcome, CompactError> 
             return Err(e);
         }
     };
-    std::fs::rename(&tmp, &shard.path).map_err(io("rename", &tmp))?;
-    sync_dir(&shard.path)?;
+    std::fs::rename(&tmp, &shard.path).map_err(IoError::with("rename", &tmp))?;
+    sync_parent(&shard.path)?;
     Ok(Outcome::Compacted {
         bytes_before: shard.len,
         bytes_after,
@@ -268,7 +256,7 @@ fn compact_shard(store: &Store, shard: &Shard) -> Result<Outcome, CompactError> 
 }
 
 /// The dense placement: present chunks back to back in C order from the data start.
-fn dense_entries(store: &Store, entries: &[Option<(u64, u64)>]) -> Vec<Option<(u64, u64)>> {
+fn dense_entries(store: &StoreReader, entries: &[Option<(u64, u64)>]) -> Vec<Option<(u64, u64)>> {
     let mut pos = store.data_start();
     entries
         .iter()
@@ -304,7 +292,7 @@ fn encode_index(entries: &[Option<(u64, u64)>]) -> Vec<u8> {
 /// Writes the dense copy to `tmp` (checking each original chunk on the way) and fsyncs
 /// it; returns its length.
 fn write_copy(
-    store: &Store,
+    store: &StoreReader,
     original: &File,
     entries: &[Option<(u64, u64)>],
     dense: &[Option<(u64, u64)>],
@@ -314,12 +302,12 @@ fn write_copy(
         .write(true)
         .create_new(true)
         .open(tmp)
-        .map_err(io("create", tmp))?;
+        .map_err(IoError::with("create", tmp))?;
     let mut out = BufWriter::with_capacity(1 << 20, &file);
     let index = encode_index(dense);
     let start = store.data_start() > 0;
     if start {
-        out.write_all(&index).map_err(io("write", tmp))?;
+        out.write_all(&index).map_err(IoError::with("write", tmp))?;
     }
     let mut len = store.data_start();
     for (i, &(offset, nbytes)) in entries
@@ -328,23 +316,23 @@ fn write_copy(
         .filter_map(|(i, e)| e.as_ref().map(|e| (i, e)))
     {
         let bytes = checked_chunk("original", store, original, i, offset, nbytes)?;
-        out.write_all(&bytes).map_err(io("write", tmp))?;
+        out.write_all(&bytes).map_err(IoError::with("write", tmp))?;
         len += nbytes;
     }
     if !start {
-        out.write_all(&index).map_err(io("write", tmp))?;
+        out.write_all(&index).map_err(IoError::with("write", tmp))?;
         len += index.len() as u64;
     }
-    out.flush().map_err(io("write", tmp))?;
+    out.flush().map_err(IoError::with("write", tmp))?;
     drop(out);
-    file.sync_all().map_err(io("fsync", tmp))?;
+    file.sync_all().map_err(IoError::with("fsync", tmp))?;
     Ok(len)
 }
 
 /// Reads and checks one chunk of the original shard or of the copy (`which`).
 fn checked_chunk(
     which: &'static str,
-    store: &Store,
+    store: &StoreReader,
     file: &File,
     i: usize,
     offset: u64,
@@ -363,15 +351,15 @@ fn checked_chunk(
 /// Reads the copy back: its index must parse, be dense and name the same chunks with
 /// the same sizes, and every chunk must pass its check and equal the original's bytes.
 fn verify_copy(
-    store: &Store,
+    store: &StoreReader,
     shard: &Shard,
     original: &File,
     entries: &[Option<(u64, u64)>],
     tmp: &Path,
     len: u64,
 ) -> Result<(), CompactError> {
-    let file = File::open(tmp).map_err(io("open", tmp))?;
-    let actual = file.metadata().map_err(io("stat", tmp))?.len();
+    let file = File::open(tmp).map_err(IoError::with("open", tmp))?;
+    let actual = file.metadata().map_err(IoError::with("stat", tmp))?.len();
     if actual != len {
         return Err(CompactError::Mismatch(format!(
             "copy is {actual} bytes, expected {len}"
@@ -384,7 +372,7 @@ fn verify_copy(
         len,
     };
     let new = store.read_index(&copy, &file)?;
-    if store::gap_bytes(store, &copy, &new) != 0 || !store.entry_faults(&copy, &new).is_empty() {
+    if store.gap_bytes(&copy, &new) != 0 || !store.entry_faults(&copy, &new).is_empty() {
         return Err(CompactError::Mismatch("copy is not dense".into()));
     }
     for (i, (old, new)) in entries.iter().zip(&new).enumerate() {
@@ -408,11 +396,8 @@ fn verify_copy(
 }
 
 /// Fsyncs the directory holding `path`, so a rename in it is durable.
-fn sync_dir(path: &Path) -> Result<(), CompactError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("fsync directory", dir))
+fn sync_parent(path: &Path) -> Result<(), CompactError> {
+    Ok(contract::sync_dir(path.parent().unwrap_or(Path::new(".")))?)
 }
 
 fn print_text(r: &Report) {

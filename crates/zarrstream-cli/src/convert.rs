@@ -16,14 +16,16 @@ mod shard;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use zarrstream::IoError;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use error::{ConvertError, io};
+use error::ConvertError;
 use legacy::{Layout, LegacyArray, LegacyStore};
 use shard::convert_shard;
+use zarrstream::store::sync_dir;
 
 /// Options of `zarrstream convert`.
 #[derive(Debug, clap::Args)]
@@ -102,7 +104,7 @@ pub(crate) fn convert(args: &Args) -> Result<ConvertReport, ConvertError> {
     check_out(args)?;
     let tmp = sibling(&args.out, "convert")?;
     if tmp.exists() {
-        fs::remove_dir_all(&tmp).map_err(io("remove stale", &tmp))?;
+        fs::remove_dir_all(&tmp).map_err(IoError::with("remove stale", &tmp))?;
     }
     let result = build(&store, &tmp, args);
     let report = match result {
@@ -140,10 +142,12 @@ fn check_out(args: &Args) -> Result<(), ConvertError> {
 
 /// A hidden sibling of `out` for building or setting aside: `.<name>.zarrstream-<what>-<pid>`.
 fn sibling(out: &Path, what: &str) -> Result<PathBuf, ConvertError> {
-    let name = out.file_name().ok_or_else(|| ConvertError::Io {
-        op: "use as output",
-        path: out.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"),
+    let name = out.file_name().ok_or_else(|| {
+        ConvertError::Io(IoError::new(
+            "use as output",
+            out,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"),
+        ))
     })?;
     let parent = out
         .parent()
@@ -246,7 +250,7 @@ fn convert_array(
         if let Some(parent) = dst.parent()
             && made.insert(parent.to_path_buf())
         {
-            fs::create_dir_all(parent).map_err(io("create", parent))?;
+            fs::create_dir_all(parent).map_err(IoError::with("create", parent))?;
         }
         match convert_shard(&a.shard_path(&coords), &dst, n)? {
             Some(s) => {
@@ -343,22 +347,17 @@ impl Iterator for GridIter {
 }
 
 fn create_dir(dir: &Path) -> Result<(), ConvertError> {
-    fs::create_dir_all(dir).map_err(io("create", dir))
+    Ok(fs::create_dir_all(dir).map_err(IoError::with("create", dir))?)
 }
 
 /// Writes a JSON document and flushes it to disk.
 fn write_json(path: &Path, doc: &Value) -> Result<(), ConvertError> {
     let text = serde_json::to_string_pretty(doc).unwrap_or_default();
-    fs::write(path, text).map_err(io("write", path))?;
+    fs::write(path, text).map_err(IoError::with("write", path))?;
     fs::File::open(path)
         .and_then(|f| f.sync_all())
-        .map_err(io("fsync", path))
-}
-
-fn sync_dir(dir: &Path) -> Result<(), ConvertError> {
-    fs::File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(io("fsync", dir))
+        .map_err(IoError::with("fsync", path))?;
+    Ok(())
 }
 
 /// Moves the finished `tmp` to `out`, setting an existing `out` aside first and
@@ -366,12 +365,12 @@ fn sync_dir(dir: &Path) -> Result<(), ConvertError> {
 fn publish(tmp: &Path, out: &Path) -> Result<(), ConvertError> {
     let old = if out.exists() {
         let old = sibling(out, "old")?;
-        fs::rename(out, &old).map_err(io("set aside", out))?;
+        fs::rename(out, &old).map_err(IoError::with("set aside", out))?;
         Some(old)
     } else {
         None
     };
-    fs::rename(tmp, out).map_err(io("rename into place", out))?;
+    fs::rename(tmp, out).map_err(IoError::with("rename into place", out))?;
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         sync_dir(parent)?;
     }
@@ -381,7 +380,7 @@ fn publish(tmp: &Path, out: &Path) -> Result<(), ConvertError> {
         } else {
             fs::remove_file(&old)
         };
-        remove.map_err(io("remove the replaced", &old))?;
+        remove.map_err(IoError::with("remove the replaced", &old))?;
     }
     Ok(())
 }

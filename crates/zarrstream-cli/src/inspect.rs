@@ -13,7 +13,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::store::{self, Shard, Store, StoreError};
+use zarrstream::store::{Shard, StoreError, StoreReader};
+
+use crate::store;
 
 /// Options of `zarrstream inspect`.
 #[derive(Debug, clap::Args)]
@@ -142,7 +144,7 @@ pub(crate) struct ShardIndex {
 
 /// Runs `inspect`.
 pub(crate) fn run(args: Args) -> crate::Outcome {
-    let store = Store::open(&args.store)?;
+    let store = StoreReader::open(&args.store)?;
     if let Some(key) = &args.shard {
         let index = shard_index(&store, key)?;
         if args.json {
@@ -176,9 +178,9 @@ pub(crate) fn run(args: Args) -> crate::Outcome {
 }
 
 /// Reads one shard's index.
-pub(crate) fn shard_index(store: &Store, key: &str) -> Result<ShardIndex, StoreError> {
+pub(crate) fn shard_index(store: &StoreReader, key: &str) -> Result<ShardIndex, StoreError> {
     let shard = store.shard(key)?;
-    let file = store::open_shard(&shard)?;
+    let file = store.open_shard(&shard)?;
     let entries = store.read_index(&shard, &file)?;
     let (index_offset, index_size) = store.index_range(&shard).unwrap_or_default();
     let chunks = entries
@@ -191,7 +193,7 @@ pub(crate) fn shard_index(store: &Store, key: &str) -> Result<ShardIndex, StoreE
         })
         .collect();
     Ok(ShardIndex {
-        gap_bytes: store::gap_bytes(store, &shard, &entries),
+        gap_bytes: store.gap_bytes(&shard, &entries),
         key: shard.key,
         bytes: shard.len,
         index_offset,
@@ -201,7 +203,7 @@ pub(crate) fn shard_index(store: &Store, key: &str) -> Result<ShardIndex, StoreE
 }
 
 /// Describes the array and reads every shard's index (in parallel).
-pub(crate) fn summarise(store: &Store, json: bool) -> Result<Summary, StoreError> {
+pub(crate) fn summarise(store: &StoreReader, json: bool) -> Result<Summary, StoreError> {
     let shards = store.shards()?;
     let bar = store::progress(shards.len() as u64, "inspect", json);
     let infos: Vec<(ShardInfo, u64)> = shards
@@ -213,7 +215,7 @@ pub(crate) fn summarise(store: &Store, json: bool) -> Result<Summary, StoreError
         })
         .collect::<Result<_, _>>()?;
     bar.finish_and_clear();
-    let spec = &store.meta.spec;
+    let spec = &store.spec();
     let raw_bytes = spec
         .shape()
         .iter()
@@ -222,7 +224,7 @@ pub(crate) fn summarise(store: &Store, json: bool) -> Result<Summary, StoreError
     let (shard_list, in_array): (Vec<ShardInfo>, Vec<u64>) = infos.into_iter().unzip();
     let stored_bytes = shard_list.iter().map(|s| s.bytes).sum();
     Ok(Summary {
-        store: store.root.clone(),
+        store: store.root().to_path_buf(),
         array: array_info(store),
         shards: shard_list.len() as u64,
         shards_in_grid: store.shard_grid().iter().product(),
@@ -245,7 +247,7 @@ pub(crate) fn summarise(store: &Store, json: bool) -> Result<Summary, StoreError
 
 /// One shard's sizes, and how many of its empty chunks lie inside the array. An
 /// unreadable index is recorded in `error`, not returned.
-fn shard_info(store: &Store, shard: &Shard) -> Result<(ShardInfo, u64), StoreError> {
+fn shard_info(store: &StoreReader, shard: &Shard) -> Result<(ShardInfo, u64), StoreError> {
     let mut info = ShardInfo {
         key: shard.key.clone(),
         bytes: shard.len,
@@ -255,7 +257,7 @@ fn shard_info(store: &Store, shard: &Shard) -> Result<(ShardInfo, u64), StoreErr
         gap_bytes: 0,
         error: None,
     };
-    let file = store::open_shard(shard)?;
+    let file = store.open_shard(shard)?;
     let entries = match store.read_index(shard, &file) {
         Ok(e) => e,
         Err(StoreError::Index { source, .. }) => {
@@ -275,15 +277,15 @@ fn shard_info(store: &Store, shard: &Shard) -> Result<(ShardInfo, u64), StoreErr
             }
         }
     }
-    info.gap_bytes = store::gap_bytes(store, shard, &entries);
+    info.gap_bytes = store.gap_bytes(shard, &entries);
     Ok((info, empty_in_array))
 }
 
 /// The array's description from the parsed spec and the raw `zarr.json`.
-fn array_info(store: &Store) -> ArrayInfo {
-    let spec = &store.meta.spec;
+fn array_info(store: &StoreReader) -> ArrayInfo {
+    let spec = &store.spec();
     let sharding = store
-        .doc
+        .document()
         .get("codecs")
         .and_then(|c| c.get(0))
         .and_then(|c| c.get("configuration"));
@@ -305,8 +307,16 @@ fn array_info(store: &Store) -> ArrayInfo {
         index_codecs: pick("index_codecs"),
         index_location: spec.index_location().as_str().to_string(),
         dimension_names: spec.dimension_names().map(<[String]>::to_vec),
-        fill_value: store.doc.get("fill_value").cloned().unwrap_or(Value::Null),
-        attributes: store.doc.get("attributes").cloned().unwrap_or(Value::Null),
+        fill_value: store
+            .document()
+            .get("fill_value")
+            .cloned()
+            .unwrap_or(Value::Null),
+        attributes: store
+            .document()
+            .get("attributes")
+            .cloned()
+            .unwrap_or(Value::Null),
     }
 }
 

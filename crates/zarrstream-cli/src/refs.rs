@@ -21,13 +21,14 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use zarrstream::IoError;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
-use crate::store::{Shard, Store, StoreError};
 use set::{ChunkRef, RefSet, ravel};
 use zarray::{Crc32cMode, Crc32cShown};
+use zarrstream::store::{Shard, StoreError, StoreReader};
 
 /// Output format of `zarrstream refs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -108,23 +109,8 @@ pub(crate) enum RefsError {
     #[error(transparent)]
     Parquet(#[from] parquet::ParquetRefsError),
     /// An I/O error with what was being done to which path.
-    #[error("{op} {path}: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The path involved.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-}
-
-fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> RefsError + 'a {
-    move |source| RefsError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 /// What was written (printed as a summary, or as JSON with `--json`).
@@ -171,13 +157,13 @@ pub(crate) fn run(args: Args) -> crate::Outcome {
 
 /// Reads the store, builds the reference set and writes it.
 fn build(args: &Args) -> Result<Summary, RefsError> {
-    let store = Store::open(&args.store)?;
+    let store = StoreReader::open(&args.store)?;
     let name = array_name(args)?;
     let out = output_path(args);
     check_output(&out, args.overwrite)?;
-    let crc = Crc32cShown::new(store.meta.spec.crc32c(), args.crc32c);
+    let crc = Crc32cShown::new(store.spec().crc32c(), args.crc32c);
     let (fill_value, attributes) = raw_metadata(&store)?;
-    let spec = &store.meta.spec;
+    let spec = &store.spec();
     let metadata = zarray::metadata_keys(
         &name,
         zarray::zarray(spec, &fill_value, crc),
@@ -204,11 +190,12 @@ fn build(args: &Args) -> Result<Summary, RefsError> {
 }
 
 /// `fill_value` and `attributes` exactly as `zarr.json` has them.
-fn raw_metadata(store: &Store) -> Result<(Value, Option<Value>), RefsError> {
-    let path = store.root.join("zarr.json");
-    let text = std::fs::read_to_string(&path).map_err(io("read", &path))?;
-    let doc: Value = serde_json::from_str(&text)
-        .map_err(|e| io("parse", &path)(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+fn raw_metadata(store: &StoreReader) -> Result<(Value, Option<Value>), RefsError> {
+    let path = store.root().join("zarr.json");
+    let text = std::fs::read_to_string(&path).map_err(IoError::with("read", &path))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+        IoError::with("parse", &path)(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    })?;
     let fill = doc.get("fill_value").cloned().unwrap_or(Value::from(0));
     Ok((fill, doc.get("attributes").cloned()))
 }
@@ -274,7 +261,8 @@ fn root_url(args: &Args) -> Result<String, RefsError> {
     match &args.url_template {
         Some(t) => Ok(t.trim_end_matches('/').to_string()),
         None => {
-            let abs = std::fs::canonicalize(&args.store).map_err(io("resolve", &args.store))?;
+            let abs = std::fs::canonicalize(&args.store)
+                .map_err(IoError::with("resolve", &args.store))?;
             Ok(abs.to_string_lossy().into_owned())
         }
     }
@@ -287,13 +275,13 @@ fn is_relative(url: &str) -> bool {
 
 /// Reads every shard index and collects the present inner chunks inside the v2 grid.
 fn collect(
-    store: &Store,
+    store: &StoreReader,
     shards: &[Shard],
     name: String,
     metadata: Vec<(String, Value)>,
     crc: Crc32cShown,
 ) -> Result<RefSet, RefsError> {
-    let spec = &store.meta.spec;
+    let spec = &store.spec();
     let grid: Vec<u64> = spec
         .shape()
         .iter()
@@ -319,17 +307,17 @@ fn collect(
 
 /// Appends the references of one shard's present chunks.
 fn shard_refs(
-    store: &Store,
+    store: &StoreReader,
     shard: &Shard,
     k: usize,
     grid: &[u64],
     crc: Crc32cShown,
     out: &mut Vec<ChunkRef>,
 ) -> Result<(), RefsError> {
-    let file = File::open(&shard.path).map_err(io("open", &shard.path))?;
+    let file = File::open(&shard.path).map_err(IoError::with("open", &shard.path))?;
     let index = store.read_index(shard, &file)?;
     let per = store.chunks_per_shard();
-    let min_len = if store.meta.spec.crc32c() { 5 } else { 1 };
+    let min_len = if store.spec().crc32c() { 5 } else { 1 };
     for (i, entry) in index.iter().enumerate() {
         let Some((offset, nbytes)) = *entry else {
             continue;
@@ -394,11 +382,12 @@ fn write_output(
 }
 
 fn write_json(set: &RefSet, url: &str, path: &Path) -> Result<(), RefsError> {
-    let file = File::create(path).map_err(io("create", path))?;
+    let file = File::create(path).map_err(IoError::with("create", path))?;
     let mut w = BufWriter::new(file);
     json::write(set, url, &mut w)
         .and_then(|()| w.flush())
-        .map_err(io("write", path))
+        .map_err(IoError::with("write", path))?;
+    Ok(())
 }
 
 fn write_parquet(
@@ -407,7 +396,7 @@ fn write_parquet(
     record_size: u64,
     dir: &Path,
 ) -> Result<usize, RefsError> {
-    std::fs::create_dir(dir).map_err(io("create directory", dir))?;
+    std::fs::create_dir(dir).map_err(IoError::with("create directory", dir))?;
     Ok(parquet::write(set, url, record_size, dir)?)
 }
 
@@ -416,7 +405,7 @@ fn replace(tmp: &Path, out: &Path) -> Result<(), RefsError> {
     if out.is_dir() {
         // Only a previous parquet set (or an empty directory) is ours to remove.
         let empty = std::fs::read_dir(out)
-            .map_err(io("list", out))?
+            .map_err(IoError::with("list", out))?
             .next()
             .is_none();
         if !empty && !out.join(".zmetadata").is_file() {
@@ -425,9 +414,10 @@ fn replace(tmp: &Path, out: &Path) -> Result<(), RefsError> {
                 "is a directory but not a parquet reference set; not replacing it",
             ));
         }
-        std::fs::remove_dir_all(out).map_err(io("remove", out))?;
+        std::fs::remove_dir_all(out).map_err(IoError::with("remove", out))?;
     }
-    std::fs::rename(tmp, out).map_err(io("rename into place", out))
+    std::fs::rename(tmp, out).map_err(IoError::with("rename into place", out))?;
+    Ok(())
 }
 
 fn print_summary(s: &Summary) {

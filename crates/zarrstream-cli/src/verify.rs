@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::store::{self, CheckedBy, Shard, Store, read_chunk};
+use zarrstream::store::{CheckedBy, Shard, StoreError, StoreReader, read_chunk};
+
+use crate::store;
 
 /// Options of `zarrstream verify`.
 #[derive(Debug, clap::Args)]
@@ -111,8 +113,8 @@ pub(crate) fn verify_store(
     root: &std::path::Path,
     decode: bool,
     json: bool,
-) -> Result<Report, store::StoreError> {
-    let store = Store::open(root)?;
+) -> Result<Report, StoreError> {
+    let store = StoreReader::open(root)?;
     let shards = store.shards()?;
     let bar = store::progress(shards.len() as u64, "verify", json);
     let results: Vec<ShardResult> = shards
@@ -124,7 +126,7 @@ pub(crate) fn verify_store(
         })
         .collect();
     bar.finish_and_clear();
-    let checked_by = match (store.meta.spec.crc32c(), decode) {
+    let checked_by = match (store.spec().crc32c(), decode) {
         (true, false) => CheckedBy::Crc32c,
         (true, true) => CheckedBy::Crc32cAndDecode,
         (false, _) => CheckedBy::Decode,
@@ -140,9 +142,9 @@ pub(crate) fn verify_store(
 }
 
 /// Checks one shard: its index, the entries' placement, then every placed chunk.
-fn verify_shard(store: &Store, shard: &Shard, decode: bool) -> ShardResult {
+fn verify_shard(store: &StoreReader, shard: &Shard, decode: bool) -> ShardResult {
     let mut r = ShardResult::default();
-    let file = match store::open_shard(shard) {
+    let file = match store.open_shard(shard) {
         Ok(f) => f,
         Err(e) => {
             r.problem(shard, None, e.to_string());
@@ -151,7 +153,7 @@ fn verify_shard(store: &Store, shard: &Shard, decode: bool) -> ShardResult {
     };
     let entries = match store.read_index(shard, &file) {
         Ok(e) => e,
-        Err(store::StoreError::Index { source, .. }) => {
+        Err(StoreError::Index { source, .. }) => {
             r.problem(shard, None, source.to_string());
             return r;
         }

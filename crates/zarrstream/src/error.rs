@@ -273,5 +273,61 @@ impl Error {
     }
 }
 
+/// An I/O failure with what was being done and to which path: the one shape every
+/// error enum of this crate (and of its tools) wraps, so that all of them read
+/// `"<op> <path>: <OS error>"`.
+///
+/// ```
+/// use std::io;
+/// use zarrstream::IoError;
+/// let e = IoError::new("read", "run.zarr/zarr.json", io::Error::from(io::ErrorKind::NotFound));
+/// assert!(e.to_string().starts_with("read run.zarr/zarr.json: "));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {path}: {source}")]
+pub struct IoError {
+    /// What was being done (`"read"`, `"rename"`, `"fsync"`, …).
+    pub op: &'static str,
+    /// The path involved.
+    pub path: PathBuf,
+    /// The OS error.
+    #[source]
+    pub source: io::Error,
+}
+
+impl IoError {
+    /// An I/O error of `op` on `path`.
+    pub fn new(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        IoError {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A closure for `map_err` that wraps an [`io::Error`] of `op` on `path`.
+    ///
+    /// ```
+    /// use zarrstream::IoError;
+    /// let path = std::path::Path::new("/nonexistent/zarr.json");
+    /// let e = std::fs::read(path).map_err(IoError::with("read", path)).unwrap_err();
+    /// assert_eq!(e.op, "read");
+    /// ```
+    pub fn with<'a>(
+        op: &'static str,
+        path: &'a std::path::Path,
+    ) -> impl FnOnce(io::Error) -> Self + 'a {
+        move |source| IoError::new(op, path, source)
+    }
+}
+
+/// The writer's view of an I/O failure: a full filesystem becomes
+/// [`Error::DiskFull`] (with 0 bytes needed, as the size is not known here).
+impl From<IoError> for Error {
+    fn from(e: IoError) -> Self {
+        Error::io(e.op, e.path, e.source, 0)
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -34,7 +34,6 @@
 pub mod codec;
 mod dtype;
 mod error;
-mod lock;
 mod metadata;
 mod ome;
 mod pyramid;
@@ -46,19 +45,19 @@ mod sink;
 mod slots;
 mod spec;
 mod stats;
+pub mod store;
 mod tile;
 mod writer;
 
 pub use codec::{ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
-pub use error::{Error, OmeError, Result, SpecError};
-pub use lock::{LOCK_FILE, StoreLock};
+pub use error::{Error, IoError, OmeError, Result, SpecError};
 pub use ome::{
     Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel,
     SpaceUnit, TimeUnit, Window,
 };
 pub use pyramid::{Downsample, Levels, MAX_LEVELS};
-pub use shard::{Packing, ShardLayout};
+pub use shard::{LayoutOverflow, Packing, ShardLayout};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::Stats;

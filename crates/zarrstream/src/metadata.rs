@@ -1,14 +1,13 @@
-//! `zarr.json` for the array (digest §2 and §11), published atomically.
+//! `zarr.json` for the array, published atomically.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::spec::ArraySpec;
+use crate::store::{METADATA_FILE, publish_bytes};
 
 /// Acquisition state recorded in `attributes.zarrstream`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,69 +79,37 @@ pub(crate) fn array_json(spec: &ArraySpec, extent0: u64, progress: &Progress) ->
 }
 
 /// Writes `doc` to `dir/zarr.json` so a reader sees the old or the new document, never a
-/// mix: temporary file, fsync, rename, fsync of the directory.
+/// mix (see [`publish_bytes`]). A full disk is [`Error::DiskFull`] with the document's size.
 pub(crate) fn publish(dir: &Path, doc: &Value) -> Result<()> {
-    let tmp = dir.join(".zarr.json.tmp");
-    let dst = dir.join("zarr.json");
     let bytes = serde_json::to_vec_pretty(doc).map_err(|e| Error::Internal(e.to_string()))?;
-    let write = || -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io("write", &tmp, e, bytes.len() as u64)
-    })?;
-    fs::rename(&tmp, &dst).map_err(|e| Error::io("rename", &dst, e, 0))?;
-    sync_dir(dir)
+    publish_bytes(dir, METADATA_FILE, &bytes).map_err(|e| {
+        // Only the write of the document itself consumes space.
+        let needed = if e.op == "write" {
+            bytes.len() as u64
+        } else {
+            0
+        };
+        Error::io(e.op, e.path, e.source, needed)
+    })
 }
 
-/// fsyncs a directory so renames and new entries in it are durable.
+/// [`store::sync_dir`](crate::store::sync_dir) with the writer's error.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io("fsync", dir, e, 0))
+    Ok(crate::store::sync_dir(dir)?)
 }
 
-/// Creates `dir` and its missing parents, collecting the directories whose entries
-/// changed (to be synced).
+/// [`store::create_dirs`](crate::store::create_dirs) with the writer's error.
 pub(crate) fn create_dirs(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        create_dirs(parent, changed)?;
-        match std::fs::create_dir(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io("create directory", dir, e, 0)),
-        }
-        changed.insert(parent.to_path_buf());
-    }
-    Ok(())
+    Ok(crate::store::create_dirs(dir, changed)?)
 }
 
-/// Removes the empty directories below `dir` (and `dir` itself if it ends up empty):
-/// the preparer makes shard directories ahead of need, and a stream that stops leaves
-/// those of shards never written. Errors are ignored: a leftover empty directory is
-/// harmless to readers.
-pub(crate) fn prune_empty_dirs(dir: &Path) {
-    if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                prune_empty_dirs(&e.path());
-            }
-        }
-    }
-    // Fails, as intended, when the directory still holds anything.
-    let _ = fs::remove_dir(dir);
-}
+pub(crate) use crate::store::prune_empty_dirs;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{Codec, DataType, IndexLocation};
+    use std::fs;
 
     #[test]
     fn array_json_follows_the_writer_checklist() {

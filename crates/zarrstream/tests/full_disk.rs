@@ -353,7 +353,7 @@ fn check_disk_full_error(case: &Case, path: &Path, s: &Stopped) {
             s.error
         );
     };
-    let worst = ShardLayout::new(&case.spec::<u16>()).unwrap().file_size;
+    let worst = ShardLayout::new(&case.spec::<u16>()).unwrap().file_size();
     assert_eq!(
         *needed, worst,
         "[{name}] needed = a shard's worst-case size"
@@ -503,7 +503,7 @@ fn tight_tmpfs() {
     let name = "tight";
     let case = case(name, SinkChoice::Pwrite, IndexLocation::End, Codec::none());
     let layout = ShardLayout::new(&case.spec::<u16>()).unwrap();
-    let shard_pages = layout.file_size.div_ceil(4096);
+    let shard_pages = layout.file_size().div_ceil(4096);
     let sets = 4;
     let pages = 1 + sets * 2 * shard_pages;
     let mnt = support_fs::dir().join("mnt");

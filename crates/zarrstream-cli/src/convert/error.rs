@@ -1,6 +1,7 @@
 //! Why a conversion failed.
 
 use std::path::{Path, PathBuf};
+use zarrstream::IoError;
 
 /// Why `zarrstream convert` refused or failed. Every message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -48,27 +49,8 @@ pub(crate) enum ConvertError {
     #[error("{0}: the output must not be the legacy store itself")]
     OutIsInput(PathBuf),
     /// An I/O error with what was being done to which path.
-    #[error("{op} {path}: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The path involved.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-}
-
-/// Wraps an I/O error with the operation and path, for `map_err`.
-pub(super) fn io<'a>(
-    op: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(std::io::Error) -> ConvertError + 'a {
-    move |source| ConvertError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 /// An invalid-metadata error for `path`.

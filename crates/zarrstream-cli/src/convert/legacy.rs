@@ -15,10 +15,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use zarrstream::IoError;
 
 use serde_json::{Map, Value};
 
-use super::error::{ConvertError, bad_meta, io, unsupported};
+use super::error::{ConvertError, bad_meta, unsupported};
 use super::mapping::{Compressor, DType, Fill, map_fill, parse_dtype};
 
 /// Which legacy layout an array was written in.
@@ -160,7 +161,7 @@ pub(super) fn open(root: &Path) -> Result<LegacyStore, ConvertError> {
 
 /// Reads and parses a JSON document.
 fn read_json(path: &Path) -> Result<Value, ConvertError> {
-    let text = fs::read(path).map_err(io("read", path))?;
+    let text = fs::read(path).map_err(IoError::with("read", path))?;
     serde_json::from_slice(&text).map_err(|e| bad_meta(path, format!("not JSON: {e}")))
 }
 
@@ -344,7 +345,9 @@ fn walk_meta(
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(());
     };
-    let mut entries: Vec<_> = entries.collect::<Result<_, _>>().map_err(io("list", dir))?;
+    let mut entries: Vec<_> = entries
+        .collect::<Result<_, _>>()
+        .map_err(IoError::with("list", dir))?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();

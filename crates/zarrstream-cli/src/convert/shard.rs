@@ -6,10 +6,11 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use zarrstream::IoError;
 
 use zarrstream::read::index::{EMPTY, raw_entries};
 
-use super::error::{ConvertError, io};
+use super::error::ConvertError;
 
 /// What one converted shard holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,14 +38,14 @@ pub(super) fn convert_shard(
     let meta = match fs::metadata(src) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io("stat", src)(e)),
+        Err(e) => return Err(IoError::new("stat", src, e).into()),
     };
     if !meta.is_file() {
         return Err(corrupt(src, "not a regular file".into()));
     }
     let index = read_index(src, meta.len(), n)?;
     let chunks = check_entries(src, &index, meta.len() - index.len() as u64)?;
-    let copied = fs::copy(src, dst).map_err(io("copy to", dst))?;
+    let copied = fs::copy(src, dst).map_err(IoError::with("copy to", dst))?;
     if copied != meta.len() {
         return Err(corrupt(
             src,
@@ -57,10 +58,10 @@ pub(super) fn convert_shard(
     let mut out = OpenOptions::new()
         .append(true)
         .open(dst)
-        .map_err(io("open", dst))?;
+        .map_err(IoError::with("open", dst))?;
     out.write_all(&crc32c::crc32c(&index).to_le_bytes())
-        .map_err(io("write", dst))?;
-    out.sync_all().map_err(io("fsync", dst))?;
+        .map_err(IoError::with("write", dst))?;
+    out.sync_all().map_err(IoError::with("fsync", dst))?;
     Ok(Some(ShardStats {
         chunks,
         bytes: copied + 4,
@@ -77,9 +78,9 @@ fn read_index(src: &Path, len: u64, n: u64) -> Result<Vec<u8>, ConvertError> {
         ));
     }
     let mut index = vec![0u8; index_len as usize];
-    let file = File::open(src).map_err(io("open", src))?;
+    let file = File::open(src).map_err(IoError::with("open", src))?;
     file.read_exact_at(&mut index, len - index_len)
-        .map_err(io("read", src))?;
+        .map_err(IoError::with("read", src))?;
     Ok(index)
 }
 

@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
+use zarrstream::IoError;
 
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
@@ -46,16 +47,9 @@ pub(crate) enum ParquetRefsError {
         /// The encoder's reason.
         source: ParquetError,
     },
-    /// A file or directory could not be written.
-    #[error("{op} {path}: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The path involved.
-        path: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    /// An I/O error with what was being done to which path.
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 /// The rows of one record file.
@@ -78,7 +72,7 @@ pub(super) fn write(
 ) -> Result<usize, ParquetRefsError> {
     write_zmetadata(set, record_size, dir)?;
     let field = dir.join(&set.name);
-    std::fs::create_dir_all(&field).map_err(io("create directory", &field))?;
+    std::fs::create_dir_all(&field).map_err(IoError::with("create directory", &field))?;
     let urls: Vec<String> = set
         .shard_keys
         .iter()
@@ -114,7 +108,7 @@ fn write_zmetadata(set: &RefSet, record_size: u64, dir: &Path) -> Result<(), Par
     let metadata: Map<String, Value> = set.metadata.iter().cloned().collect();
     let doc = json!({"metadata": metadata, "record_size": record_size});
     let path = dir.join(".zmetadata");
-    std::fs::write(&path, doc.to_string()).map_err(io("write", &path))
+    Ok(std::fs::write(&path, doc.to_string()).map_err(IoError::with("write", &path))?)
 }
 
 /// The record files that hold at least one present chunk, by record number.
@@ -154,7 +148,7 @@ fn write_record(
         path: shown.clone(),
         source,
     };
-    let file = File::create(path).map_err(io("create", path))?;
+    let file = File::create(path).map_err(IoError::with("create", path))?;
     let mut writer =
         SerializedFileWriter::new(file, schema.clone(), props.clone()).map_err(perr)?;
     let cols = Columns::new(record, urls);
@@ -211,16 +205,5 @@ impl Columns {
             c.sizes[row] = i64::try_from(r.nbytes).unwrap_or(i64::MAX);
         }
         c
-    }
-}
-
-fn io<'a>(
-    op: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(std::io::Error) -> ParquetRefsError + 'a {
-    move |source| ParquetRefsError::Io {
-        op,
-        path: path.display().to_string(),
-        source,
     }
 }

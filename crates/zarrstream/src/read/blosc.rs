@@ -146,6 +146,36 @@ pub fn decompress(frame: &[u8], max_nbytes: usize) -> Result<Vec<u8>, ReadError>
         }
         return Ok(frame[HEADER..].to_vec());
     }
+    check_supported(&h)?;
+    let (ts, bs, nbytes) = (h.typesize, h.blocksize, h.nbytes);
+    let nblocks = nbytes.div_ceil(bs);
+    let leftover = nbytes % bs;
+    if nblocks > (h.cbytes - HEADER) / 4 {
+        return Err(truncated("block offset table"));
+    }
+    let unshuffle = h.shuffled() && ts > 1;
+    let mut out = vec![0u8; nbytes];
+    let mut scratch = if unshuffle { vec![0u8; bs] } else { Vec::new() };
+    for j in 0..nblocks {
+        let is_leftover = j == nblocks - 1 && leftover > 0;
+        let bsize = if is_leftover { leftover } else { bs };
+        let start = j * bs;
+        let dst = if unshuffle {
+            &mut scratch[..bsize]
+        } else {
+            &mut out[start..start + bsize]
+        };
+        decompress_block(frame, &h, j, is_leftover, dst)?;
+        if unshuffle {
+            unshuffle_block(&scratch[..bsize], ts, &mut out[start..start + bsize]);
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses what this reader does not implement: other compressors, other lz4 format
+/// versions, bitshuffle.
+fn check_supported(h: &Header) -> Result<(), ReadError> {
     if h.flags >> 5 != COMPFORMAT_LZ4 {
         return Err(ReadError::Unsupported {
             codec: CODEC,
@@ -161,65 +191,55 @@ pub fn decompress(frame: &[u8], max_nbytes: usize) -> Result<Vec<u8>, ReadError>
             what: "bitshuffle",
         });
     }
-    let (ts, bs, nbytes) = (h.typesize, h.blocksize, h.nbytes);
-    let nblocks = nbytes.div_ceil(bs);
-    let leftover = nbytes % bs;
-    if nblocks > (h.cbytes - HEADER) / 4 {
-        return Err(truncated("block offset table"));
+    Ok(())
+}
+
+/// Decodes block `j` of the frame into `dst` (its size), stream by stream.
+fn decompress_block(
+    frame: &[u8],
+    h: &Header,
+    j: usize,
+    is_leftover: bool,
+    dst: &mut [u8],
+) -> Result<(), ReadError> {
+    let (ts, bsize) = (h.typesize, dst.len());
+    let mut pos = read_i32(frame, HEADER + 4 * j)
+        .ok_or_else(|| corrupt(format!("block {j}: negative offset")))?;
+    // The decoder's rule (c-blosc `blosc_d`): the leftover block is never split, and
+    // frames from before the split flag split only blocks of ≥ 128 elements.
+    let split = h.flags & FLAG_DONT_SPLIT == 0
+        && ts <= MAX_SPLITS
+        && bsize / ts >= MIN_BUFFERSIZE
+        && !is_leftover;
+    let nsplits = if split { ts } else { 1 };
+    let neblock = bsize / nsplits;
+    if neblock * nsplits != bsize {
+        return Err(invalid("split block size is not a multiple of typesize"));
     }
-    let unshuffle = h.shuffled() && ts > 1;
-    let mut out = vec![0u8; nbytes];
-    let mut scratch = if unshuffle { vec![0u8; bs] } else { Vec::new() };
-    for j in 0..nblocks {
-        let is_leftover = j == nblocks - 1 && leftover > 0;
-        let bsize = if is_leftover { leftover } else { bs };
-        let start = j * bs;
-        let mut pos = read_i32(frame, HEADER + 4 * j)
-            .ok_or_else(|| corrupt(format!("block {j}: negative offset")))?;
-        // The decoder's rule (c-blosc `blosc_d`): the leftover block is never split, and
-        // frames from before the split flag split only blocks of ≥ 128 elements.
-        let split = h.flags & FLAG_DONT_SPLIT == 0
-            && ts <= MAX_SPLITS
-            && bsize / ts >= MIN_BUFFERSIZE
-            && !is_leftover;
-        let nsplits = if split { ts } else { 1 };
-        let neblock = bsize / nsplits;
-        if neblock * nsplits != bsize {
-            return Err(invalid("split block size is not a multiple of typesize"));
-        }
-        let dst = if unshuffle {
-            &mut scratch[..bsize]
+    for (s, d) in dst.chunks_exact_mut(neblock).enumerate() {
+        let csize = read_i32(frame, pos)
+            .ok_or_else(|| corrupt(format!("block {j} stream {s}: bad length prefix")))?;
+        pos += 4;
+        let stream = frame
+            .get(pos..)
+            .and_then(|rest| rest.get(..csize))
+            .ok_or_else(|| corrupt(format!("block {j} stream {s}: runs past the frame")))?;
+        if csize == neblock {
+            d.copy_from_slice(stream);
         } else {
-            &mut out[start..start + bsize]
-        };
-        for (s, d) in dst.chunks_exact_mut(neblock).enumerate() {
-            let csize = read_i32(frame, pos)
-                .ok_or_else(|| corrupt(format!("block {j} stream {s}: bad length prefix")))?;
-            pos += 4;
-            let stream = frame
-                .get(pos..)
-                .and_then(|rest| rest.get(..csize))
-                .ok_or_else(|| corrupt(format!("block {j} stream {s}: runs past the frame")))?;
-            if csize == neblock {
-                d.copy_from_slice(stream);
-            } else {
-                match lz4_flex::block::decompress_into(stream, d) {
-                    Ok(n) if n == neblock => {}
-                    Ok(n) => {
-                        return Err(corrupt(format!(
-                            "block {j} stream {s}: decoded {n} bytes, expected {neblock}"
-                        )));
-                    }
-                    Err(e) => return Err(corrupt(format!("block {j} stream {s}: lz4: {e}"))),
+            match lz4_flex::block::decompress_into(stream, d) {
+                Ok(n) if n == neblock => {}
+                Ok(n) => {
+                    return Err(corrupt(format!(
+                        "block {j} stream {s}: decoded {n} bytes, expected {neblock}"
+                    )));
                 }
+                Err(e) => return Err(corrupt(format!("block {j} stream {s}: lz4: {e}"))),
             }
-            pos += csize;
         }
-        if unshuffle {
-            unshuffle_block(&scratch[..bsize], ts, &mut out[start..start + bsize]);
-        }
+        pos += csize;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Inverse byte shuffle of one block: shuffled byte `j n + i` is element `i`'s byte `j`;

@@ -161,32 +161,88 @@ fn progress(ours: Option<&Value>) -> RecordedProgress {
 
 /// Parses an array `zarr.json` written by zarrstream back into its specification (built
 /// with [`ArraySpec::builder`], so every builder check applies) and the recorded progress.
+///
+/// ```
+/// use zarrstream::read::metadata::parse_array_json;
+/// let doc = serde_json::json!({"zarr_format": 2});
+/// assert!(parse_array_json(&doc).is_err());
+/// ```
 pub fn parse_array_json(doc: &Value) -> Result<StoreMetadata, ReadError> {
+    // The checks run in document order so that the first problem is the one reported.
+    check_header(doc)?;
+    let shape_v = shape(field(doc, "shape", "")?, "shape")?;
+    let dtype = data_type(doc)?;
+    let shard = shard_shape(doc)?;
+    check_layout_options(doc)?;
+    let sharding = sharding(doc, dtype)?;
+    let fill = fill_value(field(doc, "fill_value", "")?, dtype)?;
+    let mut attributes: Map<String, Value> = match doc.get("attributes") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(err("attributes is not an object")),
+    };
+    let ours = attributes.remove("zarrstream");
+    let mut builder = ArraySpec::builder()
+        .shape(&shape_v)
+        .chunk_shape(&sharding.chunk)
+        .shard_shape(&shard)
+        .dtype(dtype)
+        .fill_value(fill)
+        .codec(sharding.codec)
+        .crc32c(sharding.crc32c)
+        .index_location(sharding.index_location)
+        .attributes(attributes);
+    if let Some(names) = dimension_names(doc)? {
+        builder = builder.dimension_names(names);
+    }
+    let spec = builder
+        .build()
+        .map_err(|e| err(format!("invalid array: {e}")))?;
+    Ok(StoreMetadata {
+        spec,
+        progress: progress(ours.as_ref()),
+    })
+}
+
+/// A Zarr v3 array node.
+fn check_header(doc: &Value) -> Result<(), ReadError> {
     if doc.get("zarr_format").and_then(Value::as_u64) != Some(3) {
         return Err(err("zarr_format is not 3"));
     }
     if doc.get("node_type").and_then(Value::as_str) != Some("array") {
         return Err(err("node_type is not array"));
     }
-    let shape_v = shape(field(doc, "shape", "")?, "shape")?;
+    Ok(())
+}
+
+/// The data type, spelled exactly as this library writes it.
+fn data_type(doc: &Value) -> Result<DataType, ReadError> {
     let dt_name = field(doc, "data_type", "")?
         .as_str()
         .ok_or_else(|| err("data_type is not a string"))?;
-    let dtype = DataType::parse(dt_name)
+    DataType::parse(dt_name)
         .filter(|d| d.zarr_name() == dt_name)
-        .ok_or_else(|| err(format!("unsupported data_type {dt_name}")))?;
+        .ok_or_else(|| err(format!("unsupported data_type {dt_name}")))
+}
+
+/// The shard shape: the chunk shape of the regular chunk grid.
+fn shard_shape(doc: &Value) -> Result<Vec<u64>, ReadError> {
     let grid = field(doc, "chunk_grid", "")?;
     if name_of(grid) != Some("regular") {
         return Err(err("chunk_grid is not regular"));
     }
-    let shard = shape(
+    shape(
         field(
             field(grid, "configuration", "chunk_grid.")?,
             "chunk_shape",
             "chunk_grid.configuration.",
         )?,
         "chunk_grid.configuration.chunk_shape",
-    )?;
+    )
+}
+
+/// Keys `c/0/1/2` (the default encoding with `/`) and no storage transformers.
+fn check_layout_options(doc: &Value) -> Result<(), ReadError> {
     if let Some(enc) = doc.get("chunk_key_encoding") {
         let sep = enc
             .get("configuration")
@@ -204,6 +260,18 @@ pub fn parse_array_json(doc: &Value) -> Result<StoreMetadata, ReadError> {
     {
         return Err(err("storage_transformers are not supported"));
     }
+    Ok(())
+}
+
+/// What the one `sharding_indexed` codec says.
+struct Sharding {
+    chunk: Vec<u64>,
+    codec: Codec,
+    crc32c: bool,
+    index_location: IndexLocation,
+}
+
+fn sharding(doc: &Value, dtype: DataType) -> Result<Sharding, ReadError> {
     let codecs = field(doc, "codecs", "")?
         .as_array()
         .ok_or_else(|| err("codecs is not a list"))?;
@@ -232,40 +300,24 @@ pub fn parse_array_json(doc: &Value) -> Result<StoreMetadata, ReadError> {
         Some("start") => IndexLocation::Start,
         Some(other) => return Err(err(format!("index_location {other}"))),
     };
-    let fill = fill_value(field(doc, "fill_value", "")?, dtype)?;
-    let mut attributes: Map<String, Value> = match doc.get("attributes") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err(err("attributes is not an object")),
-    };
-    let ours = attributes.remove("zarrstream");
-    let mut builder = ArraySpec::builder()
-        .shape(&shape_v)
-        .chunk_shape(&chunk)
-        .shard_shape(&shard)
-        .dtype(dtype)
-        .fill_value(fill)
-        .codec(codec)
-        .crc32c(crc32c)
-        .index_location(index_location)
-        .attributes(attributes);
-    match doc.get("dimension_names") {
-        None | Some(Value::Null) => {}
-        Some(v) => {
-            let names = v
-                .as_array()
-                .and_then(|a| a.iter().map(Value::as_str).collect::<Option<Vec<&str>>>())
-                .ok_or_else(|| err("dimension_names is not a list of strings"))?;
-            builder = builder.dimension_names(names);
-        }
-    }
-    let spec = builder
-        .build()
-        .map_err(|e| err(format!("invalid array: {e}")))?;
-    Ok(StoreMetadata {
-        spec,
-        progress: progress(ours.as_ref()),
+    Ok(Sharding {
+        chunk,
+        codec,
+        crc32c,
+        index_location,
     })
+}
+
+/// `dimension_names`, when given (null counts as not given).
+fn dimension_names(doc: &Value) -> Result<Option<Vec<&str>>, ReadError> {
+    match doc.get("dimension_names") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_array()
+            .and_then(|a| a.iter().map(Value::as_str).collect::<Option<Vec<&str>>>())
+            .map(Some)
+            .ok_or_else(|| err("dimension_names is not a list of strings")),
+    }
 }
 
 #[cfg(test)]

@@ -17,23 +17,25 @@ const PAGE_ALIGN_FROM: u64 = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardLayout {
     /// Inner chunks per shard.
-    pub n: u64,
+    pub(crate) n: u64,
     /// Bytes reserved for one encoded chunk (codec bound + crc32c, aligned).
-    pub slot_size: u64,
+    pub(crate) slot_size: u64,
     /// Offset of slot 0.
-    pub data_start: u64,
+    pub(crate) data_start: u64,
     /// Offset of the working index.
-    pub index_offset: u64,
+    pub(crate) index_offset: u64,
     /// Encoded index size: `16 n + 4`.
-    pub index_size: u64,
+    pub(crate) index_size: u64,
     /// Size the file is reserved at.
-    pub file_size: u64,
+    pub(crate) file_size: u64,
     /// Where the final index goes.
-    pub location: IndexLocation,
+    pub(crate) location: IndexLocation,
 }
 
-/// A layout size overflowed u64.
-#[derive(Debug)]
+/// A size of the shard layout does not fit in a `u64` (the codec's bound times the
+/// chunks per shard is too large).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the shard layout overflows u64")]
 pub struct LayoutOverflow;
 
 fn round_up(v: u64, to: u64) -> Option<u64> {
@@ -77,6 +79,41 @@ impl ShardLayout {
     /// Offset of slot `i`.
     pub fn slot_offset(&self, i: u64) -> u64 {
         self.data_start + i * self.slot_size
+    }
+
+    /// Inner chunks per shard.
+    pub fn n(&self) -> u64 {
+        self.n
+    }
+
+    /// Bytes reserved for one encoded chunk (codec bound + crc32c, aligned).
+    pub fn slot_size(&self) -> u64 {
+        self.slot_size
+    }
+
+    /// Offset of slot 0.
+    pub fn data_start(&self) -> u64 {
+        self.data_start
+    }
+
+    /// Offset of the working index.
+    pub fn index_offset(&self) -> u64 {
+        self.index_offset
+    }
+
+    /// Encoded index size: `16 n + 4`.
+    pub fn index_size(&self) -> u64 {
+        self.index_size
+    }
+
+    /// Size the file is reserved at.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// Where the final index goes.
+    pub fn location(&self) -> IndexLocation {
+        self.location
     }
 }
 

@@ -5,6 +5,6 @@ mod layout;
 mod plan;
 
 pub(crate) use index::{IndexEntries, encode_index, entry_bytes};
-pub use layout::ShardLayout;
+pub use layout::{LayoutOverflow, ShardLayout};
 pub use plan::Packing;
 pub(crate) use plan::{FinalLayout, packed, plan};

@@ -8,7 +8,7 @@ mod temp;
 
 use std::path::Path;
 
-pub(crate) use temp::{CREATING_EXTENSION, TempShard};
+pub(crate) use temp::TempShard;
 
 use crate::error::{Error, Result};
 use crate::shard::{FinalLayout, ShardLayout};

@@ -8,6 +8,7 @@ use rustix::fs::FallocateFlags;
 
 use crate::error::{Error, Result};
 use crate::shard::{ShardLayout, entry_bytes};
+use crate::store::CREATING_EXTENSION;
 
 /// Free space a reservation must leave behind, so that publishing `zarr.json` and
 /// creating shard directories never fail for lack of space once frames are accepted.
@@ -28,9 +29,6 @@ fn ensure_headroom(path: &Path, needed: u64) -> Result<()> {
     }
     Ok(())
 }
-
-/// Extension of a temporary shard file while it is being created.
-pub(crate) const CREATING_EXTENSION: &str = "creating";
 
 pub(crate) struct TempShard {
     pub file: File,

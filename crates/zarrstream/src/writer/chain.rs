@@ -8,7 +8,6 @@ use super::grid::Grid;
 use super::level::Level;
 use super::levels;
 use super::options::{Backpressure, WriterOptions};
-use super::prepare_dir;
 use super::priority;
 use super::reduction::Reduction;
 use super::start::thread_count;
@@ -16,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::metadata;
 use crate::ome::Ome;
 use crate::spec::ArraySpec;
+use crate::store::prepare_dir;
 
 /// Creates the image at `root`: the group's `zarr.json`, level 0 at `root/0` and the
 /// levels below it. A store that could not be set up completely is removed.

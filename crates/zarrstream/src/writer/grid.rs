@@ -153,15 +153,10 @@ impl Grid {
 
     /// The key of shard tile `s` in the shard set at shard coordinates `sc`.
     pub(crate) fn shard_key(&self, sc: &[u64], s: usize) -> String {
-        let mut key = String::from("c");
-        for v in sc.iter().copied().chain([
+        crate::store::shard_key(sc.iter().copied().chain([
             (s / self.shard_tiles_x) as u64,
             (s % self.shard_tiles_x) as u64,
-        ]) {
-            key.push('/');
-            key.push_str(&v.to_string());
-        }
-        key
+        ]))
     }
 
     /// Tile `t` of a frame plane, padded with fill past the array's edge.

@@ -22,8 +22,8 @@ use super::preparer::PreparedSet;
 use super::shared::{FinisherMsg, OpenShard, Shared};
 use super::worker::WorkerReport;
 use crate::error::{Error, Result};
-use crate::lock::StoreLock;
 use crate::metadata::State;
+use crate::store::StoreLock;
 
 /// The internal writer of one array. [`Writer`](super::Writer) wraps the one of level 0;
 /// the pyramid thread of each level owns the one of the level below.

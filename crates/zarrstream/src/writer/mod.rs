@@ -41,12 +41,12 @@ pub use pool::PoolBuf;
 use self::intake::Frame;
 use self::level::Level;
 use crate::dtype::Element;
-use crate::error::{Error, Result};
-use crate::lock::StoreLock;
+use crate::error::Result;
 use crate::ome::Ome;
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
 use crate::stats::Stats;
+use crate::store::prepare_dir;
 
 /// Records frames into a sharded Zarr v3 array.
 ///
@@ -213,45 +213,4 @@ impl Writer {
     pub fn abort(self, reason: impl Into<String>) -> Result<()> {
         self.level.abort(reason)
     }
-}
-
-/// The directory of temporary shards (and the writer's lock), outside the key space.
-pub const PARTIAL_DIR: &str = ".zarrstream-partial";
-
-/// Fails with [`Error::Locked`] if a live writer holds the lock of the array at `dir`
-/// or of an array directly below it (the level arrays of an OME-Zarr image).
-fn refuse_live(dir: &Path) -> Result<()> {
-    let children = std::fs::read_dir(dir)
-        .map_err(|e| Error::io("read directory", dir, e, 0))?
-        .flatten()
-        .map(|e| e.path());
-    for array in std::iter::once(dir.to_path_buf()).chain(children) {
-        let tmp = array.join(PARTIAL_DIR);
-        if tmp.is_dir() {
-            StoreLock::acquire(&tmp)?.release();
-        }
-    }
-    Ok(())
-}
-
-/// Creates the store directory, refusing an existing path unless `overwrite`.
-fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(_) if !overwrite => {
-            return Err(Error::Exists {
-                path: dir.to_path_buf(),
-            });
-        }
-        Ok(m) if m.is_dir() => {
-            // Never delete a store another live process is still recording into: an
-            // array's lock is in the store, an OME image's in its level arrays.
-            refuse_live(dir)?;
-            std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
-        }
-        Ok(_) => std::fs::remove_file(dir).map_err(|e| Error::io("remove", dir, e, 0))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("stat", dir, e, 0)),
-    }
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e, 0))?;
-    Ok(())
 }

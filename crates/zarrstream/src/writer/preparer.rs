@@ -93,9 +93,7 @@ fn open_set(shared: &Shared, coords: &[u64]) -> Result<Vec<Arc<OpenShard>>> {
                     changed.iter().try_for_each(|d| metadata::sync_dir(d))?;
                 }
             }
-            let path = shared
-                .tmp_dir
-                .join(format!("{}.partial", key.replace('/', ".")));
+            let path = shared.tmp_dir.join(crate::store::partial_file_name(&key));
             let sink = sink::open(shared.sink, &path, shared.layout)?;
             shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
             Ok(Arc::new(OpenShard::new(sink, n, key, coords[0], shared)))

@@ -5,7 +5,6 @@ use std::thread::JoinHandle;
 
 use hdrhistogram::Histogram;
 
-use super::PARTIAL_DIR;
 use super::finisher::{self, FinisherReport};
 use super::level::Level;
 use super::options::Durability;
@@ -13,6 +12,7 @@ use super::pool::Pool;
 use crate::error::{Error, Result};
 use crate::metadata::{self, Progress, State};
 use crate::stats::{Stats, histogram};
+use crate::store::PARTIAL_DIR;
 
 impl Level {
     /// Flushes partial chunks and shards, waits for every thread and publishes the final

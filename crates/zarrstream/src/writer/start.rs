@@ -7,7 +7,6 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use super::PARTIAL_DIR;
 use super::finisher::{self, FinisherReport};
 use super::grid::Grid;
 use super::job::Job;
@@ -19,12 +18,13 @@ use super::priority;
 use super::shared::{FinisherMsg, Shared};
 use super::worker::{self, WorkerReport};
 use crate::error::{Error, Result};
-use crate::lock::StoreLock;
 use crate::metadata::{Progress, State};
 use crate::shard::ShardLayout;
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
 use crate::stats::histogram;
+use crate::store::PARTIAL_DIR;
+use crate::store::StoreLock;
 
 // Workers per `WriterOptions::threads` with the direct sink. With one, `record` (C1
 // `lz4:1`, 2 cores) wrote 1699–1816 MiB/s against 2115–2668 with pwrite; with three,

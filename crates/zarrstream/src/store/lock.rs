@@ -8,10 +8,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{FlockOperation, flock};
 
+use super::contract::{LOCK_FILE, PARTIAL_DIR};
 use crate::error::{Error, Result};
-
-/// Name of the lock file inside the temporary directory.
-pub const LOCK_FILE: &str = "writer.lock";
 
 /// An exclusive lock on a store's temporary directory; released on drop.
 ///
@@ -45,6 +43,44 @@ impl StoreLock {
     pub fn release(self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Fails with [`Error::Locked`] if a live writer holds the lock of the array at `dir`
+/// or of an array directly below it (the level arrays of an OME-Zarr image).
+pub(crate) fn refuse_live(dir: &Path) -> Result<()> {
+    let children = std::fs::read_dir(dir)
+        .map_err(|e| Error::io("read directory", dir, e, 0))?
+        .flatten()
+        .map(|e| e.path());
+    for array in std::iter::once(dir.to_path_buf()).chain(children) {
+        let tmp = array.join(PARTIAL_DIR);
+        if tmp.is_dir() {
+            StoreLock::acquire(&tmp)?.release();
+        }
+    }
+    Ok(())
+}
+
+/// Creates the store directory, refusing an existing path unless `overwrite`.
+pub(crate) fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) if !overwrite => {
+            return Err(Error::Exists {
+                path: dir.to_path_buf(),
+            });
+        }
+        Ok(m) if m.is_dir() => {
+            // Never delete a store another live process is still recording into: an
+            // array's lock is in the store, an OME image's in its level arrays.
+            refuse_live(dir)?;
+            std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
+        }
+        Ok(_) => std::fs::remove_file(dir).map_err(|e| Error::io("remove", dir, e, 0))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("stat", dir, e, 0)),
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e, 0))?;
+    Ok(())
 }
 
 #[cfg(test)]

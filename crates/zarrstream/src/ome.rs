@@ -7,12 +7,14 @@
 //! names. Levels `1…L` ([`Ome::levels`]) are 2×2 reductions in y and x built during the
 //! acquisition (`crate::pyramid`); each lists its scale and pixel-centre translation.
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::dtype::DataType;
-use crate::error::OmeError;
+use crate::error::{OmeError, ParseError};
 use crate::pyramid::{Downsample, Levels};
 use crate::spec::ArraySpec;
 
@@ -31,6 +33,7 @@ pub const LEVEL_LZ4_ACCELERATION: i32 = 128;
 
 /// Unit of the spatial axes (a UDUNITS-2 name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SpaceUnit {
     /// `micrometer`.
     #[default]
@@ -49,8 +52,27 @@ impl SpaceUnit {
     }
 }
 
+impl FromStr for SpaceUnit {
+    type Err = ParseError;
+    /// Parses `micrometer` or `nanometer`, the names [`Display`](fmt::Display) prints.
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        match s {
+            "micrometer" => Ok(SpaceUnit::Micrometer),
+            "nanometer" => Ok(SpaceUnit::Nanometer),
+            _ => Err(ParseError::new("space unit", s, "micrometer, nanometer")),
+        }
+    }
+}
+
+impl fmt::Display for SpaceUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Unit of the time axis (a UDUNITS-2 name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum TimeUnit {
     /// `second`.
     Second,
@@ -76,8 +98,27 @@ impl TimeUnit {
     }
 }
 
+impl FromStr for TimeUnit {
+    type Err = ParseError;
+    /// Parses `second` or `millisecond`, the names [`Display`](fmt::Display) prints.
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        match s {
+            "second" => Ok(TimeUnit::Second),
+            "millisecond" => Ok(TimeUnit::Millisecond),
+            _ => Err(ParseError::new("time unit", s, "second, millisecond")),
+        }
+    }
+}
+
+impl fmt::Display for TimeUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What an axis holds (`axes[].type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AxisKind {
     /// The append axis.
     Time,
@@ -139,6 +180,7 @@ pub struct OmeroChannel {
 
 /// The `omero` rendering metadata to write.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Omero {
     /// One channel per channel-axis entry (one if there is no channel axis), labelled
     /// with the channel names, coloured from a fixed palette (grey for a single

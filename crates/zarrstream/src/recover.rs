@@ -514,7 +514,7 @@ fn verify(spec: &ArraySpec, bytes: &[u8]) -> Result<(), RejectReason> {
         Codec::Zstd { .. } => zstd::decompress(bytes, expected)
             .map(|d| d.len())
             .map_err(decode)?,
-        Codec::Lz4 { .. } => blosc::decompress(bytes, expected)
+        Codec::Blosc { .. } => blosc::decompress(bytes, expected)
             .map(|d| d.len())
             .map_err(decode)?,
     };
@@ -965,7 +965,7 @@ mod tests {
     }
 
     fn encoded(spec: &ArraySpec, row: u64, i: usize) -> Vec<u8> {
-        let mut enc = ChunkEncoder::new(spec.codec, 2, spec.crc32c).unwrap();
+        let mut enc = ChunkEncoder::new(spec.codec, 2, spec.checksum()).unwrap();
         let data = chunk_data(row, i);
         let mut out = vec![0u8; enc.slot_bound(data.len())];
         let n = enc.encode_slice(&data, &mut out).unwrap();
@@ -1047,7 +1047,7 @@ mod tests {
                     match s.spec.codec {
                         Codec::None => c.to_vec(),
                         Codec::Zstd { .. } => zstd::decompress(c, 512).unwrap(),
-                        Codec::Lz4 { .. } => blosc::decompress(c, 512).unwrap(),
+                        Codec::Blosc { .. } => blosc::decompress(c, 512).unwrap(),
                     }
                 })
             })
@@ -1063,7 +1063,7 @@ mod tests {
         for location in [IndexLocation::End, IndexLocation::Start] {
             // Frames 0 and 1 complete (chunks 0..8), frame 2 partly (8, 9, 10, 11).
             let s = crashed(
-                spec(Codec::lz4(1), true, location),
+                spec(Codec::blosc_lz4(1), true, location),
                 &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
             );
             let l = s.layout;
@@ -1146,7 +1146,7 @@ mod tests {
 
     #[test]
     fn without_crc32c_chunks_are_validated_by_decoding() {
-        for codec in [Codec::lz4(1), Codec::zstd(1), Codec::none()] {
+        for codec in [Codec::blosc_lz4(1), Codec::zstd(1), Codec::none()] {
             let s = crashed(spec(codec, false, IndexLocation::End), &[0, 1, 2, 3, 4, 5]);
             let l = s.layout;
             let f = OpenOptions::new()
@@ -1225,7 +1225,10 @@ mod tests {
 
     #[test]
     fn counts_finished_shards_and_leaves_strangers_alone() {
-        let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[0, 1, 2]);
+        let s = crashed(
+            spec(Codec::blosc_lz4(1), true, IndexLocation::End),
+            &[0, 1, 2],
+        );
         // A finished shard of row 1 with frames 4 and 5 complete, published at extent 0.
         let l = s.layout;
         let mut kept = vec![None; 16];
@@ -1256,7 +1259,7 @@ mod tests {
 
     #[test]
     fn unreadable_partial_is_set_aside_and_empty_one_removed() {
-        let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[]);
+        let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &[]);
         let r = recover_store(&s.path).unwrap();
         assert_eq!(r.shards[0].outcome, ShardOutcome::Empty);
         assert!(!s.path.join("c").exists());
@@ -1267,11 +1270,11 @@ mod tests {
         // working index not yet initialised (zeros).
         for len in [
             0,
-            ShardLayout::new(&spec(Codec::lz4(1), true, IndexLocation::End))
+            ShardLayout::new(&spec(Codec::blosc_lz4(1), true, IndexLocation::End))
                 .unwrap()
                 .file_size,
         ] {
-            let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[]);
+            let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &[]);
             let f = OpenOptions::new()
                 .write(true)
                 .open(partial(&s.path))
@@ -1284,7 +1287,7 @@ mod tests {
             assert!(!s.path.join(PARTIAL_DIR).exists(), "length {len}");
         }
 
-        let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[0]);
+        let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &[0]);
         OpenOptions::new()
             .write(true)
             .open(partial(&s.path))

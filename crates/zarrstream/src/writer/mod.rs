@@ -163,7 +163,7 @@ struct Group {
 ///     .chunk_shape([1, 256, 256])
 ///     .shard_shape([16, 512, 512])
 ///     .dtype(DataType::UInt16)
-///     .codec(Codec::lz4(1))
+///     .codec(Codec::blosc_lz4(1))
 ///     .build()?;
 /// let mut writer = Writer::create("run.zarr", spec, WriterOptions::default())?;
 /// let frame = vec![0u16; 512 * 512];
@@ -934,8 +934,8 @@ impl Writer {
             bytes_stored: report.bytes_stored,
             shards: report.shards,
             seconds,
-            push_latency_ns: self.push_latency.clone(),
-            frame_latency_ns: latency,
+            push_latency_ns: crate::stats::LatencySummary::from_histogram(&self.push_latency),
+            frame_latency_ns: crate::stats::LatencySummary::from_histogram(&latency),
             sink: self.shared.sink,
             pool_bytes: self.frame_pool.bytes(),
             staging_bytes: self.group_pool.as_ref().map_or(0, Pool::bytes),

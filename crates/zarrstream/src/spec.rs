@@ -411,6 +411,29 @@ mod tests {
     }
 
     #[test]
+    fn writer_and_pyramid_option_names_round_trip() {
+        use crate::{Downsample, Packing};
+        for p in [Packing::Compact, Packing::Sparse] {
+            assert_eq!(p.to_string().parse::<Packing>(), Ok(p));
+        }
+        use Downsample::*;
+        for d in [Mean, Decimate, Min, Max] {
+            assert_eq!(d.to_string().parse::<Downsample>(), Ok(d));
+            assert_eq!(d.to_string(), d.as_str());
+        }
+        let e = "dense".parse::<Packing>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"dense\" is not a packing (compact, sparse)"
+        );
+        let e = "median".parse::<Downsample>().unwrap_err();
+        assert_eq!(
+            (e.what, e.input.as_str(), e.expected),
+            ("downsampling method", "median", "mean, decimate, min, max")
+        );
+    }
+
+    #[test]
     fn index_locations_round_trip() {
         for l in [IndexLocation::End, IndexLocation::Start] {
             assert_eq!(l.to_string().parse::<IndexLocation>(), Ok(l));

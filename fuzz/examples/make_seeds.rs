@@ -6,7 +6,9 @@
 use std::ffi::c_void;
 use std::path::Path;
 
-use zarrstream::{ArraySpec, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer, WriterOptions};
+use zarrstream::{
+    ArraySpec, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer, WriterOptions,
+};
 
 fn sample(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;

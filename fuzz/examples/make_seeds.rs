@@ -6,7 +6,9 @@
 use std::ffi::c_void;
 use std::path::Path;
 
-use zarrstream::{ArraySpec, ChunkEncoder, Codec, DataType, IndexLocation, Writer, WriterOptions};
+use zarrstream::{
+    ArraySpec, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer, WriterOptions,
+};
 
 fn sample(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -25,7 +27,7 @@ fn sample(len: usize, seed: u64) -> Vec<u8> {
 }
 
 fn ours(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
-    let mut enc = ChunkEncoder::new(Codec::lz4(clevel), ts, false).unwrap();
+    let mut enc = ChunkEncoder::new(Codec::blosc_lz4(clevel), ts, Checksum::None).unwrap();
     let mut out = vec![0u8; enc.slot_bound(data.len())];
     let n = enc.encode_slice(data, &mut out).unwrap();
     out.truncate(n);
@@ -198,7 +200,7 @@ fn main() {
             .shape([0, 64, 48])
             .chunk_shape([1, 32, 16])
             .shard_shape([4, 64, 48])
-            .codec(Codec::lz4(1))
+            .codec(Codec::blosc_lz4(1))
             .dimension_names(["t", "y", "x"])
             .build()
             .unwrap(),

@@ -5,14 +5,14 @@
 //! fall back to its default).
 
 use std::path::Path;
+use std::str::FromStr;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use zarrstream::{
-    ArraySpec, Backpressure, Codec, DataType, Downsample, Durability, IndexLocation, Levels, Ome,
-    OmeError, Omero, OmeroChannel, Packing, SinkChoice, SpaceUnit, SpecError, TimeUnit, Window,
-    Writer, WriterOptions,
+    ArraySpec, Backpressure, Downsample, Durability, Levels, Ome, OmeError, Omero, OmeroChannel,
+    ParseError, SpecError, Window, Writer, WriterOptions,
 };
 
 /// Why `config_json` was rejected before the library saw it.
@@ -53,7 +53,7 @@ pub struct Config {
     dimension_names: Option<Vec<String>>,
     codec: Option<String>,
     crc32c: Option<bool>,
-    index_location: Option<IndexLocationKey>,
+    index_location: Option<String>,
     attributes: Option<Map<String, Value>>,
     // WriterOptions
     threads: Option<usize>,
@@ -64,7 +64,7 @@ pub struct Config {
     spare_groups: Option<usize>,
     backpressure: Option<BackpressureKey>,
     durability: Option<DurabilityKey>,
-    packing: Option<PackingKey>,
+    packing: Option<String>,
     overwrite: Option<bool>,
     // Ome: present = an OME-Zarr image (Writer::create_ome)
     ome: Option<OmeKeys>,
@@ -72,23 +72,9 @@ pub struct Config {
 
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum IndexLocationKey {
-    End,
-    Start,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
 enum BackpressureKey {
     Block,
     Drop,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum PackingKey {
-    Compact,
-    Sparse,
 }
 
 /// `"shard"`, `"none"` or `{"periodic": {"interval_ms": N}}` (serde's form of the
@@ -116,8 +102,8 @@ struct OmeKeys {
     pixel_size: Option<[f64; 2]>,
     z_step: Option<f64>,
     frame_interval_ms: Option<f64>,
-    space_unit: Option<SpaceUnitKey>,
-    time_unit: Option<TimeUnitKey>,
+    space_unit: Option<String>,
+    time_unit: Option<String>,
     channels: Option<Vec<String>>,
     omero: Option<OmeroKey>,
     /// A count (1 = level 0 only) or `"auto"`.
@@ -125,20 +111,6 @@ struct OmeKeys {
     downsample: Option<String>,
     downsample_z: Option<bool>,
     level_lz4_acceleration: Option<i32>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum SpaceUnitKey {
-    Micrometer,
-    Nanometer,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum TimeUnitKey {
-    Millisecond,
-    Second,
 }
 
 /// `"auto"` or `{"channels": [..]}`, as `Omero`.
@@ -205,12 +177,7 @@ impl Config {
             b = b.shard_shape(v);
         }
         if let Some(v) = self.dtype {
-            b = b.dtype(DataType::parse(&v).ok_or_else(|| ConfigError::Value {
-                key: "dtype",
-                message: format!(
-                    "{v:?} is not a data type (uint8, uint16, int16, uint32, float32)"
-                ),
-            })?);
+            b = b.dtype(parsed("dtype", &v)?);
         }
         if let Some(v) = self.fill_value {
             b = b.fill_value(fill_value(&v)?);
@@ -219,19 +186,13 @@ impl Config {
             b = b.dimension_names(v);
         }
         if let Some(v) = self.codec {
-            b = b.codec(Codec::parse(&v).ok_or_else(|| ConfigError::Value {
-                key: "codec",
-                message: format!("{v:?} is not a codec (none, zstd, zstd:LEVEL, lz4, lz4:CLEVEL)"),
-            })?);
+            b = b.codec(parsed("codec", &v)?);
         }
         if let Some(v) = self.crc32c {
             b = b.crc32c(v);
         }
         if let Some(v) = self.index_location {
-            b = b.index_location(match v {
-                IndexLocationKey::End => IndexLocation::End,
-                IndexLocationKey::Start => IndexLocation::Start,
-            });
+            b = b.index_location(parsed("index_location", &v)?);
         }
         if let Some(v) = self.attributes {
             b = b.attributes(v);
@@ -249,10 +210,7 @@ impl Config {
             o.background_nice = v;
         }
         if let Some(v) = self.sink {
-            o.sink = SinkChoice::parse(&v).ok_or_else(|| ConfigError::Value {
-                key: "sink",
-                message: format!("{v:?} is not a sink (auto, mmap, pwrite, direct)"),
-            })?;
+            o.sink = parsed("sink", &v)?;
         }
         if let Some(v) = self.pool_frames {
             o.pool_frames = v;
@@ -276,10 +234,7 @@ impl Config {
             };
         }
         if let Some(v) = self.packing {
-            o.packing = match v {
-                PackingKey::Compact => Packing::Compact,
-                PackingKey::Sparse => Packing::Sparse,
-            };
+            o.packing = parsed("packing", &v)?;
         }
         if let Some(v) = self.overwrite {
             o.overwrite = v;
@@ -314,16 +269,10 @@ impl OmeKeys {
             ome = ome.frame_interval(d);
         }
         if let Some(v) = self.space_unit {
-            ome = ome.space_unit(match v {
-                SpaceUnitKey::Micrometer => SpaceUnit::Micrometer,
-                SpaceUnitKey::Nanometer => SpaceUnit::Nanometer,
-            });
+            ome = ome.space_unit(parsed("ome.space_unit", &v)?);
         }
         if let Some(v) = self.time_unit {
-            ome = ome.time_unit(match v {
-                TimeUnitKey::Millisecond => TimeUnit::Millisecond,
-                TimeUnitKey::Second => TimeUnit::Second,
-            });
+            ome = ome.time_unit(parsed("ome.time_unit", &v)?);
         }
         if let Some(v) = self.channels {
             ome = ome.channels(v);
@@ -352,12 +301,11 @@ impl OmeKeys {
             ome = ome.levels(levels(&v)?);
         }
         if let Some(v) = self.downsample {
-            let method = v
-                .parse::<Downsample>()
-                .map_err(|message| ConfigError::Value {
-                    key: "ome.downsample",
-                    message,
-                })?;
+            // The wording C programs have matched since before `ParseError`.
+            let method = v.parse::<Downsample>().map_err(|e| ConfigError::Value {
+                key: "ome.downsample",
+                message: format!("unknown {} {:?} ({})", e.what, e.input, e.expected),
+            })?;
             ome = ome.downsample(method);
         }
         if let Some(v) = self.downsample_z {
@@ -368,6 +316,17 @@ impl OmeKeys {
         }
         Ok(ome)
     }
+}
+
+/// `v` as a `T` named by its text form (the library's `FromStr`), the error naming `key`.
+fn parsed<T>(key: &'static str, v: &str) -> Result<T, ConfigError>
+where
+    T: FromStr<Err = ParseError>,
+{
+    v.parse().map_err(|e: ParseError| ConfigError::Value {
+        key,
+        message: e.to_string(),
+    })
 }
 
 /// `ome.levels`: a count, or `"auto"` (until a level's frame fits one inner chunk).
@@ -417,6 +376,7 @@ pub fn create(path: &Path, text: &str) -> Result<Writer, crate::error::CapiError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zarrstream::{Codec, DataType, IndexLocation, Packing, SinkChoice, SpaceUnit, TimeUnit};
 
     const BASE: &str =
         r#""shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64]"#;

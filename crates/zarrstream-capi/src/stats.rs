@@ -1,8 +1,8 @@
 //! The statistics `zs_writer_finish` hands back, as JSON with the field names of the Rust
-//! `Stats` (latency histograms as percentiles in nanoseconds).
+//! `Stats` (latency summaries as percentiles in nanoseconds).
 
 use serde::Serialize;
-use zarrstream::Stats;
+use zarrstream::{LatencySummary, Stats};
 
 /// `Stats` in JSON form; a struct rather than a map so the key order is fixed.
 #[derive(Debug, Serialize)]
@@ -32,14 +32,14 @@ struct Percentiles {
 }
 
 impl Percentiles {
-    fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+    fn of(s: &LatencySummary) -> Self {
         Percentiles {
-            count: h.len(),
-            p50: h.value_at_quantile(0.5),
-            p90: h.value_at_quantile(0.9),
-            p99: h.value_at_quantile(0.99),
-            p999: h.value_at_quantile(0.999),
-            max: h.max(),
+            count: s.count,
+            p50: s.p50,
+            p90: s.p90,
+            p99: s.p99,
+            p999: s.p999,
+            max: s.max,
         }
     }
 }

@@ -102,6 +102,9 @@ pub(crate) enum RefsError {
     /// The output exists and `--overwrite` was not given, or it is not ours to replace.
     #[error("{0}: {1}")]
     Output(PathBuf, &'static str),
+    /// The array uses a data type or codec that Zarr v2 metadata cannot describe.
+    #[error("the array's {0} has no Zarr v2 equivalent for references")]
+    Unsupported(String),
     /// `--name` is not usable as an array name.
     #[error("--name {0:?}: must be non-empty, without '/', and not start with '.'")]
     BadName(String),
@@ -166,7 +169,7 @@ fn build(args: &Args) -> Result<Summary, RefsError> {
     let spec = &store.spec();
     let metadata = zarray::metadata_keys(
         &name,
-        zarray::zarray(spec, &fill_value, crc),
+        zarray::zarray(spec, &fill_value, crc)?,
         zarray::zattrs(spec, attributes.as_ref()),
     );
     let shards = store.shards()?;

@@ -108,7 +108,7 @@ fn good_store(dir: &Path) -> (PathBuf, Stats, Vec<u16>) {
     let path = dir.join("good.zarr");
     let (stats, expected) = write(
         &path,
-        spec(Codec::lz4(1), true, IndexLocation::End),
+        spec(Codec::blosc_lz4(1), true, IndexLocation::End),
         options(SinkChoice::Auto, Packing::Compact),
         &[true; 10],
     );
@@ -173,6 +173,7 @@ fn index_of(path: &Path, n: usize, location: IndexLocation) -> Vec<Option<(u64, 
     let idx = match location {
         IndexLocation::End => &bytes[bytes.len() - size..],
         IndexLocation::Start => &bytes[..size],
+        other => panic!("index location {other} not covered"),
     };
     assert_eq!(
         crc32c::crc32c(&idx[..16 * n]).to_le_bytes(),
@@ -421,7 +422,7 @@ fn verify_finds_truncated_shards_and_overlapping_entries() {
     let path = dir.path().join("start.zarr");
     write(
         &path,
-        spec(Codec::lz4(1), true, IndexLocation::Start),
+        spec(Codec::blosc_lz4(1), true, IndexLocation::Start),
         options(SinkChoice::Auto, Packing::Compact),
         &[true; 8],
     );
@@ -627,7 +628,7 @@ fn compact_refuses_a_store_with_a_live_writer() {
     let path = dir.path().join("live.zarr");
     let mut w = Writer::create(
         &path,
-        spec(Codec::lz4(1), true, IndexLocation::End),
+        spec(Codec::blosc_lz4(1), true, IndexLocation::End),
         options(SinkChoice::Mmap, Packing::Sparse),
     )
     .expect("create");

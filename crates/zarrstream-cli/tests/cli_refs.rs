@@ -133,7 +133,7 @@ fn all_stores(dir: &Path) -> Vec<TestStore> {
     for (cname, codec) in [
         ("none", Codec::none()),
         ("zstd", Codec::zstd(1)),
-        ("lz4", Codec::lz4(1)),
+        ("lz4", Codec::blosc_lz4(1)),
     ] {
         for crc in [true, false] {
             let name = format!("{cname}-{}", if crc { "crc" } else { "nocrc" });
@@ -418,7 +418,13 @@ fn json_layout_and_byte_ranges_follow_the_shard_indexes() {
 #[test]
 fn default_output_beside_the_store_and_overwrite() {
     let dir = scratch("refs-out-");
-    let st = write_store(dir.path(), "run", Codec::lz4(1), true, DataType::UInt16);
+    let st = write_store(
+        dir.path(),
+        "run",
+        Codec::blosc_lz4(1),
+        true,
+        DataType::UInt16,
+    );
     let summary = refs_ok(&[s(&st.path), "--format", "parquet"]);
     let want = fs::canonicalize(dir.path())
         .expect("abs")
@@ -486,7 +492,7 @@ fn bad_input_is_one_line_and_exit_1() {
     assert!(err.contains("gzip"), "{err}");
 
     // A flipped byte in a shard index: its crc32c no longer matches.
-    let flipped = write_store(root, "flipped", Codec::lz4(1), true, DataType::UInt16);
+    let flipped = write_store(root, "flipped", Codec::blosc_lz4(1), true, DataType::UInt16);
     let shard = flipped.path.join("c/0/0/0");
     let mut bytes = fs::read(&shard).expect("shard");
     let at = bytes.len() - 20;

@@ -19,7 +19,7 @@ use support::{c_blosc_lz4, camera};
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use zarrstream::{ChunkEncoder, Codec, DataType};
+use zarrstream::{Checksum, ChunkEncoder, Codec, DataType};
 
 fn camera_frames(n: usize) -> Vec<Vec<u8>> {
     let cam = camera::Camera {
@@ -84,7 +84,7 @@ fn bench_levels(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("pyramid_{name}_512x512_u16"));
         group.throughput(Throughput::Bytes(raw as u64));
         for accel in [9, 32, 128] {
-            let mut enc = ChunkEncoder::new(Codec::lz4(1), 2, false)
+            let mut enc = ChunkEncoder::new(Codec::blosc_lz4(1), 2, Checksum::None)
                 .unwrap()
                 .lz4_acceleration(accel);
             let stored: usize = chunks
@@ -115,7 +115,7 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(raw as u64));
 
     for clevel in [1u8, 5] {
-        let mut enc = ChunkEncoder::new(Codec::lz4(clevel), 2, false).unwrap();
+        let mut enc = ChunkEncoder::new(Codec::blosc_lz4(clevel), 2, Checksum::None).unwrap();
         let (mut ours, mut theirs) = (0, 0);
         for ch in &chunks {
             ours += enc.encode_slice(ch, &mut out).unwrap();
@@ -142,7 +142,7 @@ fn bench(c: &mut Criterion) {
         });
     }
 
-    let mut enc = ChunkEncoder::new(Codec::zstd(1), 2, false).unwrap();
+    let mut enc = ChunkEncoder::new(Codec::zstd(1), 2, Checksum::None).unwrap();
     let mut cctx = zstd::bulk::Compressor::new(1).unwrap();
     group.bench_function("zstd1/zarrstream", |b| {
         b.iter(|| {

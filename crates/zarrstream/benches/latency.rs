@@ -8,7 +8,7 @@
 //!    is due at t0 + k / fps, and a camera cannot wait, so the paced runs use
 //!    `Backpressure::Drop` (dropped frames are counted). Frame latency is open loop, from
 //!    the frame's scheduled time until all its chunks are in their slots; push latency is
-//!    the time spent inside `push`. Both come from the writer's hdrhistograms. With
+//!    the time spent inside `push`. Both come from the writer's latency summaries. With
 //!    `--paced-runs N` each load is run N times and the run with the median frame p99 kept.
 //!
 //! Before every run the disk is left to settle (`sync` and one second), so a run does not
@@ -36,10 +36,9 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
-use zarrstream::{Backpressure, Codec, SinkChoice, WriterOptions};
+use zarrstream::{Backpressure, Codec, LatencySummary, SinkChoice, WriterOptions};
 
 use support::{Args, Run, Workload};
 
@@ -81,11 +80,13 @@ impl Config {
         Config {
             workload: Workload::by_name(workload_name)
                 .unwrap_or_else(|| panic!("--workload: unknown {workload_name:?} (C1, C2)")),
-            codec: Codec::parse(&codec_name)
-                .unwrap_or_else(|| panic!("--codec: cannot parse {codec_name:?}")),
+            codec: codec_name
+                .parse()
+                .unwrap_or_else(|e| panic!("--codec: cannot parse {codec_name:?}: {e}")),
             codec_name,
-            sink: SinkChoice::parse(sink_name)
-                .unwrap_or_else(|| panic!("--sink: expected auto, pwrite or mmap")),
+            sink: sink_name
+                .parse::<SinkChoice>()
+                .unwrap_or_else(|e| panic!("--sink: {e}")),
             frames: args.num("--frames", 1024),
             runs: args.num("--runs", 3usize).max(1),
             paced_runs: args.num("--paced-runs", 3usize).max(1),
@@ -217,12 +218,12 @@ fn paced(cfg: &Config, frames: &[Vec<u8>], load: f64, max_fps: f64) -> Paced {
                 "paced {:.0} % ({target_fps:.1} fps): dropped {}, frame p99.9 {:.2} ms",
                 load * 100.0,
                 run.stats.frames_dropped,
-                ms(run.stats.frame_latency_ns.value_at_quantile(0.999))
+                ms(run.stats.frame_latency_ns.quantile(0.999))
             );
             run
         })
         .collect();
-    runs.sort_by_key(|r| r.stats.frame_latency_ns.value_at_quantile(0.99));
+    runs.sort_by_key(|r| r.stats.frame_latency_ns.quantile(0.99));
     let run = runs.swap_remove(runs.len() / 2);
     Paced {
         load,
@@ -236,12 +237,12 @@ fn ms(ns: u64) -> f64 {
 }
 
 /// `p50 / p90 / p99 / p99.9 / max` in milliseconds.
-fn quantiles_ms(h: &Histogram<u64>) -> String {
+fn quantiles_ms(h: &LatencySummary) -> String {
     let mut parts: Vec<String> = QUANTILES
         .iter()
-        .map(|&q| format!("{:.2}", ms(h.value_at_quantile(q))))
+        .map(|&q| format!("{:.2}", ms(h.quantile(q))))
         .collect();
-    parts.push(format!("{:.2}", ms(h.max())));
+    parts.push(format!("{:.2}", ms(h.max)));
     parts.join(" / ")
 }
 
@@ -304,8 +305,8 @@ fn targets(p: &Paced) -> String {
     let s = &p.run.stats;
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     let dropped = s.frames_dropped;
-    let push_p99 = ms(s.push_latency_ns.value_at_quantile(0.99));
-    let frame_p999 = ms(s.frame_latency_ns.value_at_quantile(0.999));
+    let push_p99 = ms(s.push_latency_ns.quantile(0.99));
+    let frame_p999 = ms(s.frame_latency_ns.quantile(0.999));
     format!(
         "\nTargets at {:.0} % of the maximum rate:\n\n\
          - dropped frames: {dropped} (target 0) — {}\n\
@@ -363,27 +364,27 @@ impl Ranged for NinesAxis {
 
 /// The percentile curve of `h` in (nines, ms), ending at the maximum; values are
 /// clamped to `floor_ms` for the log axis.
-fn curve(h: &Histogram<u64>, floor_ms: f64) -> Vec<(f64, f64)> {
+fn curve(h: &LatencySummary, floor_ms: f64) -> Vec<(f64, f64)> {
     let steps = 200;
     let mut points: Vec<(f64, f64)> = (0..=steps)
         .map(|i| {
             let x = NINES_MAX * i as f64 / steps as f64;
             let q = 1.0 - 10f64.powf(-x);
-            (x, ms(h.value_at_quantile(q)).max(floor_ms))
+            (x, ms(h.quantile(q)).max(floor_ms))
         })
         .collect();
-    points.push((MAX_X, ms(h.max()).max(floor_ms)));
+    points.push((MAX_X, ms(h.max).max(floor_ms)));
     points
 }
 
 /// A log-axis range covering every curve, in whole decades.
-fn y_range(hs: &[&Histogram<u64>]) -> (f64, f64) {
+fn y_range(hs: &[&LatencySummary]) -> (f64, f64) {
     let lo = hs
         .iter()
-        .map(|h| ms(h.min()))
+        .map(|h| ms(h.min))
         .fold(f64::INFINITY, f64::min)
         .max(1e-3);
-    let hi = hs.iter().map(|h| ms(h.max())).fold(20.0, f64::max);
+    let hi = hs.iter().map(|h| ms(h.max)).fold(20.0, f64::max);
     (
         10f64.powf(lo.log10().floor()),
         10f64.powf(hi.log10().ceil()),
@@ -436,7 +437,7 @@ fn panel(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     caption: &str,
     paced: &[Paced],
-    hs: &[&Histogram<u64>],
+    hs: &[&LatencySummary],
     (target_ms, target_q): (f64, &str),
 ) -> Result<(), Box<dyn Error>> {
     let (lo, hi) = y_range(hs);

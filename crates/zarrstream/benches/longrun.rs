@@ -41,8 +41,12 @@ fn main() {
     let size: u64 = args.num("--size", 512);
     let chunk = parse3(args.get("--chunk").unwrap_or("1,128,128"));
     let shard = parse3(args.get("--shard").unwrap_or("32,512,512"));
-    let codec = Codec::parse(args.get("--codec").unwrap_or("lz4:1")).expect("codec");
-    let sink = SinkChoice::parse(args.get("--sink").unwrap_or("auto")).expect("sink");
+    let codec: Codec = args
+        .get("--codec")
+        .unwrap_or("lz4:1")
+        .parse()
+        .expect("codec");
+    let sink: SinkChoice = args.get("--sink").unwrap_or("auto").parse().expect("sink");
     let durability = match args.get("--durability").unwrap_or("shard") {
         "none" => Durability::None,
         _ => Durability::Shard,

@@ -40,7 +40,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use support::{Args, Run, Workload, median, mib, pct_ms};
-use zarrstream::{ChunkEncoder, Codec, Levels, Ome, SinkChoice, WriterOptions};
+use zarrstream::{Checksum, ChunkEncoder, Codec, Levels, Ome, SinkChoice, WriterOptions};
 
 fn main() {
     support::fixed_malloc_threshold();
@@ -53,12 +53,18 @@ fn main() {
     let codecs: Vec<Codec> = args
         .list("--codecs", "lz4:1,zstd:1,none")
         .iter()
-        .map(|c| Codec::parse(c).unwrap_or_else(|| panic!("unknown codec {c}")))
+        .map(|c| {
+            c.parse()
+                .unwrap_or_else(|e| panic!("unknown codec {c}: {e}"))
+        })
         .collect();
     let sinks: Vec<SinkChoice> = args
         .list("--sinks", "mmap,pwrite,direct")
         .iter()
-        .map(|s| SinkChoice::parse(s).unwrap_or_else(|| panic!("unknown sink {s}")))
+        .map(|s| {
+            s.parse()
+                .unwrap_or_else(|e| panic!("unknown sink {s}: {e}"))
+        })
         .collect();
     let frames: usize = args.num("--frames", 128);
     let runs: usize = args.num("--runs", 3);
@@ -401,7 +407,10 @@ fn ours_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
     }
     ENC.with_borrow_mut(|slot| {
         if slot.as_ref().is_none_or(|(c, _)| *c != codec) {
-            *slot = Some((codec, ChunkEncoder::new(codec, 2, true).expect("encoder")));
+            *slot = Some((
+                codec,
+                ChunkEncoder::new(codec, 2, Checksum::Crc32c).expect("encoder"),
+            ));
         }
         let (_, enc) = slot.as_mut().expect("just set");
         out.resize(enc.slot_bound(chunk.len()), 0);
@@ -412,7 +421,7 @@ fn ours_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
 fn reference_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
     out.resize(chunk.len() + 1024, 0);
     match codec {
-        Codec::Lz4 { clevel } => support::c_blosc_lz4(chunk, out, i32::from(clevel)),
+        Codec::Blosc { clevel, .. } => support::c_blosc_lz4(chunk, out, i32::from(clevel)),
         Codec::Zstd { level, .. } => {
             zstd::bulk::compress_to_buffer(chunk, out, level).expect("libzstd compress")
         }

@@ -31,9 +31,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zarrstream::{
-    ArraySpec, Backpressure, Durability, Ome, Omero, Packing, Stats, Writer, WriterOptions,
-};
+use zarrstream::{ArraySpec, Backpressure, Durability, Ome, Omero, Stats, Writer, WriterOptions};
 
 use crate::args::{Command, OmeArgs, Options, UsageError, join};
 use crate::report::{mib, round};
@@ -599,10 +597,7 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "chunk": o.chunk,
         "shard": o.shard,
         "index_location": o.index_location.as_str(),
-        "packing": match o.packing {
-            Packing::Compact => "compact",
-            Packing::Sparse => "sparse",
-        },
+        "packing": o.packing.to_string(),
         "durability": match o.durability {
             Durability::Shard => "shard",
             Durability::None => "none",
@@ -638,7 +633,7 @@ fn report_json(o: &Options, m: &Measured) -> Value {
 fn print_summary(o: &Options, m: &Measured) {
     let s = &m.stats;
     let rank = o.shape.len();
-    let ms = |h: &hdrhistogram::Histogram<u64>| h.value_at_quantile(0.99) as f64 / 1e6;
+    let ms = |h: &zarrstream::LatencySummary| h.p99 as f64 / 1e6;
     println!(
         "record: {} frame(s) of {}x{} {} ({} dropped) -> {}",
         s.frames_pushed,

@@ -1,13 +1,15 @@
 //! Element types and fill values.
 
 use std::fmt;
+use std::str::FromStr;
 
 use serde_json::Value;
 
-use crate::error::SpecError;
+use crate::error::{ParseError, SpecError};
 
 /// Element type of an array (the Zarr v3 core `data_type` names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DataType {
     /// `uint8`
     UInt8,
@@ -40,19 +42,6 @@ impl DataType {
             DataType::UInt32 => "uint32",
             DataType::Float32 => "float32",
         }
-    }
-
-    /// Parses the short names used on command lines (`u8`, `u16`, `i16`, `u32`, `f32`)
-    /// and the Zarr names.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "u8" | "uint8" => DataType::UInt8,
-            "u16" | "uint16" => DataType::UInt16,
-            "i16" | "int16" => DataType::Int16,
-            "u32" | "uint32" => DataType::UInt32,
-            "f32" | "float32" => DataType::Float32,
-            _ => return None,
-        })
     }
 
     /// Checks that `value` is exactly representable and returns its little-endian bytes.
@@ -88,7 +77,8 @@ impl DataType {
         Ok(FillPattern::new(&bytes))
     }
 
-    /// The `fill_value` JSON for an already validated value (digest §3).
+    /// The `fill_value` JSON for an already validated value: a number, or for `float32`
+    /// the strings `NaN`, `Infinity` and `-Infinity` Zarr v3 uses where JSON has none.
     pub(crate) fn fill_json(self, value: f64) -> Value {
         match self {
             DataType::Float32 => {
@@ -109,8 +99,39 @@ impl DataType {
 }
 
 impl fmt::Display for DataType {
+    /// The Zarr name ([`DataType::zarr_name`]), which [`FromStr`] parses back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.zarr_name())
+    }
+}
+
+impl FromStr for DataType {
+    type Err = ParseError;
+
+    /// Parses the Zarr names (`uint16`) and the short names used on command lines
+    /// (`u8`, `u16`, `i16`, `u32`, `f32`).
+    ///
+    /// ```
+    /// use zarrstream::DataType;
+    /// assert_eq!("u16".parse::<DataType>()?, DataType::UInt16);
+    /// assert_eq!("float32".parse::<DataType>()?, DataType::Float32);
+    /// # Ok::<(), zarrstream::ParseError>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        Ok(match s {
+            "u8" | "uint8" => DataType::UInt8,
+            "u16" | "uint16" => DataType::UInt16,
+            "i16" | "int16" => DataType::Int16,
+            "u32" | "uint32" => DataType::UInt32,
+            "f32" | "float32" => DataType::Float32,
+            _ => {
+                return Err(ParseError::new(
+                    "data type",
+                    s,
+                    "uint8, uint16, int16, uint32, float32, u8, u16, i16, u32, f32",
+                ));
+            }
+        })
     }
 }
 
@@ -206,6 +227,27 @@ mod tests {
         );
         let nan = DataType::Float32.fill_bytes(f64::NAN).map(|p| p.bytes);
         assert_eq!(nan, Ok(0x7fc0_0000u32.to_le_bytes()));
+    }
+
+    #[test]
+    fn names_round_trip_and_short_names_parse() {
+        use DataType::*;
+        for (d, short) in [
+            (UInt8, "u8"),
+            (UInt16, "u16"),
+            (Int16, "i16"),
+            (UInt32, "u32"),
+            (Float32, "f32"),
+        ] {
+            assert_eq!(d.to_string().parse::<DataType>(), Ok(d));
+            assert_eq!(short.parse::<DataType>(), Ok(d));
+        }
+        let e = "int64".parse::<DataType>().unwrap_err();
+        assert_eq!((e.what, e.input.as_str()), ("data type", "int64"));
+        assert!(
+            e.to_string()
+                .starts_with("\"int64\" is not a data type (uint8, ")
+        );
     }
 
     #[test]

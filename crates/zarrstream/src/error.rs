@@ -5,6 +5,41 @@ use std::path::PathBuf;
 
 use crate::dtype::DataType;
 
+/// A name that does not parse as the option it was given for: returned by the
+/// [`FromStr`](std::str::FromStr) implementations of [`Codec`](crate::Codec),
+/// [`DataType`](crate::DataType), [`SinkChoice`](crate::SinkChoice) and the other option
+/// enums. It names what was being parsed, the input and the forms accepted, so a command
+/// line or a binding can show it as it is.
+///
+/// ```
+/// use zarrstream::{Codec, ParseError};
+/// let e: ParseError = "gzip".parse::<Codec>().unwrap_err();
+/// assert_eq!(e.what, "codec");
+/// assert_eq!(e.input, "gzip");
+/// assert!(e.to_string().starts_with("\"gzip\" is not a codec ("));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not a {what} ({expected})")]
+#[non_exhaustive]
+pub struct ParseError {
+    /// What was being parsed (`"codec"`, `"data type"`, `"sink"`, …).
+    pub what: &'static str,
+    /// The text given.
+    pub input: String,
+    /// The accepted forms, comma-separated (`"auto, mmap, pwrite, direct"`).
+    pub expected: &'static str,
+}
+
+impl ParseError {
+    pub(crate) fn new(what: &'static str, input: &str, expected: &'static str) -> Self {
+        ParseError {
+            what,
+            input: input.to_owned(),
+            expected,
+        }
+    }
+}
+
 /// Why an [`ArraySpec`](crate::ArraySpec) was rejected by the builder.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]

@@ -15,7 +15,7 @@
 //!     .chunk_shape([1, 512, 512])
 //!     .shard_shape([32, 2048, 2048])
 //!     .dtype(DataType::UInt16)
-//!     .codec(Codec::lz4(1))
+//!     .codec(Codec::blosc_lz4(1))
 //!     .dimension_names(["t", "y", "x"])
 //!     .build()?;
 //! let mut writer = Writer::create("run.zarr", spec, WriterOptions::default())?;
@@ -49,9 +49,9 @@ pub mod store;
 mod tile;
 mod writer;
 
-pub use codec::{ChunkEncoder, Codec};
+pub use codec::{BloscCompressor, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
-pub use error::{Error, IoError, OmeError, Result, SpecError};
+pub use error::{Error, IoError, OmeError, ParseError, Result, SpecError};
 pub use ome::{
     Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel,
     SpaceUnit, TimeUnit, Window,
@@ -60,6 +60,6 @@ pub use pyramid::{Downsample, Levels, MAX_LEVELS};
 pub use shard::{LayoutOverflow, Packing, ShardLayout};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
-pub use stats::Stats;
+pub use stats::{LatencySummary, Stats};
 pub use tile::ChunkSource;
 pub use writer::{Backpressure, Durability, PoolBuf, PushOutcome, Writer, WriterOptions};

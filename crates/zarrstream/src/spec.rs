@@ -1,12 +1,18 @@
 //! The array specification and its builder: every invalid combination is rejected here,
 //! so the rest of the crate can rely on the derived sizes.
 
-use crate::codec::Codec;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::codec::{Checksum, Codec};
 use crate::dtype::{DataType, FillPattern};
-use crate::error::SpecError;
+use crate::error::{ParseError, SpecError};
 
 /// Where the shard index sits in each shard file.
+///
+/// Parses from and prints as its `zarr.json` name, `end` or `start`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum IndexLocation {
     /// After the inner chunks (the Zarr default).
     #[default]
@@ -25,6 +31,25 @@ impl IndexLocation {
     }
 }
 
+impl FromStr for IndexLocation {
+    type Err = ParseError;
+
+    /// Parses `end` or `start`.
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        match s {
+            "end" => Ok(IndexLocation::End),
+            "start" => Ok(IndexLocation::Start),
+            _ => Err(ParseError::new("shard index location", s, "end, start")),
+        }
+    }
+}
+
+impl fmt::Display for IndexLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Largest number of inner chunks in one shard (tensorstore's limit).
 pub const MAX_CHUNKS_PER_SHARD: u64 = 1 << 30;
 
@@ -40,7 +65,7 @@ pub const MAX_CHUNKS_PER_SHARD: u64 = 1 << 30;
 ///     .chunk_shape([1, 512, 512])
 ///     .shard_shape([32, 2048, 2048])
 ///     .dtype(DataType::UInt16)
-///     .codec(Codec::lz4(1))
+///     .codec(Codec::blosc_lz4(1))
 ///     .dimension_names(["t", "y", "x"])
 ///     .build()?;
 /// assert_eq!(spec.frame_bytes(), 2048 * 2048 * 2);
@@ -104,6 +129,11 @@ impl ArraySpec {
     pub fn crc32c(&self) -> bool {
         self.crc32c
     }
+    /// The checksum each inner chunk carries, for a [`ChunkEncoder`](crate::ChunkEncoder)
+    /// of this array.
+    pub fn checksum(&self) -> Checksum {
+        Checksum::crc32c_if(self.crc32c)
+    }
     /// Where the shard index is stored.
     pub fn index_location(&self) -> IndexLocation {
         self.index_location
@@ -158,7 +188,7 @@ impl Default for ArraySpecBuilder {
             dtype: DataType::UInt16,
             fill_value: 0.0,
             dimension_names: None,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             crc32c: true,
             index_location: IndexLocation::End,
             attributes: serde_json::Map::new(),
@@ -197,7 +227,7 @@ impl ArraySpecBuilder {
         self.dimension_names = Some(names.into_iter().map(Into::into).collect());
         self
     }
-    /// Inner codec (default `lz4(1)`).
+    /// Inner codec (default [`Codec::blosc_lz4(1)`](Codec::blosc_lz4)).
     pub fn codec(mut self, codec: Codec) -> Self {
         self.codec = codec;
         self
@@ -224,81 +254,21 @@ impl ArraySpecBuilder {
         let shape = self.shape.ok_or(SpecError::Missing("shape"))?;
         let chunk = self.chunk.ok_or(SpecError::Missing("chunk_shape"))?;
         let shard = self.shard.ok_or(SpecError::Missing("shard_shape"))?;
-        let rank = shape.len();
-        if rank < 3 {
-            return Err(SpecError::RankTooSmall(rank));
-        }
-        if rank > 31 {
-            return Err(SpecError::RankTooLarge(rank));
-        }
-        for (what, v) in [("chunk_shape", &chunk), ("shard_shape", &shard)] {
-            if v.len() != rank {
-                return Err(SpecError::RankMismatch {
-                    what,
-                    got: v.len(),
-                    rank,
-                });
-            }
-        }
-        if let Some(names) = &self.dimension_names {
-            if names.len() != rank {
-                return Err(SpecError::RankMismatch {
-                    what: "dimension_names",
-                    got: names.len(),
-                    rank,
-                });
-            }
-            for (i, n) in names.iter().enumerate() {
-                if names[..i].contains(n) {
-                    return Err(SpecError::DuplicateDimensionName(n.clone()));
-                }
-            }
-        }
-        if let Some(axis) = (1..rank).find(|&a| shape[a] == 0) {
-            return Err(SpecError::ZeroExtent { axis });
-        }
-        for axis in 0..rank {
-            for (what, v) in [("chunk_shape", &chunk), ("shard_shape", &shard)] {
-                if v[axis] == 0 {
-                    return Err(SpecError::ZeroChunk { what, axis });
-                }
-            }
-            if shard[axis] % chunk[axis] != 0 {
-                return Err(SpecError::ChunkNotDividingShard {
-                    axis,
-                    chunk: chunk[axis],
-                    shard: shard[axis],
-                });
-            }
-        }
-        fn product(v: impl IntoIterator<Item = u64>, what: &'static str) -> Result<u64, SpecError> {
-            v.into_iter()
-                .try_fold(1u64, |a, b| a.checked_mul(b))
-                .ok_or(SpecError::Overflow(what))
-        }
-        let es = self.dtype.size() as u64;
-        let n_per_shard = product(
-            chunk.iter().zip(&shard).map(|(c, s)| s / c),
-            "inner chunks per shard",
-        )?;
-        if n_per_shard > MAX_CHUNKS_PER_SHARD {
-            return Err(SpecError::TooManyChunksPerShard(n_per_shard));
-        }
-        let chunk_bytes = product(chunk.iter().copied().chain([es]), "inner chunk size")?;
-        let frame_bytes = product(shape[rank - 2..].iter().copied().chain([es]), "frame size")?;
-        product(shape[1..].iter().copied().chain([es]), "array size")?;
-        if let Codec::Lz4 { .. } = self.codec
-            && chunk_bytes > crate::codec::blosc::MAX_NBYTES as u64
+        check_ranks(&shape, &chunk, &shard, self.dimension_names.as_deref())?;
+        check_extents(&shape, &chunk, &shard)?;
+        let sizes = Sizes::of(&shape, &chunk, &shard, self.dtype)?;
+        if let Codec::Blosc { .. } = self.codec
+            && sizes.chunk_bytes > crate::codec::blosc::MAX_NBYTES as u64
         {
-            return Err(SpecError::ChunkTooLargeForBlosc(chunk_bytes));
+            return Err(SpecError::ChunkTooLargeForBlosc(sizes.chunk_bytes));
         }
         self.codec.validate()?;
         let fill = self.dtype.fill_bytes(self.fill_value)?;
         let to_usize = |v: u64, what| usize::try_from(v).map_err(|_| SpecError::Overflow(what));
         let spec = ArraySpec {
-            chunk_bytes: to_usize(chunk_bytes, "inner chunk size")?,
-            frame_bytes: to_usize(frame_bytes, "frame size")?,
-            chunks_per_shard: to_usize(n_per_shard, "inner chunks per shard")?,
+            chunk_bytes: to_usize(sizes.chunk_bytes, "inner chunk size")?,
+            frame_bytes: to_usize(sizes.frame_bytes, "frame size")?,
+            chunks_per_shard: to_usize(sizes.chunks_per_shard, "inner chunks per shard")?,
             lz4_acceleration: None,
             shape,
             chunk,
@@ -316,6 +286,107 @@ impl ArraySpecBuilder {
         crate::shard::ShardLayout::new(&spec)
             .map_err(|_| SpecError::Overflow("worst-case shard size"))?;
         Ok(spec)
+    }
+}
+
+/// The rank is in 3..=31, and the chunk and shard shapes and the dimension names (which
+/// must be distinct) have one entry per axis.
+fn check_ranks(
+    shape: &[u64],
+    chunk: &[u64],
+    shard: &[u64],
+    dimension_names: Option<&[String]>,
+) -> Result<(), SpecError> {
+    let rank = shape.len();
+    if rank < 3 {
+        return Err(SpecError::RankTooSmall(rank));
+    }
+    if rank > 31 {
+        return Err(SpecError::RankTooLarge(rank));
+    }
+    for (what, v) in [("chunk_shape", chunk), ("shard_shape", shard)] {
+        if v.len() != rank {
+            return Err(SpecError::RankMismatch {
+                what,
+                got: v.len(),
+                rank,
+            });
+        }
+    }
+    if let Some(names) = dimension_names {
+        if names.len() != rank {
+            return Err(SpecError::RankMismatch {
+                what: "dimension_names",
+                got: names.len(),
+                rank,
+            });
+        }
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(SpecError::DuplicateDimensionName(n.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Only the append axis may be unbounded, chunk and shard edges are at least 1, and
+/// inner chunks tile the shard exactly (the sharding codec requires it). The shapes have
+/// equal ranks ([`check_ranks`]).
+fn check_extents(shape: &[u64], chunk: &[u64], shard: &[u64]) -> Result<(), SpecError> {
+    if let Some(axis) = (1..shape.len()).find(|&a| shape[a] == 0) {
+        return Err(SpecError::ZeroExtent { axis });
+    }
+    for axis in 0..shape.len() {
+        for (what, v) in [("chunk_shape", chunk), ("shard_shape", shard)] {
+            if v[axis] == 0 {
+                return Err(SpecError::ZeroChunk { what, axis });
+            }
+        }
+        if !shard[axis].is_multiple_of(chunk[axis]) {
+            return Err(SpecError::ChunkNotDividingShard {
+                axis,
+                chunk: chunk[axis],
+                shard: shard[axis],
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The byte sizes derived from the shapes, each checked against overflow.
+struct Sizes {
+    chunk_bytes: u64,
+    frame_bytes: u64,
+    chunks_per_shard: u64,
+}
+
+impl Sizes {
+    /// Shapes already checked by [`check_ranks`] and [`check_extents`].
+    fn of(shape: &[u64], chunk: &[u64], shard: &[u64], dtype: DataType) -> Result<Self, SpecError> {
+        fn product(v: impl IntoIterator<Item = u64>, what: &'static str) -> Result<u64, SpecError> {
+            v.into_iter()
+                .try_fold(1u64, |a, b| a.checked_mul(b))
+                .ok_or(SpecError::Overflow(what))
+        }
+        let rank = shape.len();
+        let es = dtype.size() as u64;
+        let chunks_per_shard = product(
+            chunk.iter().zip(shard).map(|(c, s)| s / c),
+            "inner chunks per shard",
+        )?;
+        if chunks_per_shard > MAX_CHUNKS_PER_SHARD {
+            return Err(SpecError::TooManyChunksPerShard(chunks_per_shard));
+        }
+        let chunk_bytes = product(chunk.iter().copied().chain([es]), "inner chunk size")?;
+        let frame_bytes = product(shape[rank - 2..].iter().copied().chain([es]), "frame size")?;
+        // The whole array (append axis aside) must be addressable too.
+        product(shape[1..].iter().copied().chain([es]), "array size")?;
+        Ok(Sizes {
+            chunk_bytes,
+            frame_bytes,
+            chunks_per_shard,
+        })
     }
 }
 
@@ -337,6 +408,42 @@ mod tests {
         assert_eq!(s.chunk_bytes(), 32 * 32 * 2);
         assert_eq!(s.chunks_per_shard(), 16);
         assert_eq!(s.frames_per_step(), 1);
+    }
+
+    #[test]
+    fn writer_and_pyramid_option_names_round_trip() {
+        use crate::{Downsample, Packing};
+        for p in [Packing::Compact, Packing::Sparse] {
+            assert_eq!(p.to_string().parse::<Packing>(), Ok(p));
+        }
+        use Downsample::*;
+        for d in [Mean, Decimate, Min, Max] {
+            assert_eq!(d.to_string().parse::<Downsample>(), Ok(d));
+            assert_eq!(d.to_string(), d.as_str());
+        }
+        let e = "dense".parse::<Packing>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"dense\" is not a packing (compact, sparse)"
+        );
+        let e = "median".parse::<Downsample>().unwrap_err();
+        assert_eq!(
+            (e.what, e.input.as_str(), e.expected),
+            ("downsampling method", "median", "mean, decimate, min, max")
+        );
+    }
+
+    #[test]
+    fn index_locations_round_trip() {
+        for l in [IndexLocation::End, IndexLocation::Start] {
+            assert_eq!(l.to_string().parse::<IndexLocation>(), Ok(l));
+        }
+        let e = "middle".parse::<IndexLocation>().unwrap_err();
+        assert_eq!(e.input, "middle");
+        assert_eq!(
+            e.to_string(),
+            "\"middle\" is not a shard index location (end, start)"
+        );
     }
 
     #[test]
@@ -405,7 +512,7 @@ mod tests {
                 },
             ),
             (
-                base().codec(Codec::lz4(10)),
+                base().codec(Codec::blosc_lz4(10)),
                 LevelOutOfRange {
                     codec: "blosc",
                     level: 10,

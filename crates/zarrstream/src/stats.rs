@@ -1,5 +1,7 @@
 //! What a finished acquisition reports.
 
+use std::fmt;
+
 use hdrhistogram::Histogram;
 
 use crate::sink::SinkKind;
@@ -8,6 +10,7 @@ use crate::sink::SinkKind;
 ///
 /// Always `frames_pushed == frames_written + frames_dropped`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Stats {
     /// Frames offered to `push`.
     pub frames_pushed: u64,
@@ -24,10 +27,10 @@ pub struct Stats {
     /// Seconds from the first push until `finish` returned.
     pub seconds: f64,
     /// Time spent inside `push`, in nanoseconds.
-    pub push_latency_ns: Histogram<u64>,
+    pub push_latency_ns: LatencySummary,
     /// From each frame's scheduled (camera) time to all its chunks being in their slots,
     /// in nanoseconds.
-    pub frame_latency_ns: Histogram<u64>,
+    pub frame_latency_ns: LatencySummary,
     /// The sink used.
     pub sink: SinkKind,
     /// Bytes of the frame pool.
@@ -36,10 +39,119 @@ pub struct Stats {
     pub staging_bytes: usize,
 }
 
+/// The distribution of a latency over an acquisition, in nanoseconds.
+///
+/// Values are recorded with 3 significant digits: a quantile is exact to 0.1 % of its
+/// value. With nothing recorded every figure is 0.
+///
+/// ```no_run
+/// # fn run() -> zarrstream::Result<()> {
+/// # let writer: zarrstream::Writer = unimplemented!();
+/// let stats = writer.finish()?;
+/// let push = &stats.push_latency_ns;
+/// println!("p99 push {:.3} ms over {} pushes", push.p99 as f64 / 1e6, push.count);
+/// println!("p99.99 push {} ns", push.quantile(0.9999));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct LatencySummary {
+    /// Values recorded.
+    pub count: u64,
+    /// The smallest value.
+    pub min: u64,
+    /// The mean value.
+    pub mean: f64,
+    /// The largest value.
+    pub max: u64,
+    /// The median.
+    pub p50: u64,
+    /// The 90th percentile.
+    pub p90: u64,
+    /// The 99th percentile.
+    pub p99: u64,
+    /// The 99.9th percentile.
+    pub p999: u64,
+    /// Kept for [`quantile`](Self::quantile); private so that the histogram library is
+    /// not part of this crate's API.
+    histogram: Histogram<u64>,
+}
+
+impl LatencySummary {
+    pub(crate) fn from_histogram(h: &Histogram<u64>) -> Self {
+        LatencySummary {
+            count: h.len(),
+            min: h.min(),
+            mean: h.mean(),
+            max: h.max(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            histogram: h.clone(),
+        }
+    }
+
+    /// The value at quantile `q` (0..=1; 0.99 is the 99th percentile): the fraction `q`
+    /// of the recorded values are at or below it. 0 if nothing was recorded.
+    pub fn quantile(&self, q: f64) -> u64 {
+        self.histogram.value_at_quantile(q.clamp(0.0, 1.0))
+    }
+}
+
+impl fmt::Debug for LatencySummary {
+    // The histogram's buckets would drown the figures.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LatencySummary")
+            .field("count", &self.count)
+            .field("min", &self.min)
+            .field("mean", &self.mean)
+            .field("max", &self.max)
+            .field("p50", &self.p50)
+            .field("p90", &self.p90)
+            .field("p99", &self.p99)
+            .field("p999", &self.p999)
+            .finish_non_exhaustive()
+    }
+}
+
 pub(crate) fn histogram() -> Histogram<u64> {
     // Invariant: `new` fails only for more than 5 significant digits.
     #[allow(clippy::expect_used)]
     let mut h = Histogram::new(3).expect("3 significant digits are valid");
     h.auto(true);
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_matches_the_histogram() {
+        let mut h = histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let s = LatencySummary::from_histogram(&h);
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.p50, h.value_at_quantile(0.5));
+        assert_eq!(s.p999, h.value_at_quantile(0.999));
+        assert_eq!((s.min, s.max), (h.min(), h.max()));
+        assert_eq!(s.quantile(0.99), s.p99);
+        assert_eq!(s.quantile(2.0), h.value_at_quantile(1.0));
+        assert!((s.mean - 500_500.0).abs() < 500.0, "{}", s.mean);
+        assert!(format!("{s:?}").starts_with("LatencySummary { count: 1000, min: "));
+    }
+
+    #[test]
+    fn an_empty_summary_is_zero() {
+        let s = LatencySummary::from_histogram(&histogram());
+        assert_eq!(
+            (s.count, s.min, s.max, s.p50, s.quantile(0.5)),
+            (0, 0, 0, 0, 0)
+        );
+        assert_eq!(s.mean, 0.0);
+    }
 }

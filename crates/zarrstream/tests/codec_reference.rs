@@ -19,7 +19,7 @@ use blosc_src::{
     blosc_cbuffer_complib, blosc_cbuffer_metainfo, blosc_cbuffer_sizes, blosc_cbuffer_validate,
     blosc_cbuffer_versions, blosc_compress_ctx, blosc_decompress_ctx, blosc_getitem,
 };
-use zarrstream::{ArraySpec, ChunkEncoder, Codec, DataType, Writer, WriterOptions};
+use zarrstream::{ArraySpec, Checksum, ChunkEncoder, Codec, DataType, Writer, WriterOptions};
 
 // ---------------------------------------------------------------------------------------
 // Deterministic test data
@@ -660,7 +660,7 @@ fn check_blosc(
 }
 
 fn lz4_encoder(clevel: u8, ts: usize, crc: bool) -> ChunkEncoder {
-    ChunkEncoder::new(Codec::lz4(clevel), ts, crc).unwrap()
+    ChunkEncoder::new(Codec::blosc_lz4(clevel), ts, Checksum::crc32c_if(crc)).unwrap()
 }
 
 #[test]
@@ -1040,7 +1040,7 @@ fn blosc_typesize_limits() {
     );
     for ts in [256usize, 300] {
         let data: Vec<u8> = (0..ts * 200).map(|i| (i % 7) as u8).collect();
-        let Ok(mut enc) = ChunkEncoder::new(Codec::lz4(1), ts, false) else {
+        let Ok(mut enc) = ChunkEncoder::new(Codec::blosc_lz4(1), ts, Checksum::None) else {
             continue; // refusing is fine
         };
         let what = format!("typesize {ts}");
@@ -1136,7 +1136,9 @@ fn zstd_frames_decode_with_libzstd() {
     for level in [-1, 1, 3, 19] {
         for checksum in [false, true] {
             for crc in [false, true] {
-                let mut enc = ChunkEncoder::new(Codec::Zstd { level, checksum }, 2, crc).unwrap();
+                let mut enc =
+                    ChunkEncoder::new(Codec::Zstd { level, checksum }, 2, Checksum::crc32c_if(crc))
+                        .unwrap();
                 for (data, name) in &inputs {
                     let what = format!("zstd level {level} checksum {checksum} crc {crc}: {name}");
                     let framed = encode(&mut enc, data, &what);
@@ -1169,8 +1171,8 @@ fn crc32c_suffix_on_every_codec() {
     let data = camera_u16(64, 64, 60);
     for codec in [
         Codec::none(),
-        Codec::lz4(1),
-        Codec::lz4(0),
+        Codec::blosc_lz4(1),
+        Codec::blosc_lz4(0),
         Codec::zstd(1),
         Codec::Zstd {
             level: 3,
@@ -1178,12 +1180,12 @@ fn crc32c_suffix_on_every_codec() {
         },
     ] {
         let plain = encode(
-            &mut ChunkEncoder::new(codec, 2, false).unwrap(),
+            &mut ChunkEncoder::new(codec, 2, Checksum::None).unwrap(),
             &data,
             "no crc",
         );
         let with = encode(
-            &mut ChunkEncoder::new(codec, 2, true).unwrap(),
+            &mut ChunkEncoder::new(codec, 2, Checksum::Crc32c).unwrap(),
             &data,
             "crc",
         );
@@ -1196,10 +1198,11 @@ fn crc32c_suffix_on_every_codec() {
         let body = strip_crc(&with, true, &format!("{codec:?}"));
         match codec {
             Codec::None => assert_eq!(body, data),
-            Codec::Lz4 { .. } => assert_eq!(cblosc_decode(&body, "crc lz4"), data),
+            Codec::Blosc { .. } => assert_eq!(cblosc_decode(&body, "crc lz4"), data),
             Codec::Zstd { checksum, .. } => {
                 assert_eq!(zstd_decode(&body, data.len(), checksum, "crc zstd"), data)
             }
+            other => panic!("codec {other} not covered"),
         }
     }
 }
@@ -1221,7 +1224,7 @@ fn decode_chunk(
     let body = strip_crc(stored, crc, what);
     match codec {
         Codec::None => body,
-        Codec::Lz4 { .. } => {
+        Codec::Blosc { .. } => {
             let h = Header::parse(&body);
             assert_eq!(
                 (h.typesize, h.nbytes, h.cbytes),
@@ -1240,6 +1243,7 @@ fn decode_chunk(
             d
         }
         Codec::Zstd { checksum, .. } => zstd_decode(&body, expected_len, checksum, what),
+        other => panic!("{what}: codec {other} not covered"),
     }
 }
 
@@ -1416,7 +1420,7 @@ fn e2e_writer_chunks_decode_with_reference_libraries() {
             shard: [2, 128, 128],
             frames: 5,
             fill: 7.0,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             crc: true,
         },
         // Bigger chunks with several blocks and a leftover block per chunk at clevel 1.
@@ -1427,7 +1431,7 @@ fn e2e_writer_chunks_decode_with_reference_libraries() {
             shard: [2, 300, 600],
             frames: 3,
             fill: 0.0,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             crc: false,
         },
         E2e {
@@ -1437,7 +1441,7 @@ fn e2e_writer_chunks_decode_with_reference_libraries() {
             shard: [1, 64, 128],
             frames: 3,
             fill: 255.0,
-            codec: Codec::lz4(5),
+            codec: Codec::blosc_lz4(5),
             crc: true,
         },
         E2e {
@@ -1447,7 +1451,7 @@ fn e2e_writer_chunks_decode_with_reference_libraries() {
             shard: [3, 64, 64],
             frames: 4,
             fill: 65536.0 + 3.0,
-            codec: Codec::lz4(9),
+            codec: Codec::blosc_lz4(9),
             crc: false,
         },
         // Deep chunks (staged contiguously).
@@ -1458,7 +1462,7 @@ fn e2e_writer_chunks_decode_with_reference_libraries() {
             shard: [4, 64, 64],
             frames: 5,
             fill: 1.0,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             crc: true,
         },
         E2e {

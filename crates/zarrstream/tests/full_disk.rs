@@ -56,7 +56,7 @@ fn scenario_entry() {
 }
 
 fn sink_of(s: &str) -> SinkChoice {
-    SinkChoice::parse(s).expect("a sink name")
+    s.parse().expect("a sink name")
 }
 fn index_of(s: &str) -> IndexLocation {
     match s {
@@ -66,7 +66,7 @@ fn index_of(s: &str) -> IndexLocation {
     }
 }
 fn codec_of(s: &str) -> Codec {
-    Codec::parse(s).expect("a codec name")
+    s.parse().expect("a codec name")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -443,7 +443,12 @@ fn ome_pyramid_full() {
     let name = "ome";
     let mnt = support_fs::dir().join("mnt");
     support_fs::mount_tmpfs(&mnt, "size=24m");
-    let case = case(name, SinkChoice::Pwrite, IndexLocation::End, Codec::lz4(1));
+    let case = case(
+        name,
+        SinkChoice::Pwrite,
+        IndexLocation::End,
+        Codec::blosc_lz4(1),
+    );
     let root = mnt.join("a.ome.zarr");
     let ome = Ome::new().levels(Levels::Count(3));
     let w = Writer::create_ome(&root, case.spec::<u16>(), &ome, case.options())
@@ -558,7 +563,7 @@ fn ext4_partial_fallocate(name: &str, sink: SinkChoice) {
     );
     std::fs::remove_file(&probe).unwrap();
 
-    let case = case(name, sink, IndexLocation::End, Codec::lz4(1));
+    let case = case(name, sink, IndexLocation::End, Codec::blosc_lz4(1));
     let path = mnt.join("a.zarr");
     let before = space(&mnt);
     let s = record_until_error(&case, &path, 2000);
@@ -745,7 +750,12 @@ fn create_on_full_disk() {
     let mnt = support_fs::dir().join("mnt");
     support_fs::mount_tmpfs(&mnt, "size=1m");
     support_fs::fill(&mnt.join("filler"), u64::MAX);
-    let case = case(name, SinkChoice::Pwrite, IndexLocation::End, Codec::lz4(1));
+    let case = case(
+        name,
+        SinkChoice::Pwrite,
+        IndexLocation::End,
+        Codec::blosc_lz4(1),
+    );
     let path: PathBuf = mnt.join("a.zarr");
     let e = match Writer::create(&path, case.spec::<u16>(), case.options()) {
         Ok(_) => panic!("[{name}] create succeeded on a full disk"),

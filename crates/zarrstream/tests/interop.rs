@@ -166,6 +166,7 @@ fn frame(dtype: DataType, seed: u64, k: u64, h: usize, w: usize) -> Vec<u8> {
                     };
                     out.extend_from_slice(&v.to_bits().to_le_bytes());
                 }
+                other => panic!("no frames for {other}"),
             }
         }
     }
@@ -178,6 +179,7 @@ fn fill_bits(dtype: DataType, fill: f64) -> u64 {
         DataType::Int16 => u64::from(fill as i16 as u16),
         DataType::Float32 if fill.is_nan() => 0x7fc0_0000,
         DataType::Float32 => u64::from((fill as f32).to_bits()),
+        other => panic!("no fill bits for {other}"),
     }
 }
 
@@ -217,7 +219,7 @@ fn case(name: &'static str, shape: &[u64], chunk: &[u64], shard: &[u64], frames:
         shard: shard.to_vec(),
         dtype: DataType::UInt16,
         fill: 0.0,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
         crc32c: true,
         index: IndexLocation::End,
         sink: SinkChoice::Mmap,
@@ -302,7 +304,8 @@ impl Case {
         match self.codec {
             Codec::None => json!({"name": "none"}),
             Codec::Zstd { level, .. } => json!({"name": "zstd", "level": level}),
-            Codec::Lz4 { clevel } => json!({"name": "blosc", "clevel": clevel}),
+            Codec::Blosc { clevel, .. } => json!({"name": "blosc", "clevel": clevel}),
+            other => panic!("no reader name for codec {other}"),
         }
     }
 
@@ -393,10 +396,12 @@ impl Case {
                 SinkChoice::Mmap => "mmap",
                 SinkChoice::Auto => "auto",
                 SinkChoice::Direct => "direct",
+                other => panic!("sink {other} not covered"),
             },
             match self.packing {
                 Packing::Compact => "compact",
                 Packing::Sparse => "sparse",
+                other => panic!("packing {other} not covered"),
             },
             if self.skipped.is_empty() {
                 self.frames.to_string()
@@ -516,7 +521,7 @@ fn matrix() -> Vec<Case> {
         Case {
             dtype: UInt32,
             fill: 4_294_967_295.0,
-            codec: Codec::lz4(9),
+            codec: Codec::blosc_lz4(9),
             crc32c: false,
             sink: SinkChoice::Pwrite,
             ..case(
@@ -542,7 +547,7 @@ fn matrix() -> Vec<Case> {
         Case {
             dtype: Float32,
             fill: -1.5,
-            codec: Codec::lz4(5),
+            codec: Codec::blosc_lz4(5),
             index: Start,
             sink: SinkChoice::Pwrite,
             ..case(
@@ -602,7 +607,7 @@ fn matrix() -> Vec<Case> {
             )
         },
         Case {
-            codec: Codec::lz4(0),
+            codec: Codec::blosc_lz4(0),
             dims: None,
             ..case(
                 "r3_u16_lz4-0_nodims_tiny",
@@ -659,7 +664,7 @@ fn matrix() -> Vec<Case> {
         Case {
             dtype: Int16,
             fill: -32768.0,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             crc32c: false,
             packing: Packing::Sparse,
             ..case(
@@ -713,7 +718,7 @@ fn matrix() -> Vec<Case> {
         // Deep in c.
         Case {
             dtype: UInt32,
-            codec: Codec::lz4(3),
+            codec: Codec::blosc_lz4(3),
             sink: SinkChoice::Pwrite,
             index: Start,
             ..case(
@@ -753,7 +758,7 @@ fn matrix() -> Vec<Case> {
         Case {
             dtype: Int16,
             fill: 5.0,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             sink: SinkChoice::Pwrite,
             ..case(
                 "r5_i16_singlechunk_shards",
@@ -778,7 +783,7 @@ fn matrix() -> Vec<Case> {
         Case {
             dtype: Float32,
             fill: -2.25,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             packing: Packing::Sparse,
             threads: 1,
             ..case(
@@ -819,7 +824,7 @@ fn matrix() -> Vec<Case> {
         // Drops in deep chunks: a whole deep chunk (frames 0-2), part of one (7), a
         // whole shard (12-17) and the last frame.
         Case {
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             fill: 21.0,
             skipped: &[0, 1, 2, 7, 12, 13, 14, 15, 16, 17, 19],
             ..case(
@@ -883,6 +888,7 @@ fn read_index(case: &Case, shard: &[u8]) -> (usize, Vec<(u64, u64)>) {
     let at = match case.index {
         IndexLocation::End => shard.len() - size,
         IndexLocation::Start => 0,
+        other => panic!("index location {other} not covered"),
     };
     let u = |o: usize| u64::from_le_bytes(shard[o..o + 8].try_into().expect("8 bytes"));
     let entries = (0..n as usize)

@@ -54,7 +54,7 @@ fn images() -> Vec<Image> {
             scale: vec![40.0, 0.65, 0.5],
             drop_every: None,
             chunk: 16,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
         },
         Image {
             name: "r4_tzyx",
@@ -75,7 +75,7 @@ fn images() -> Vec<Image> {
             scale: vec![2.0, 250.0, 100.0, 100.0],
             drop_every: None,
             chunk: 16,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
         },
         Image {
             name: "r4_tcyx",
@@ -91,7 +91,7 @@ fn images() -> Vec<Image> {
             scale: vec![1.0, 1.0, 1.0, 1.0],
             drop_every: None,
             chunk: 16,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
         },
         Image {
             name: "r5_tczyx",
@@ -113,7 +113,7 @@ fn images() -> Vec<Image> {
             scale: vec![500.0, 1.0, 1.5, 0.2, 0.2],
             drop_every: None,
             chunk: 16,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
         },
     ]
 }
@@ -130,7 +130,7 @@ fn pyramid_images() -> Vec<Image> {
         scale: vec![1.0, 0.65, 0.5],
         drop_every: Some(4),
         chunk: 16,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
     };
     v[0].name = "p3_tyx_max";
     v[0].ome = v[0]
@@ -174,7 +174,7 @@ fn pyramid_images() -> Vec<Image> {
         scale: vec![1.0, 2.0, 0.5, 0.5],
         drop_every: None,
         chunk: 16,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
     };
     let z_max = Image {
         name: "p5_tczyx_max_z",
@@ -195,7 +195,7 @@ fn pyramid_images() -> Vec<Image> {
         scale: vec![1.0, 1.0, 1.0, 1.0, 1.0],
         drop_every: None,
         chunk: 16,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
     };
     v.push(z_mean);
     v.push(z_max);
@@ -211,7 +211,7 @@ fn pyramid_images() -> Vec<Image> {
         scale: vec![1.0, 1.0, 1.0],
         drop_every: None,
         chunk: 250,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
     });
     // The same with zstd, which reports no blocks: each tile is reduced after encoding.
     v.push(Image {
@@ -703,7 +703,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
         scale: vec![],
         drop_every: None,
         chunk: 16,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
     };
     let frames = 180u64;
     let data: Vec<u8> = (0..frames)

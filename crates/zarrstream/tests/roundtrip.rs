@@ -95,7 +95,7 @@ fn r3_i16_2048_inner_chunks_zstd_negative() {
 fn r3_u32_single_chunk_shards_lz4_5() {
     run::<u32>(&Case {
         fill: 4_000_000_000.0,
-        codec: Codec::lz4(5),
+        codec: Codec::blosc_lz4(5),
         crc32c: false,
         sink: SinkChoice::Pwrite,
         packing: Packing::Sparse,
@@ -134,7 +134,7 @@ fn r3_u16_bounded_full_deep() {
 fn r3_u16_bounded_partial_buffers_lz4_0() {
     let r = run::<u16>(&Case {
         fill: 7.0,
-        codec: Codec::lz4(0),
+        codec: Codec::blosc_lz4(0),
         crc32c: false,
         threads: 1,
         push: PushMode::Buffer,
@@ -173,7 +173,7 @@ fn r3_u32_sparse_end_large_index() {
 #[test]
 fn r3_u16_sparse_end_large_index_lz4_pwrite() {
     run::<u16>(&Case {
-        codec: Codec::lz4(5),
+        codec: Codec::blosc_lz4(5),
         packing: Packing::Sparse,
         sink: SinkChoice::Pwrite,
         ..Case::new(
@@ -192,7 +192,7 @@ fn r3_u16_sparse_end_large_index_lz4_pwrite() {
 fn r3_u16_lz4_multiblock_deep() {
     run::<u16>(&Case {
         fill: 7.0,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
         ..Case::new(
             "r3_u16_lz4_multiblock_deep",
             &[0, 128, 120],
@@ -257,7 +257,7 @@ fn r3_block_one_frame_pool() {
 fn r3_u8_tiny_frames_bounded_odd_extent() {
     run::<u8>(&Case {
         fill: 9.0,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
         ..Case::new(
             "r3_u8_tiny_frames_bounded_odd_extent",
             &[9, 5, 3],
@@ -278,7 +278,7 @@ fn r3_u8_tiny_frames_bounded_odd_extent() {
 fn r4_u16_z5_shard_z4_stop_mid_t() {
     run::<u16>(&Case {
         fill: 7.0,
-        codec: Codec::lz4(9),
+        codec: Codec::blosc_lz4(9),
         dimension_names: true,
         ..Case::new(
             "r4_u16_z5_shard_z4_stop_mid_t",
@@ -320,7 +320,7 @@ fn r4_i16_deep_3_2_stop_mid_t_with_skips() {
 fn r4_f32_bounded_full_deep() {
     run::<f32>(&Case {
         fill: -0.0,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
         index: IndexLocation::Start,
         sink: SinkChoice::Pwrite,
         ..Case::new(
@@ -372,7 +372,7 @@ fn r4_skip_first_frames_of_a_shard_bounded() {
 fn r4_f32_lz4_multiblock_sparse() {
     run::<f32>(&Case {
         fill: f64::NAN,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
         packing: Packing::Sparse,
         sink: SinkChoice::Pwrite,
         ..Case::new(
@@ -529,7 +529,7 @@ fn r5_f32_tczyx_zstd5_mmap_sparse() {
 fn r5_u32_deep_1_2_1_buffers() {
     run::<u32>(&Case {
         fill: 13.0,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
         index: IndexLocation::Start,
         sink: SinkChoice::Pwrite,
         push: PushMode::Buffer,
@@ -548,7 +548,7 @@ fn r5_u32_deep_1_2_1_buffers() {
 fn r5_u16_deep_3_1_2_lz4_5() {
     run::<u16>(&Case {
         fill: 7.0,
-        codec: Codec::lz4(5),
+        codec: Codec::blosc_lz4(5),
         crc32c: false,
         packing: Packing::Sparse,
         threads: 1,

@@ -4,6 +4,8 @@
 use serde_json::{Map, Value, json};
 use zarrstream::{ArraySpec, Codec, DataType};
 
+use super::RefsError;
+
 /// How the 4-byte crc32c that ends every inner chunk (when the array has one) is shown to
 /// v2 readers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -54,58 +56,64 @@ impl Crc32cShown {
 }
 
 /// The numpy type string of a little-endian element type.
-fn v2_dtype(dtype: DataType) -> &'static str {
-    match dtype {
+fn v2_dtype(dtype: DataType) -> Result<&'static str, RefsError> {
+    Ok(match dtype {
         DataType::UInt8 => "|u1",
         DataType::UInt16 => "<u2",
         DataType::Int16 => "<i2",
         DataType::UInt32 => "<u4",
         DataType::Float32 => "<f4",
-    }
+        other => return Err(RefsError::Unsupported(format!("data type {other}"))),
+    })
 }
 
 /// The numcodecs configuration of the inner bytes→bytes codec, `None` for no compression.
-fn numcodec(spec: &ArraySpec) -> Option<Value> {
-    match spec.codec() {
+fn numcodec(spec: &ArraySpec) -> Result<Option<Value>, RefsError> {
+    Ok(match spec.codec() {
         Codec::None => None,
         Codec::Zstd { level, .. } => Some(json!({"id": "zstd", "level": level})),
         // Byte shuffle (1), like the writer; the Blosc1 header is self-describing, so
         // decoding depends on none of these values.
-        Codec::Lz4 { clevel } => Some(json!({
+        Codec::Blosc { clevel, .. } => Some(json!({
             "id": "blosc", "cname": "lz4", "clevel": clevel, "shuffle": 1, "blocksize": 0
         })),
-    }
+        other => return Err(RefsError::Unsupported(format!("codec {other}"))),
+    })
 }
 
 /// `(filters, compressor)` of the `.zarray`.
-fn codec_chain(spec: &ArraySpec, crc: Crc32cShown) -> (Value, Value) {
-    let inner = numcodec(spec);
-    match (crc, inner) {
+fn codec_chain(spec: &ArraySpec, crc: Crc32cShown) -> Result<(Value, Value), RefsError> {
+    let inner = numcodec(spec)?;
+    Ok(match (crc, inner) {
         // v2 decodes the compressor first, then the filters in reverse: the crc32c
         // codec checks and strips the suffix, then the inner codec decompresses.
         (Crc32cShown::Verify, Some(c)) => (json!([c]), json!({"id": "crc32c"})),
         (Crc32cShown::Verify, None) => (Value::Null, json!({"id": "crc32c"})),
         (_, Some(c)) => (Value::Null, c),
         (_, None) => (Value::Null, Value::Null),
-    }
+    })
 }
 
 /// The `.zarray` of the inner-chunk view. `fill_value` is copied from `zarr.json` as it is
 /// (a different or `null` value would change what missing chunks read as).
-pub(super) fn zarray(spec: &ArraySpec, fill_value: &Value, crc: Crc32cShown) -> Value {
-    let (filters, compressor) = codec_chain(spec, crc);
-    json!({
+pub(super) fn zarray(
+    spec: &ArraySpec,
+    fill_value: &Value,
+    crc: Crc32cShown,
+) -> Result<Value, RefsError> {
+    let (filters, compressor) = codec_chain(spec, crc)?;
+    Ok(json!({
         "zarr_format": 2,
         "shape": spec.shape(),
         "chunks": spec.chunk_shape(),
-        "dtype": v2_dtype(spec.dtype()),
+        "dtype": v2_dtype(spec.dtype())?,
         "compressor": compressor,
         "filters": filters,
         "fill_value": fill_value,
         "order": "C",
         // The parquet layout only understands ".".
         "dimension_separator": ".",
-    })
+    }))
 }
 
 /// The `.zattrs`: the v3 `attributes`, plus `_ARRAY_DIMENSIONS` (xarray) when the array
@@ -148,7 +156,7 @@ mod tests {
 
     #[test]
     fn crc32c_becomes_the_compressor_and_the_codec_a_filter() {
-        let z = zarray(&spec(Codec::zstd(3), true), &json!(7), Crc32cShown::Verify);
+        let z = zarray(&spec(Codec::zstd(3), true), &json!(7), Crc32cShown::Verify).unwrap();
         assert_eq!(z["compressor"], json!({"id": "crc32c"}));
         assert_eq!(z["filters"], json!([{"id": "zstd", "level": 3}]));
         assert_eq!(z["fill_value"], json!(7));
@@ -158,11 +166,11 @@ mod tests {
     #[test]
     fn stripped_or_absent_crc32c_leaves_the_codec_as_compressor() {
         for crc in [Crc32cShown::Strip, Crc32cShown::Absent] {
-            let z = zarray(&spec(Codec::lz4(1), true), &json!(0), crc);
+            let z = zarray(&spec(Codec::blosc_lz4(1), true), &json!(0), crc).unwrap();
             assert_eq!(z["compressor"]["cname"], json!("lz4"));
             assert_eq!(z["filters"], Value::Null);
         }
-        let z = zarray(&spec(Codec::none(), false), &json!(0), Crc32cShown::Absent);
+        let z = zarray(&spec(Codec::none(), false), &json!(0), Crc32cShown::Absent).unwrap();
         assert_eq!(z["compressor"], Value::Null);
     }
 }

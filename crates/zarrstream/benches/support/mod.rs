@@ -9,8 +9,9 @@ pub(crate) mod camera;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-use zarrstream::{ArraySpec, Codec, DataType, Ome, SinkChoice, Stats, Writer, WriterOptions};
+use zarrstream::{
+    ArraySpec, Codec, DataType, LatencySummary, Ome, SinkChoice, Stats, Writer, WriterOptions,
+};
 
 /// One array layout of DESIGN §6 (t, y, x), `uint16`.
 #[derive(Debug, Clone, Copy)]
@@ -106,12 +107,7 @@ pub(crate) fn out_dir() -> PathBuf {
 }
 
 pub(crate) fn sink_name(s: SinkChoice) -> &'static str {
-    match s {
-        SinkChoice::Mmap => "mmap",
-        SinkChoice::Pwrite => "pwrite",
-        SinkChoice::Direct => "direct",
-        SinkChoice::Auto => "auto",
-    }
+    s.as_str()
 }
 
 /// A `/proc/self/status` field in bytes (`VmRSS`, `VmHWM`).
@@ -300,14 +296,14 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
 }
 
 /// `p50/p99/p99.9/max` in milliseconds.
-pub(crate) fn pct_ms(h: &Histogram<u64>) -> String {
+pub(crate) fn pct_ms(h: &LatencySummary) -> String {
     let ms = |ns: u64| ns as f64 / 1e6;
     format!(
         "{:.2} / {:.2} / {:.2} / {:.1}",
-        ms(h.value_at_quantile(0.5)),
-        ms(h.value_at_quantile(0.99)),
-        ms(h.value_at_quantile(0.999)),
-        ms(h.max())
+        ms(h.p50),
+        ms(h.p99),
+        ms(h.p999),
+        ms(h.max)
     )
 }
 

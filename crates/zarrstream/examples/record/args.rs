@@ -33,7 +33,7 @@ ARRAY:
                             frame and about 2^27 elements per shard]
     --dtype T               u8 | u16 | i16 | u32 | f32 [default: u16]
     --codec C               none | zstd[:LEVEL] | lz4[:CLEVEL] [default: lz4:1]
-                            (lz4 = blosc with cname lz4 and byte shuffle)
+                            (lz4 = blosc-lz4: blosc with cname lz4 and byte shuffle)
     --no-crc32c             leave out the per-chunk crc32c codec (on by default)
     --index-location L      end | start [default: end]
     --fill-value V          fill value, representable in --dtype [default: 0]
@@ -209,7 +209,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         chunk: Vec::new(),
         shard: Vec::new(),
         dtype: DataType::UInt16,
-        codec: Codec::lz4(1),
+        codec: Codec::blosc_lz4(1),
         crc32c: true,
         index_location: IndexLocation::End,
         fill_value: 0.0,
@@ -287,17 +287,17 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
             "--chunk" => raw.chunk = Some(parse_dims(&name, v)?),
             "--shard" => raw.shard = Some(parse_dims(&name, v)?),
             "--dtype" => {
-                o.dtype = match DataType::parse(v) {
-                    Some(d) => d,
-                    None => {
+                o.dtype = match v.parse::<DataType>() {
+                    Ok(d) => d,
+                    Err(_) => {
                         return usage(format!("--dtype '{v}': expected u8, u16, i16, u32 or f32"));
                     }
                 }
             }
             "--codec" => {
-                o.codec = match Codec::parse(v) {
-                    Some(c) => c,
-                    None => {
+                o.codec = match v.parse::<Codec>() {
+                    Ok(c) => c,
+                    Err(_) => {
                         return usage(format!(
                             "--codec '{v}': expected none, zstd, zstd:LEVEL (-131072..=22), lz4 or lz4:CLEVEL (0..=9)"
                         ));
@@ -305,10 +305,11 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 }
             }
             "--index-location" => {
-                o.index_location = match v {
-                    "end" => IndexLocation::End,
-                    "start" => IndexLocation::Start,
-                    _ => return usage(format!("--index-location '{v}': expected end or start")),
+                o.index_location = match v.parse::<IndexLocation>() {
+                    Ok(l) => l,
+                    Err(_) => {
+                        return usage(format!("--index-location '{v}': expected end or start"));
+                    }
                 }
             }
             "--fill-value" => {
@@ -397,9 +398,13 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
             "--blobs" => o.blobs = Some(parse_num(&name, v)?),
             "--threads" => o.threads = parse_num(&name, v)?,
             "--sink" => {
-                o.sink = match SinkChoice::parse(v) {
-                    Some(s) => s,
-                    None => return usage(format!("--sink '{v}': expected auto, mmap or pwrite")),
+                o.sink = match v.parse::<SinkChoice>() {
+                    Ok(s) => s,
+                    Err(_) => {
+                        return usage(format!(
+                            "--sink '{v}': expected auto, mmap, pwrite or direct"
+                        ));
+                    }
                 }
             }
             "--backpressure" => {
@@ -411,10 +416,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
             }
             "--pool-frames" => o.pool_frames = parse_num(&name, v)?,
             "--packing" => {
-                o.packing = match v {
-                    "compact" => Packing::Compact,
-                    "sparse" => Packing::Sparse,
-                    _ => return usage(format!("--packing '{v}': expected compact or sparse")),
+                o.packing = match v.parse::<Packing>() {
+                    Ok(p) => p,
+                    Err(_) => return usage(format!("--packing '{v}': expected compact or sparse")),
                 }
             }
             "--durability" => {

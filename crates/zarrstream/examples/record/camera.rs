@@ -273,6 +273,8 @@ pub(crate) fn encode(dtype: DataType, counts: &[f32]) -> Vec<u8> {
                 out.extend_from_slice(&c.to_le_bytes());
             }
         }
+        // A data type this simulator has no sensor model for: dark frames.
+        _ => out.resize(counts.len() * dtype.size(), 0),
     }
     out
 }

@@ -3,18 +3,17 @@
 use std::io;
 use std::path::Path;
 
-use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+use zarrstream::LatencySummary;
 
-/// `{p50, p90, p99, p999, max}` in microseconds from a histogram in nanoseconds.
-pub(crate) fn percentiles_us(h: &Histogram<u64>) -> Value {
-    let q = |q: f64| us(h.value_at_quantile(q));
+/// `{p50, p90, p99, p999, max}` in microseconds from a summary in nanoseconds.
+pub(crate) fn percentiles_us(h: &LatencySummary) -> Value {
     json!({
-        "p50": q(0.5),
-        "p90": q(0.9),
-        "p99": q(0.99),
-        "p999": q(0.999),
-        "max": us(h.max()),
+        "p50": us(h.p50),
+        "p90": us(h.p90),
+        "p99": us(h.p99),
+        "p999": us(h.p999),
+        "max": us(h.max),
     })
 }
 

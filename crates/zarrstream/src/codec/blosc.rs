@@ -10,7 +10,7 @@
 //! `lz4_flex` has no acceleration parameter and was 4× slower than c-blosc at clevel 1
 //! on camera chunks (BENCHMARKS.md); with the same acceleration our frames match
 //! c-blosc's speed and ratio. `lz4_flex` still decodes (`read::blosc`), in safe Rust.
-//! Layout and rules: `specs/blosc1-format.md`. In short: 16-byte header, a table of
+//! Layout and rules, those of c-blosc 1.x frames: 16-byte header, a table of
 //! absolute block offsets, then per block one LZ4 stream per byte plane ("split") or one
 //! stream (leftover block, or small blocks), each prefixed by its int32 length; a stream
 //! that does not shrink is stored raw with length = its input length; a frame that would
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn blocksize_matches_c_blosc_table() {
-        // specs/blosc1-format.md §8
+        // c-blosc's block sizes for LZ4 at these clevels, type and chunk sizes.
         assert_eq!(blocksize(1, 2, 524288), 65536);
         assert_eq!(blocksize(5, 2, 524288), 262144);
         assert_eq!(blocksize(9, 2, 524288), 524288);

@@ -1,5 +1,5 @@
 //! zstd: one frame per chunk, content size in the header (numcodecs < 0.16.2 refuses
-//! frames without it; digest §4.4).
+//! frames without it).
 
 use zstd::zstd_safe::{self, CCtx, CParameter};
 

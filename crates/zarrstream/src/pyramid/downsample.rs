@@ -2,6 +2,7 @@
 
 /// How level `k` is computed from level `k - 1` (2×2 blocks in y and x).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Downsample {
     /// Block mean (integers: rounded half up; see the module docs).
     #[default]
@@ -33,16 +34,26 @@ impl Downsample {
 }
 
 impl std::str::FromStr for Downsample {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::error::ParseError;
+    /// Parses `mean`, `decimate`, `min`, `max`, the names [`Display`](std::fmt::Display)
+    /// prints.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "mean" => Ok(Downsample::Mean),
             "decimate" => Ok(Downsample::Decimate),
             "min" => Ok(Downsample::Min),
             "max" => Ok(Downsample::Max),
-            _ => Err(format!(
-                "unknown downsampling method {s:?} (mean|decimate|min|max)"
+            _ => Err(crate::error::ParseError::new(
+                "downsampling method",
+                s,
+                "mean, decimate, min, max",
             )),
         }
+    }
+}
+
+impl std::fmt::Display for Downsample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

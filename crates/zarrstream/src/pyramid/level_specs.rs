@@ -5,6 +5,7 @@ use crate::spec::ArraySpec;
 
 /// Number of pyramid levels, level 0 included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Levels {
     /// Exactly this many (1 = level 0 only, the default).
     Count(usize),

@@ -276,7 +276,8 @@ mod tests {
     }
 
     fn encode(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
-        let mut enc = ChunkEncoder::new(Codec::lz4(clevel), ts, false).unwrap();
+        let mut enc =
+            ChunkEncoder::new(Codec::blosc_lz4(clevel), ts, crate::Checksum::None).unwrap();
         let mut out = vec![0u8; enc.slot_bound(data.len())];
         let n = enc.encode_slice(data, &mut out).unwrap();
         out.truncate(n);

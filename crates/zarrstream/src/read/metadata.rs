@@ -112,7 +112,7 @@ fn inner_codecs(list: &Value, dtype: DataType) -> Result<(Codec, bool), ReadErro
                         .and_then(Value::as_u64)
                         .and_then(|l| u8::try_from(l).ok())
                         .ok_or_else(|| err("blosc clevel is not in 0..=255"))?;
-                    Codec::Lz4 { clevel }
+                    Codec::blosc_lz4(clevel)
                 }
                 other => {
                     return Err(err(format!(
@@ -220,7 +220,9 @@ fn data_type(doc: &Value) -> Result<DataType, ReadError> {
     let dt_name = field(doc, "data_type", "")?
         .as_str()
         .ok_or_else(|| err("data_type is not a string"))?;
-    DataType::parse(dt_name)
+    dt_name
+        .parse::<DataType>()
+        .ok()
         .filter(|d| d.zarr_name() == dt_name)
         .ok_or_else(|| err(format!("unsupported data_type {dt_name}")))
 }
@@ -358,7 +360,7 @@ mod tests {
             base()
                 .dtype(DataType::UInt8)
                 .fill_value(255.0)
-                .codec(Codec::lz4(9))
+                .codec(Codec::blosc_lz4(9))
                 .build()
                 .unwrap(),
         ]

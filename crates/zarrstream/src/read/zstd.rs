@@ -85,7 +85,7 @@ mod tests {
 
     fn encode(data: &[u8], checksum: bool) -> Vec<u8> {
         let codec = Codec::Zstd { level: 1, checksum };
-        let mut enc = ChunkEncoder::new(codec, 2, false).unwrap();
+        let mut enc = ChunkEncoder::new(codec, 2, crate::Checksum::None).unwrap();
         let mut out = vec![0u8; enc.slot_bound(data.len())];
         let n = enc.encode_slice(data, &mut out).unwrap();
         out.truncate(n);

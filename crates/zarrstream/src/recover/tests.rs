@@ -42,7 +42,7 @@ fn chunk_data(row: u64, i: usize) -> Vec<u8> {
 }
 
 fn encoded(spec: &ArraySpec, row: u64, i: usize) -> Vec<u8> {
-    let mut enc = ChunkEncoder::new(spec.codec, 2, spec.crc32c).unwrap();
+    let mut enc = ChunkEncoder::new(spec.codec, 2, spec.checksum()).unwrap();
     let data = chunk_data(row, i);
     let mut out = vec![0u8; enc.slot_bound(data.len())];
     let n = enc.encode_slice(&data, &mut out).unwrap();
@@ -124,7 +124,7 @@ fn read_back(s: &Store) -> Vec<Option<Vec<u8>>> {
                 match s.spec.codec {
                     Codec::None => c.to_vec(),
                     Codec::Zstd { .. } => zstd::decompress(c, 512).unwrap(),
-                    Codec::Lz4 { .. } => blosc::decompress(c, 512).unwrap(),
+                    Codec::Blosc { .. } => blosc::decompress(c, 512).unwrap(),
                 }
             })
         })
@@ -140,7 +140,7 @@ fn rebuilds_verified_chunks_and_rejects_damaged_entries() {
     for location in [IndexLocation::End, IndexLocation::Start] {
         // Frames 0 and 1 complete (chunks 0..8), frame 2 partly (8, 9, 10, 11).
         let s = crashed(
-            spec(Codec::lz4(1), true, location),
+            spec(Codec::blosc_lz4(1), true, location),
             &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
         );
         let l = s.layout;
@@ -223,7 +223,7 @@ fn rebuilds_verified_chunks_and_rejects_damaged_entries() {
 
 #[test]
 fn without_crc32c_chunks_are_validated_by_decoding() {
-    for codec in [Codec::lz4(1), Codec::zstd(1), Codec::none()] {
+    for codec in [Codec::blosc_lz4(1), Codec::zstd(1), Codec::none()] {
         let s = crashed(spec(codec, false, IndexLocation::End), &[0, 1, 2, 3, 4, 5]);
         let l = s.layout;
         let f = OpenOptions::new()
@@ -302,7 +302,10 @@ fn recovers_a_shard_the_finisher_was_finishing() {
 
 #[test]
 fn counts_finished_shards_and_leaves_strangers_alone() {
-    let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[0, 1, 2]);
+    let s = crashed(
+        spec(Codec::blosc_lz4(1), true, IndexLocation::End),
+        &[0, 1, 2],
+    );
     // A finished shard of row 1 with frames 4 and 5 complete, published at extent 0.
     let l = s.layout;
     let mut kept = vec![None; 16];
@@ -333,7 +336,7 @@ fn counts_finished_shards_and_leaves_strangers_alone() {
 
 #[test]
 fn unreadable_partial_is_set_aside_and_empty_one_removed() {
-    let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[]);
+    let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &[]);
     let r = recover_store(&s.path).unwrap();
     assert_eq!(r.shards[0].outcome, ShardOutcome::Empty);
     assert!(!s.path.join("c").exists());
@@ -344,11 +347,11 @@ fn unreadable_partial_is_set_aside_and_empty_one_removed() {
     // working index not yet initialised (zeros).
     for len in [
         0,
-        ShardLayout::new(&spec(Codec::lz4(1), true, IndexLocation::End))
+        ShardLayout::new(&spec(Codec::blosc_lz4(1), true, IndexLocation::End))
             .unwrap()
             .file_size,
     ] {
-        let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[]);
+        let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &[]);
         let f = OpenOptions::new()
             .write(true)
             .open(partial(&s.path))
@@ -361,7 +364,7 @@ fn unreadable_partial_is_set_aside_and_empty_one_removed() {
         assert!(!s.path.join(PARTIAL_DIR).exists(), "length {len}");
     }
 
-    let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[0]);
+    let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &[0]);
     OpenOptions::new()
         .write(true)
         .open(partial(&s.path))
@@ -399,7 +402,7 @@ fn rejects_stores_it_cannot_read() {
 /// finds, and a `.creating` file left by a crash is cleared away.
 #[test]
 fn recovery_finds_what_the_writer_names() {
-    let s = crashed(spec(Codec::lz4(1), true, IndexLocation::End), &[]);
+    let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &[]);
     fs::remove_file(partial(&s.path)).unwrap();
     let key = crate::store::shard_key([1, 0, 0]);
     let tmp = s.path.join(PARTIAL_DIR);

@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn start_layout_puts_data_after_aligned_index() {
-        let l = ShardLayout::new(&spec(IndexLocation::Start, Codec::lz4(1), false)).unwrap();
+        let l = ShardLayout::new(&spec(IndexLocation::Start, Codec::blosc_lz4(1), false)).unwrap();
         assert_eq!(l.slot_size, 524288 + 4096); // 524288 + 16 rounded up
         assert_eq!(l.index_offset, 0);
         assert_eq!(l.data_start, 12288); // 8196 rounded to pages
@@ -186,7 +186,7 @@ pub(crate) mod proptests {
             Just(Codec::None),
             (-7i32..=22, any::<bool>())
                 .prop_map(|(level, checksum)| Codec::Zstd { level, checksum }),
-            (0u8..=9).prop_map(Codec::lz4),
+            (0u8..=9).prop_map(Codec::blosc_lz4),
         ]
     }
 

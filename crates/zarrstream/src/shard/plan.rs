@@ -5,6 +5,7 @@ use crate::spec::IndexLocation;
 
 /// What happens to the unused tail of each slot when a shard is finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Packing {
     /// Move chunks together so the file has no gaps (default; files copy and upload
     /// without holes). The pwrite and direct sinks append chunks, so nothing moves; the
@@ -15,6 +16,31 @@ pub enum Packing {
     /// Leave chunks in their slots and punch the gaps out of the file (no data moves;
     /// the file is sparse, its logical size includes the gaps).
     Sparse,
+}
+
+impl std::str::FromStr for Packing {
+    type Err = crate::error::ParseError;
+    /// Parses `compact` or `sparse`, the names [`Display`](std::fmt::Display) prints.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "compact" => Ok(Packing::Compact),
+            "sparse" => Ok(Packing::Sparse),
+            _ => Err(crate::error::ParseError::new(
+                "packing",
+                s,
+                "compact, sparse",
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Packing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Packing::Compact => "compact",
+            Packing::Sparse => "sparse",
+        })
+    }
 }
 
 /// One chunk move, `len` bytes from `from` to `to` (`to <= from`; apply in order).

@@ -6,26 +6,35 @@ mod mmap;
 mod pwrite;
 mod temp;
 
+use std::fmt;
 use std::path::Path;
+use std::str::FromStr;
 
 pub(crate) use temp::TempShard;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ParseError, Result};
 use crate::shard::{FinalLayout, ShardLayout};
 
 /// Which sink writes the shard files.
+///
+/// Parses from and prints as `auto`, `mmap`, `pwrite`, `direct`:
+///
+/// ```
+/// use zarrstream::SinkChoice;
+/// assert_eq!("direct".parse::<SinkChoice>()?, SinkChoice::Direct);
+/// assert_eq!(SinkChoice::Pwrite.to_string(), "pwrite");
+/// # Ok::<(), zarrstream::ParseError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SinkChoice {
     /// The measured default: [`Direct`](Self::Direct) where it is supported, else
-    /// `pwrite`. In `cargo bench --bench throughput` (C1 and C2 × lz4:1, zstd:1, none;
-    /// 2 cores, ext4; medians of 3 rounds; BENCHMARKS.md §2) direct was the fastest on
-    /// all 6 workload × codec pairs in two runs: C1 lz4:1 2831 MiB/s against 2227
-    /// (pwrite) and 1342 (mmap), C2 lz4:1 2716 against 1845, `none` 1898 / 1937 against
-    /// 1642 / 1548, zstd:1 489 / 511 against 475 / 485 (the second run), with about
-    /// pwrite's extra resident memory (the pool and staging, plus 0–7 MiB). pwrite copies
-    /// every encoded byte into the page cache and the kernel's threads write it back, on
-    /// the cores the encoders need; mmap pays a page fault and a page zeroing at the first
-    /// touch of each mapped page, and its mapped pages count as resident (515–1075 MiB).
+    /// `pwrite`. In `cargo bench --bench throughput` (both workloads, each codec) direct
+    /// was the fastest sink, with about pwrite's extra resident memory (the pool and
+    /// staging, plus a few MiB). pwrite copies every encoded byte into the page cache and
+    /// the kernel's threads write it back, on the cores the encoders need; mmap pays a
+    /// page fault and a page zeroing at the first touch of each mapped page, and its
+    /// mapped pages count as resident.
     #[default]
     Auto,
     /// Workers encode straight into a shared mapping of the shard (no copy). Falls back
@@ -48,6 +57,7 @@ pub enum SinkChoice {
 
 /// The sink actually used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SinkKind {
     /// Memory-mapped shard files.
     Mmap,
@@ -69,15 +79,14 @@ impl SinkKind {
 }
 
 impl SinkChoice {
-    /// Parses `auto`, `mmap`, `pwrite`, `direct`.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "auto" => SinkChoice::Auto,
-            "mmap" => SinkChoice::Mmap,
-            "pwrite" => SinkChoice::Pwrite,
-            "direct" => SinkChoice::Direct,
-            _ => return None,
-        })
+    /// `auto`, `mmap`, `pwrite` or `direct`, as [`FromStr`] accepts it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SinkChoice::Auto => "auto",
+            SinkChoice::Mmap => "mmap",
+            SinkChoice::Pwrite => "pwrite",
+            SinkChoice::Direct => "direct",
+        }
     }
 
     /// Resolves the choice for shards of `layout` in `dir` (a directory on the
@@ -94,6 +103,33 @@ impl SinkChoice {
                 SinkKind::Pwrite
             }
         }
+    }
+}
+
+impl FromStr for SinkChoice {
+    type Err = ParseError;
+
+    /// Parses `auto`, `mmap`, `pwrite`, `direct`.
+    fn from_str(s: &str) -> std::result::Result<Self, ParseError> {
+        Ok(match s {
+            "auto" => SinkChoice::Auto,
+            "mmap" => SinkChoice::Mmap,
+            "pwrite" => SinkChoice::Pwrite,
+            "direct" => SinkChoice::Direct,
+            _ => return Err(ParseError::new("sink", s, "auto, mmap, pwrite, direct")),
+        })
+    }
+}
+
+impl fmt::Display for SinkChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for SinkKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -193,4 +229,26 @@ impl Scratch {
 
 fn internal(msg: &str) -> Error {
     Error::Internal(msg.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sink_names_round_trip() {
+        use SinkChoice::*;
+        for c in [Auto, Mmap, Pwrite, Direct] {
+            assert_eq!(c.to_string().parse::<SinkChoice>(), Ok(c));
+        }
+        for k in [SinkKind::Mmap, SinkKind::Pwrite, SinkKind::Direct] {
+            assert_eq!(k.to_string(), k.as_str());
+        }
+        let e = "disk".parse::<SinkChoice>().unwrap_err();
+        assert_eq!((e.what, e.input.as_str()), ("sink", "disk"));
+        assert_eq!(
+            e.to_string(),
+            "\"disk\" is not a sink (auto, mmap, pwrite, direct)"
+        );
+    }
 }

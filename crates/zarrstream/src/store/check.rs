@@ -237,7 +237,7 @@ fn decode_size(spec: &ArraySpec, body: &[u8]) -> Result<(), ChunkFault> {
         Codec::Zstd { .. } => zstd::decompress(body, expected)
             .map_err(ChunkFault::Decode)?
             .len(),
-        Codec::Lz4 { .. } => blosc::decompress(body, expected)
+        Codec::Blosc { .. } => blosc::decompress(body, expected)
             .map_err(ChunkFault::Decode)?
             .len(),
     };

@@ -34,7 +34,7 @@ fn shard(len: u64) -> Shard {
 }
 
 fn encode(codec: Codec, crc32c: bool, data: &[u8]) -> Vec<u8> {
-    let mut enc = ChunkEncoder::new(codec, 2, crc32c).unwrap();
+    let mut enc = ChunkEncoder::new(codec, 2, crate::Checksum::crc32c_if(crc32c)).unwrap();
     let mut out = vec![0u8; enc.slot_bound(data.len())];
     let n = enc.encode_slice(data, &mut out).unwrap();
     out.truncate(n);
@@ -111,7 +111,7 @@ fn entry_faults_name_each_bad_entry() {
 #[test]
 fn check_chunk_by_crc32c_and_by_decoding() {
     let data: Vec<u8> = (0..32 * 32 * 2).map(|i| (i / 7) as u8).collect();
-    for codec in [Codec::none(), Codec::zstd(1), Codec::lz4(1)] {
+    for codec in [Codec::none(), Codec::zstd(1), Codec::blosc_lz4(1)] {
         let s = store(codec, true, IndexLocation::End);
         let mut bytes = encode(codec, true, &data);
         assert_eq!(s.check_chunk(&bytes, false), Ok(CheckedBy::Crc32c));

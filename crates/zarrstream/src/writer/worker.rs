@@ -30,7 +30,7 @@ pub(crate) fn run(
     super::priority::lower_priority(nice);
     let mut latency = crate::stats::histogram();
     let spec = &shared.spec;
-    let mut encoder = match ChunkEncoder::new(spec.codec, spec.dtype.size(), spec.crc32c) {
+    let mut encoder = match ChunkEncoder::new(spec.codec, spec.dtype.size(), spec.checksum()) {
         Ok(e) => Some(match spec.lz4_acceleration {
             Some(a) => e.lz4_acceleration(a),
             None => e,
@@ -163,7 +163,7 @@ mod tests {
             .chunk_shape([1, 32, 32])
             .shard_shape([4, 64, 64])
             .dtype(DataType::UInt16)
-            .codec(Codec::lz4(1))
+            .codec(Codec::blosc_lz4(1))
             .build()
             .unwrap()
     }

@@ -202,7 +202,7 @@ impl Case {
             chunk: chunk.to_vec(),
             shard: shard.to_vec(),
             fill: 0.0,
-            codec: Codec::lz4(1),
+            codec: Codec::blosc_lz4(1),
             crc32c: true,
             index: IndexLocation::End,
             sink: SinkChoice::Mmap,
@@ -633,8 +633,9 @@ fn inner_codecs(codec: Codec, typesize: usize, crc32c: bool) -> Value {
         Codec::Zstd { level, checksum } => {
             v.push(json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}))
         }
-        Codec::Lz4 { clevel } => v.push(json!({"name": "blosc", "configuration": {
+        Codec::Blosc { clevel, .. } => v.push(json!({"name": "blosc", "configuration": {
             "cname": "lz4", "clevel": clevel, "shuffle": "shuffle", "typesize": typesize, "blocksize": 0}})),
+        other => panic!("no expected metadata for codec {other}"),
     }
     if crc32c {
         v.push(json!({"name": "crc32c"}));
@@ -669,7 +670,7 @@ pub(crate) fn check_metadata<T: Sample>(case: &Case, m: &Model, path: &Path, rec
             "chunk_shape": case.chunk,
             "codecs": inner_codecs(case.codec, es, case.crc32c),
             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
-            "index_location": match case.index { IndexLocation::End => "end", IndexLocation::Start => "start" },
+            "index_location": match case.index { IndexLocation::End => "end", IndexLocation::Start => "start", other => panic!("{other}") },
         }}]),
     );
     if case.dimension_names {
@@ -719,6 +720,7 @@ pub(crate) fn parse_index(
     let index = match location {
         IndexLocation::End => &bytes[bytes.len() - size..],
         IndexLocation::Start => &bytes[..size],
+        other => return Err(format!("index location {other} not covered")),
     };
     let crc = u32::from_le_bytes(index[16 * n..].try_into().unwrap());
     if crc32c::crc32c(&index[..16 * n]) != crc {
@@ -823,6 +825,7 @@ fn check_shard(case: &Case, m: &Model, key: &[u64], data: &[u8], es: usize) {
     let (lo, hi) = match case.index {
         IndexLocation::End => (0, len - index_size),
         IndexLocation::Start => (index_size, len),
+        other => panic!("[{name}] index location {other} not covered"),
     };
     let mut used: Vec<(u64, u64)> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -926,11 +929,12 @@ fn check_chunk_bytes(case: &Case, m: &Model, ks: &str, i: usize, chunk: &[u8], e
             Some(&0xFD2F_B528u32.to_le_bytes()[..]),
             "[{name}] {ks}: chunk {i} is not a zstd frame"
         ),
-        Codec::Lz4 { .. } => assert_eq!(
+        Codec::Blosc { .. } => assert_eq!(
             body.first(),
             Some(&2),
             "[{name}] {ks}: chunk {i} blosc version"
         ),
+        other => panic!("[{name}] codec {other} not covered"),
     }
 }
 

@@ -1,4 +1,4 @@
-//! OME-Zarr (NGFF) 0.5 image metadata (digest §9): the store root is a Zarr group whose
+//! OME-Zarr (NGFF) 0.5 image metadata: the store root is a Zarr group whose
 //! `zarr.json` carries `attributes.ome` (`version`, one `multiscales` entry, optional
 //! `omero`), and each resolution level is a sharded array below it (`0`, `1`, …).
 //!
@@ -7,14 +7,23 @@
 //! names. Levels `1…L` ([`Ome::levels`]) are 2×2 reductions in y and x built during the
 //! acquisition (`crate::pyramid`); each lists its scale and pixel-centre translation.
 
+mod axis;
+mod omero;
+mod units;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::dtype::DataType;
 use crate::error::OmeError;
 use crate::pyramid::{Downsample, Levels};
 use crate::spec::ArraySpec;
+
+pub use axis::{Axis, AxisKind};
+pub use omero::{Omero, OmeroChannel, Window};
+pub use units::{SpaceUnit, TimeUnit};
+
+use omero::{PALETTE, dtype_range};
 
 /// The OME-Zarr version written.
 pub const OME_VERSION: &str = "0.5";
@@ -23,130 +32,11 @@ pub const OME_VERSION: &str = "0.5";
 pub const LEVEL0_PATH: &str = "0";
 
 /// Default LZ4 acceleration of pyramid levels 1…L ([`Ome::level_lz4_acceleration`]).
-/// On level 1 of the synthetic camera's frames (2×2 means) blosc-lz4 ran at 6.5 GiB/s
-/// with it against 0.88 GiB/s with c-blosc's clevel-1 setting (acceleration 9), for
-/// chunks 12 % larger (ratio 1.95 against 2.19); level 0 runs at 4.1 GiB/s with c-blosc's
-/// setting (`cargo bench --bench codecs`, BENCHMARKS.md).
+/// On level 1 of the synthetic camera's frames (2×2 means) blosc-lz4 ran about 7× faster
+/// with it than with c-blosc's clevel-1 setting (acceleration 9), for chunks 12 % larger
+/// (ratio 1.95 against 2.19), and faster than level 0 with c-blosc's setting
+/// (`cargo bench --bench codecs`).
 pub const LEVEL_LZ4_ACCELERATION: i32 = 128;
-
-/// Unit of the spatial axes (a UDUNITS-2 name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SpaceUnit {
-    /// `micrometer`.
-    #[default]
-    Micrometer,
-    /// `nanometer`.
-    Nanometer,
-}
-
-impl SpaceUnit {
-    /// The UDUNITS-2 name written into `axes[].unit`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SpaceUnit::Micrometer => "micrometer",
-            SpaceUnit::Nanometer => "nanometer",
-        }
-    }
-}
-
-/// Unit of the time axis (a UDUNITS-2 name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimeUnit {
-    /// `second`.
-    Second,
-    /// `millisecond`.
-    #[default]
-    Millisecond,
-}
-
-impl TimeUnit {
-    /// The UDUNITS-2 name written into `axes[].unit`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TimeUnit::Second => "second",
-            TimeUnit::Millisecond => "millisecond",
-        }
-    }
-
-    fn of(self, d: Duration) -> f64 {
-        match self {
-            TimeUnit::Second => d.as_secs_f64(),
-            TimeUnit::Millisecond => d.as_secs_f64() * 1e3,
-        }
-    }
-}
-
-/// What an axis holds (`axes[].type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AxisKind {
-    /// The append axis.
-    Time,
-    /// Channels (no unit).
-    Channel,
-    /// `z`, `y` or `x`.
-    Space,
-}
-
-impl AxisKind {
-    /// The name written into `axes[].type`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AxisKind::Time => "time",
-            AxisKind::Channel => "channel",
-            AxisKind::Space => "space",
-        }
-    }
-}
-
-/// One axis of the image, as written into `multiscales[0].axes`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
-    /// Name, equal to the level arrays' dimension name.
-    pub name: String,
-    /// Time, channel or space.
-    pub kind: AxisKind,
-    /// UDUNITS-2 unit, `None` for channels and for axes without a physical size.
-    pub unit: Option<&'static str>,
-    /// Physical size of one level-0 pixel along the axis (1 where there is none).
-    pub scale: f64,
-}
-
-/// A channel's display window for `omero` (in data values).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Window {
-    /// Smallest value the data type holds (or the data may take).
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-    /// Display range start.
-    pub start: f64,
-    /// Display range end.
-    pub end: f64,
-}
-
-/// One channel of the transitional `omero` rendering metadata.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OmeroChannel {
-    /// Label shown by viewers.
-    pub label: String,
-    /// Colour as 6 hexadecimal digits, `RRGGBB`.
-    pub color: String,
-    /// Display window.
-    pub window: Window,
-    /// Whether the channel is shown.
-    pub active: bool,
-}
-
-/// The `omero` rendering metadata to write.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Omero {
-    /// One channel per channel-axis entry (one if there is no channel axis), labelled
-    /// with the channel names, coloured from a fixed palette (grey for a single
-    /// channel), windows over the data type's range.
-    Auto,
-    /// These channels, one per channel-axis entry.
-    Channels(Vec<OmeroChannel>),
-}
 
 /// Options of an OME-Zarr 0.5 image; pass to
 /// [`Writer::create_ome`](crate::Writer::create_ome).
@@ -287,9 +177,9 @@ impl Ome {
     ///
     /// Why not c-blosc's setting: averaging 2×2 blocks removes most of the camera noise
     /// that lets LZ4 skip through level 0 quickly; at c-blosc's clevel-1 acceleration
-    /// (9) LZ4 ran 4.6× slower per byte on level 1 than on level 0 (0.88 against
-    /// 4.06 GiB/s), for 12 % better compression, so the levels took more encoding time
-    /// than level 0 itself (BENCHMARKS.md). Pass `9` to get c-blosc's frames.
+    /// (9) LZ4 ran 4.6× slower per byte on level 1 than on level 0, for 12 % better
+    /// compression, so the levels took more encoding time than level 0 itself
+    /// (`cargo bench --bench codecs`). Pass `9` to get c-blosc's frames.
     pub fn level_lz4_acceleration(mut self, accel: i32) -> Self {
         self.level_lz4_acceleration = Some(accel.max(1));
         self
@@ -561,21 +451,8 @@ impl Ome {
     }
 }
 
-/// Channel colours of [`Omero::Auto`]: green, magenta, cyan, yellow, red, blue.
-const PALETTE: [&str; 6] = ["00FF00", "FF00FF", "00FFFF", "FFFF00", "FF0000", "0000FF"];
-
-/// The display range of a data type (floats: 0..1).
-fn dtype_range(dtype: DataType) -> (f64, f64) {
-    match dtype {
-        DataType::UInt8 => (0.0, u8::MAX as f64),
-        DataType::UInt16 => (0.0, u16::MAX as f64),
-        DataType::Int16 => (i16::MIN as f64, i16::MAX as f64),
-        DataType::UInt32 => (0.0, u32::MAX as f64),
-        _ => (0.0, 1.0),
-    }
-}
-
-/// The root group's `zarr.json` (digest §7: nothing but these three keys).
+/// The root group's `zarr.json`: nothing but these three keys (OME-Zarr 0.5 keeps all
+/// of its metadata under `attributes.ome`).
 pub(crate) fn group_json(attributes: Value) -> Value {
     json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
 }

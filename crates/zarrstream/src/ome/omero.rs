@@ -1,0 +1,55 @@
+//! The transitional `omero` rendering metadata: channel labels, colours and windows.
+
+use crate::dtype::DataType;
+
+/// A channel's display window for `omero` (in data values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    /// Smallest value the data type holds (or the data may take).
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Display range start.
+    pub start: f64,
+    /// Display range end.
+    pub end: f64,
+}
+
+/// One channel of the transitional `omero` rendering metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OmeroChannel {
+    /// Label shown by viewers.
+    pub label: String,
+    /// Colour as 6 hexadecimal digits, `RRGGBB`.
+    pub color: String,
+    /// Display window.
+    pub window: Window,
+    /// Whether the channel is shown.
+    pub active: bool,
+}
+
+/// The `omero` rendering metadata to write.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Omero {
+    /// One channel per channel-axis entry (one if there is no channel axis), labelled
+    /// with the channel names, coloured from a fixed palette (grey for a single
+    /// channel), windows over the data type's range.
+    Auto,
+    /// These channels, one per channel-axis entry.
+    Channels(Vec<OmeroChannel>),
+}
+
+/// Channel colours of [`Omero::Auto`]: green, magenta, cyan, yellow, red, blue.
+pub(super) const PALETTE: [&str; 6] = ["00FF00", "FF00FF", "00FFFF", "FFFF00", "FF0000", "0000FF"];
+
+/// The display range of a data type (floats: 0..1).
+pub(super) fn dtype_range(dtype: DataType) -> (f64, f64) {
+    match dtype {
+        DataType::UInt8 => (0.0, u8::MAX as f64),
+        DataType::UInt16 => (0.0, u16::MAX as f64),
+        DataType::Int16 => (i16::MIN as f64, i16::MAX as f64),
+        DataType::UInt32 => (0.0, u32::MAX as f64),
+        _ => (0.0, 1.0),
+    }
+}

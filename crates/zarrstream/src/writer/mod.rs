@@ -57,7 +57,7 @@ use crate::store::prepare_dir;
 ///     .chunk_shape([1, 256, 256])
 ///     .shard_shape([16, 512, 512])
 ///     .dtype(DataType::UInt16)
-///     .codec(Codec::lz4(1))
+///     .codec(Codec::blosc_lz4(1))
 ///     .build()?;
 /// let mut writer = Writer::create("run.zarr", spec, WriterOptions::default())?;
 /// let frame = vec![0u16; 512 * 512];

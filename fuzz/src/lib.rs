@@ -17,9 +17,9 @@ use serde_json::Value;
 use zarrstream::read::index::{EMPTY, parse_index, raw_entries};
 use zarrstream::read::{ReadError, blosc, metadata::parse_array_json, zstd as zread};
 use zarrstream::recover::{ShardOutcome, recover_store};
+use zarrstream::store::ShardLayout;
 use zarrstream::{
-    ArraySpec, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, ShardLayout, Writer,
-    WriterOptions,
+    ArraySpec, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer, WriterOptions,
 };
 
 /// A target's check of one input.

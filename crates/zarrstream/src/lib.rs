@@ -57,9 +57,8 @@ pub use ome::{
     SpaceUnit, TimeUnit, Window,
 };
 pub use pyramid::{Downsample, Levels, MAX_LEVELS};
-pub use shard::{LayoutOverflow, Packing, ShardLayout};
+pub use shard::Packing;
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::{LatencySummary, Stats};
-pub use tile::ChunkSource;
 pub use writer::{Backpressure, Durability, PoolBuf, PushOutcome, Writer, WriterOptions};

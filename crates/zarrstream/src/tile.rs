@@ -8,7 +8,7 @@ use crate::dtype::FillPattern;
 /// Row `r < valid_rows` starts at `data[r * row_stride]` and holds `valid_row_bytes` bytes
 /// of data followed by `row_bytes - valid_row_bytes` bytes of fill; later rows are fill.
 #[derive(Debug, Clone, Copy)]
-pub struct ChunkSource<'a> {
+pub(crate) struct ChunkSource<'a> {
     data: &'a [u8],
     row_stride: usize,
     rows: usize,
@@ -73,13 +73,8 @@ impl<'a> ChunkSource<'a> {
     }
 
     /// Total decoded bytes of the chunk.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.rows * self.row_bytes
-    }
-
-    /// Whether the chunk is empty (never, for a valid spec).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The fill pattern used for padding.

@@ -23,8 +23,9 @@ use serde_json::Value;
 use support_fs::{Space, allocated, listing, space};
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
+use zarrstream::store::ShardLayout;
 use zarrstream::{
-    Codec, Durability, Error, IndexLocation, Levels, Ome, ShardLayout, SinkChoice, SinkKind, Writer,
+    Codec, Durability, Error, IndexLocation, Levels, Ome, SinkChoice, SinkKind, Writer,
 };
 
 const ENTRY: &str = "scenario_entry";

@@ -135,7 +135,7 @@ impl ChunkEncoder {
 
     /// Encodes `src` into `out` (at least [`slot_bound`](Self::slot_bound) bytes) and
     /// appends the crc32c when enabled; returns the bytes used.
-    pub fn encode(&mut self, src: &ChunkSource<'_>, out: &mut [u8]) -> Result<usize, Error> {
+    pub(crate) fn encode(&mut self, src: &ChunkSource<'_>, out: &mut [u8]) -> Result<usize, Error> {
         self.encode_observed(src, out, &mut |_| {})
     }
 

@@ -34,6 +34,7 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
+pub use crate::shard::{LayoutOverflow, ShardLayout};
 pub(crate) use check::check_chunk;
 pub use check::{CheckedBy, ChunkFault, EntryFault, read_chunk};
 pub use contract::{

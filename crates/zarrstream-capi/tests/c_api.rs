@@ -1,4 +1,4 @@
-//! The C API used from C and Python, as instrument software would (issue 8).
+//! The C API used from C and Python, as instrument software would.
 //!
 //! The libraries are built once per run of this binary, with its own profile and target
 //! directory (`cargo build --lib --test c_api` from the workspace root: the same package

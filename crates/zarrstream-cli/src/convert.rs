@@ -270,7 +270,8 @@ fn convert_array(
     Ok(report)
 }
 
-/// The standard v3 `zarr.json` of a converted array (digest §8/§11).
+/// The standard v3 `zarr.json` of a converted array: `sharding_indexed` with the legacy
+/// inner codecs and a crc32c-checked index.
 fn array_json(a: &LegacyArray) -> Value {
     let endian = if a.dtype.big_endian { "big" } else { "little" };
     let mut inner = Vec::new();

@@ -1,4 +1,4 @@
-//! `zarrstream convert` (issue 6): legacy sharded arrays → standard `sharding_indexed`.
+//! `zarrstream convert`: legacy sharded arrays → standard `sharding_indexed`.
 //!
 //! * `legacy_layouts_read_back_with_real_readers`: v3-draft storage-transformer arrays
 //!   written by zarr-python 2.18 itself (venv `target/legacy-venv` from

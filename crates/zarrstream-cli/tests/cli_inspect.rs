@@ -1,4 +1,4 @@
-//! The `inspect`, `verify` and `compact` subcommands of the `zarrstream` binary (issue 6),
+//! The `inspect`, `verify` and `compact` subcommands of the `zarrstream` binary,
 //! run as a user would: stores written by the library, the built binary, assertions on
 //! its JSON, its exit status and its stderr.
 //!

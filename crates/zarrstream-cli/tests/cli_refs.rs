@@ -1,4 +1,4 @@
-//! `zarrstream refs` (issue 6): kerchunk reference sets for the inner-chunk view.
+//! `zarrstream refs`: kerchunk reference sets for the inner-chunk view.
 //!
 //! * `real_readers_read_the_reference_sets`: arrays written by the library (codecs none,
 //!   zstd, blosc-lz4; crc32c on and off; u16 and i16; a fill value other than 0; edge

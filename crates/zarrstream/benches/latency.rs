@@ -1,4 +1,4 @@
-//! Latency under a paced camera (issue 4, item 3).
+//! Latency under a paced camera.
 //!
 //! Method, all in one process:
 //! 1. The maximum rate is measured closed loop (no pacing, `Backpressure::Block`): the

@@ -1,4 +1,4 @@
-//! A long acquisition at full speed (issue 4 item 5): throughput, memory and the page
+//! A long acquisition at full speed: throughput, memory and the page
 //! cache held by finished shards, sampled every second, must stay flat.
 //!
 //! ```text

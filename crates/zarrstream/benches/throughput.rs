@@ -1,5 +1,5 @@
 //! End-to-end throughput against the machine's ceilings, measured in the same run
-//! (issue 4 item 2, DESIGN §6).
+//! (BENCHMARKS.md §2).
 //!
 //! ```text
 //! cargo bench --bench throughput -- [--workloads C1,C2] [--codecs lz4:1,zstd:1,none]

@@ -1,5 +1,5 @@
 //! `record`: stream camera frames into a sharded Zarr v3 array and report throughput,
-//! compression, latency and memory (DESIGN.md §5, "The record example — a contract").
+//! compression, latency and memory, on its synthetic camera or on frames from a file.
 //!
 //! ```text
 //! cargo run --release --example record -- --out /tmp/c1.zarr --overwrite \

@@ -195,7 +195,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fill_json_follows_the_digest() {
+    fn fill_json_follows_the_zarr_v3_spec() {
         assert_eq!(DataType::UInt16.fill_json(7.0), serde_json::json!(7));
         assert_eq!(DataType::Int16.fill_json(-3.0), serde_json::json!(-3));
         assert_eq!(

@@ -1,4 +1,4 @@
-//! Bad input and misuse (issue 5, "Reliability"): each is refused with its specific
+//! Bad input and misuse: each is refused with its specific
 //! error variant, carrying the path, frame index or field; nothing panics; and the store
 //! still reads back correctly after the bad call (checked with `zarrs` through
 //! `common::verify`, or by comparing what is on disk before and after).

@@ -1,4 +1,4 @@
-//! Recording onto a filesystem that runs out of space (issue 5, "Reliability").
+//! Recording onto a filesystem that runs out of space.
 //!
 //! Every scenario runs in a child process of its own, in a private mount namespace, on a
 //! filesystem the child mounts (see `support_fs.rs`): a 24 MiB tmpfs, an ext4 image on a

@@ -1,4 +1,4 @@
-//! Interoperability suite (issue 3): arrays written by zarrstream are read back by
+//! Interoperability suite: arrays written by zarrstream are read back by
 //! zarr-python 3.1 (its own codec pipeline), zarr-python with the `zarrs` Rust codec
 //! pipeline, and tensorstore's `zarr3` driver, element for element.
 //!

@@ -1,4 +1,4 @@
-//! OME-Zarr 0.5 image output (issue 7, level 0): the group and level-0 metadata we
+//! OME-Zarr 0.5 image output: the group and level-0 metadata we
 //! expect (axis order, names, types, units, scales, `dimension_names`), typed errors for
 //! bad options, the writer lock and overwrite with the array at `<store>/0`, recovery of
 //! the level array, and — in the pinned Python environment — validation with

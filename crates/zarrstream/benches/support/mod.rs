@@ -1,5 +1,5 @@
-//! What the benchmarks (`codecs`, `throughput`, `latency`, `longrun`) share: the DESIGN §6
-//! workloads, the synthetic camera frames, one timed writer run, memory readings, and a
+//! What the benchmarks (`codecs`, `throughput`, `latency`, `longrun`) share: the C1/C2
+//! workloads (BENCHMARKS.md), the synthetic camera frames, one timed writer run, memory readings, and a
 //! small option parser and table printer.
 #![allow(dead_code)] // each benchmark uses its own subset
 
@@ -13,7 +13,7 @@ use zarrstream::{
     ArraySpec, Codec, DataType, LatencySummary, Ome, SinkChoice, Stats, Writer, WriterOptions,
 };
 
-/// One array layout of DESIGN §6 (t, y, x), `uint16`.
+/// One benchmark array layout (t, y, x), `uint16`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Workload {
     pub name: &'static str,

@@ -1,6 +1,6 @@
 //! A defensive decoder of Blosc1 frames (format version 2) with the LZ4 compressor:
 //! byte shuffle or none, memcpyed frames, split and unsplit blocks, leftover blocks.
-//! It applies every check of c-blosc 1.x (`specs/blosc1-format.md` §9) plus the bounds
+//! It applies every check c-blosc 1.x makes before decompressing plus the bounds
 //! checks that keep it from panicking on any input, and allocates only after the header
 //! has been validated against the caller's limit.
 

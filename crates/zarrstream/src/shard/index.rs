@@ -1,5 +1,6 @@
 //! The shard index: `(offset, nbytes)` per inner chunk, u64 little-endian, empty =
-//! both `u64::MAX`, followed by the crc32c of those bytes (digest §6.2, §11.3).
+//! both `u64::MAX`, followed by the crc32c of those bytes (the sharding codec's
+//! `index_codecs` `bytes(little)` + `crc32c`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

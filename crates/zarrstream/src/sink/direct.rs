@@ -13,9 +13,8 @@
 //! shared mapping of the index's pages: it is in the page cache at once, so a killed
 //! process leaves it for `recover`, as the other sinks do. A buffered `pwrite` of the
 //! entry would take the file's inode lock exclusively and wait for every direct write
-//! in flight (C1 `lz4:1` fell from about 2000 to 1050–1165 MiB/s); writing the entry's
-//! block with `O_DIRECT`, before the chunk counts as written, cost a third of the
-//! throughput (2970 to 2000).
+//! in flight; writing the entry's block with `O_DIRECT`, before the chunk counts as
+//! written, costs a third of the throughput (measured in BENCHMARKS.md §9).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};

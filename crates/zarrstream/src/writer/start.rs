@@ -26,9 +26,10 @@ use crate::stats::histogram;
 use crate::store::PARTIAL_DIR;
 use crate::store::StoreLock;
 
-// Workers per `WriterOptions::threads` with the direct sink. With one, `record` (C1
-// `lz4:1`, 2 cores) wrote 1699–1816 MiB/s against 2115–2668 with pwrite; with three,
-// 2955–2973; with four, 3138 (noise: `none` was slower).
+// Workers per `WriterOptions::threads` with the direct sink: a direct write holds its
+// worker until the device has the bytes, so the others on that core encode meanwhile.
+// One per thread left the device idle and lost to pwrite; three beat it, four gained
+// little more (BENCHMARKS.md §9).
 const DIRECT_WORKERS_PER_THREAD: usize = 3;
 
 /// Encoding threads for the `threads` option (0 = one per core).

@@ -282,16 +282,14 @@ impl OmeKeys {
                 OmeroKey::Auto => Omero::Auto,
                 OmeroKey::Channels(chs) => Omero::Channels(
                     chs.into_iter()
-                        .map(|c| OmeroChannel {
-                            label: c.label,
-                            color: c.color,
-                            window: Window {
+                        .map(|c| {
+                            let window = Window {
                                 min: c.window.min,
                                 max: c.window.max,
                                 start: c.window.start,
                                 end: c.window.end,
-                            },
-                            active: c.active,
+                            };
+                            OmeroChannel::new(c.label, c.color, window).active(c.active)
                         })
                         .collect(),
                 ),
@@ -500,17 +498,16 @@ mod tests {
         let ome = o.ome.unwrap().into_ome().unwrap();
         let want = Ome::new()
             .z_step(2.0)
-            .omero(Omero::Channels(vec![OmeroChannel {
-                label: "a".into(),
-                color: "FF0000".into(),
-                window: Window {
+            .omero(Omero::Channels(vec![OmeroChannel::new(
+                "a",
+                "FF0000",
+                Window {
                     min: 0.0,
                     max: 10.0,
                     start: 1.0,
                     end: 9.0,
                 },
-                active: true,
-            }]));
+            )]));
         assert_eq!(ome, want);
     }
 

@@ -16,7 +16,19 @@ pub struct Window {
 }
 
 /// One channel of the transitional `omero` rendering metadata.
+///
+/// Built with [`OmeroChannel::new`] (OMERO defines more per-channel fields, e.g.
+/// `inverted` or `family`, that may be added later):
+///
+/// ```
+/// use zarrstream::{OmeroChannel, Window};
+/// let gfp = OmeroChannel::new("GFP", "00FF00", Window { min: 0.0, max: 65535.0, start: 100.0, end: 4000.0 })
+///     .active(false);
+/// assert_eq!(gfp.label, "GFP");
+/// assert!(!gfp.active);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct OmeroChannel {
     /// Label shown by viewers.
     pub label: String,
@@ -26,6 +38,25 @@ pub struct OmeroChannel {
     pub window: Window,
     /// Whether the channel is shown.
     pub active: bool,
+}
+
+impl OmeroChannel {
+    /// A channel shown by default, labelled `label`, coloured `color` (`RRGGBB`; checked
+    /// when the image is created), displayed over `window`.
+    pub fn new(label: impl Into<String>, color: impl Into<String>, window: Window) -> Self {
+        OmeroChannel {
+            label: label.into(),
+            color: color.into(),
+            window,
+            active: true,
+        }
+    }
+
+    /// Whether viewers show the channel when they open the image.
+    pub fn active(mut self, active: bool) -> Self {
+        self.active = active;
+        self
+    }
 }
 
 /// The `omero` rendering metadata to write.

@@ -58,6 +58,10 @@ pub enum RecoverError {
     /// Syncing a directory or publishing `zarr.json` failed.
     #[error(transparent)]
     Write(#[from] crate::Error),
+    /// The store reader refused the store (missing, not an array, an unreadable index);
+    /// its message names the path or shard.
+    #[error(transparent)]
+    Store(StoreError),
 }
 
 impl From<StoreError> for RecoverError {
@@ -65,12 +69,7 @@ impl From<StoreError> for RecoverError {
         match e {
             StoreError::Io(e) => RecoverError::Io(e),
             StoreError::Metadata { path, source } => RecoverError::Metadata { path, source },
-            // Recovery only parses `zarr.json` and walks `c/` through the reader, which
-            // report I/O and metadata errors; anything else still names what is wrong.
-            other => RecoverError::Metadata {
-                path: PathBuf::new(),
-                source: ReadError::Metadata(other.to_string()),
-            },
+            other => RecoverError::Store(other),
         }
     }
 }

@@ -2,8 +2,6 @@
 //! and the tools look for them, so every side takes them from here: renaming one in a
 //! single place cannot silently break the others.
 
-use super::key::parse_shard_key;
-
 /// The array metadata document at the root of an array.
 pub const METADATA_FILE: &str = "zarr.json";
 
@@ -40,6 +38,9 @@ pub const UNRECOVERABLE_SUFFIX: &str = ".unrecoverable";
 /// use zarrstream::store::{partial_file_name, partial_key};
 /// assert_eq!(partial_file_name("c/0/1/2"), "c.0.1.2.partial");
 /// assert_eq!(partial_key("c.0.1.2.partial"), Some(vec![0, 1, 2]));
+/// assert_eq!(partial_key("c.0.0.0..partial"), None);
+/// assert_eq!(partial_key("c..0.0.partial"), None);
+/// assert_eq!(partial_key("c.+1.0.partial"), None);
 /// ```
 pub fn partial_file_name(key: &str) -> String {
     format!("{}{PARTIAL_SUFFIX}", key.replace('/', "."))
@@ -50,12 +51,15 @@ pub fn partial_file_name(key: &str) -> String {
 pub fn partial_key(name: &str) -> Option<Vec<u64>> {
     let stem = name.strip_suffix(PARTIAL_SUFFIX)?;
     let rest = stem.strip_prefix(CHUNK_DIR)?.strip_prefix('.')?;
-    // The dotted form maps one to one onto the key form.
-    parse_shard_key(&shard_key_text(rest))
-}
-
-fn shard_key_text(dotted: &str) -> String {
-    format!("{CHUNK_DIR}/{}", dotted.replace('.', "/"))
+    // Exactly the form `partial_file_name` writes: a stray name with an empty part
+    // (`c.0..1.partial`) is no shard of ours, and recover must leave it alone rather
+    // than rebuild it over a finished shard.
+    rest.split('.')
+        .map(|p| {
+            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+            digits.then(|| p.parse::<u64>().ok()).flatten()
+        })
+        .collect()
 }
 
 /// Whether a file in [`PARTIAL_DIR`] is left over by an interrupted step and holds no

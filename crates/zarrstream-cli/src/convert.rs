@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use error::ConvertError;
 use legacy::{Layout, LegacyArray, LegacyStore};
 use shard::convert_shard;
-use zarrstream::store::sync_dir;
+use zarrstream::store::{METADATA_FILE, shard_key, sync_dir};
 
 /// Options of `zarrstream convert`.
 #[derive(Debug, clap::Args)]
@@ -168,7 +168,7 @@ fn build(store: &LegacyStore, tmp: &Path, args: &Args) -> Result<ConvertReport, 
         let dir = tmp.join(path);
         create_dir(&dir)?;
         let doc = json!({"zarr_format": 3, "node_type": "group", "attributes": attrs});
-        write_json(&dir.join("zarr.json"), &doc)?;
+        write_json(&dir.join(METADATA_FILE), &doc)?;
         groups.push(path.clone());
     }
     let total: u64 = store
@@ -245,8 +245,7 @@ fn convert_array(
     };
     let mut made = std::collections::HashSet::new();
     for coords in GridIter::new(&grid) {
-        let key: Vec<String> = coords.iter().map(u64::to_string).collect();
-        let dst = dir.join("c").join(key.join("/"));
+        let dst = dir.join(shard_key(coords.iter().copied()));
         if let Some(parent) = dst.parent()
             && made.insert(parent.to_path_buf())
         {
@@ -265,7 +264,7 @@ fn convert_array(
     for d in &made {
         sync_dir(d)?;
     }
-    write_json(&dir.join("zarr.json"), &array_json(a))?;
+    write_json(&dir.join(METADATA_FILE), &array_json(a))?;
     sync_dir(dir)?;
     Ok(report)
 }

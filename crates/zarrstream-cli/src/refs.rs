@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use set::{ChunkRef, RefSet, ravel};
 use zarray::{Crc32cMode, Crc32cShown};
-use zarrstream::store::{Shard, StoreError, StoreReader};
+use zarrstream::store::{METADATA_FILE, Shard, StoreError, StoreReader};
 
 /// Output format of `zarrstream refs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -194,7 +194,7 @@ fn build(args: &Args) -> Result<Summary, RefsError> {
 
 /// `fill_value` and `attributes` exactly as `zarr.json` has them.
 fn raw_metadata(store: &StoreReader) -> Result<(Value, Option<Value>), RefsError> {
-    let path = store.root().join("zarr.json");
+    let path = store.root().join(METADATA_FILE);
     let text = std::fs::read_to_string(&path).map_err(IoError::with("read", &path))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| {
         IoError::with("parse", &path)(std::io::Error::new(std::io::ErrorKind::InvalidData, e))

@@ -6,7 +6,7 @@
 //! For blosc each frame is
 //! * validated and decoded byte-exactly with `blosc_cbuffer_validate` + `blosc_decompress_ctx`
 //!   (what zarrs does) and partially with `blosc_getitem` (zarrs' partial decoding);
-//! * walked by a small Rust reader that asserts the layout of `specs/blosc1-format.md`
+//! * walked by a small Rust reader that asserts the Blosc1 format version 2 layout
 //!   (packed absolute bstarts, split/non-split streams as the decoder re-derives them,
 //!   `csize == neblock` for raw streams, `cbytes == nbytes + 16` for memcpyed frames);
 //! * compared with c-blosc's own frame for the same input: header bytes 0..12 must agree and

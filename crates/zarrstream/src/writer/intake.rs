@@ -147,7 +147,8 @@ impl Level {
         } else {
             match self.accept_shallow(frame, scheduled, wait, c)? {
                 Some(accepted) => accepted,
-                // No buffer of the level below: dropped before any was taken here.
+                // No buffer free in the level below (drop policy): the frame is dropped,
+                // and this level's buffer, if one was taken, went back to its pool.
                 None => return self.account(false, c, t0),
             }
         };

@@ -63,8 +63,9 @@ pub enum Durability {
 #[non_exhaustive]
 pub struct WriterOptions {
     /// Encoding threads (0 = one per core). With the [direct](SinkChoice::Direct) sink
-    /// each is three worker threads pinned to the same core, since a direct write holds
-    /// its worker until the device has the bytes.
+    /// each is three worker threads, since a direct write holds its worker until the
+    /// device has the bytes (pinned like the others, worker `i` to core `i mod cores`:
+    /// with the default of one thread per core, three workers share each core).
     pub threads: usize,
     /// Pin worker `i` to core `i mod cores`.
     pub pin_threads: bool,

@@ -59,7 +59,7 @@ impl Level {
         self.end_levels(state, error.as_deref());
         let extent0 = self.seal_all();
         let (report, latency) = self.join_threads();
-        metadata::prune_empty_dirs(&self.shared.dir.join("c"));
+        metadata::prune_empty_dirs(&self.shared.dir.join(crate::store::CHUNK_DIR));
         self.publish_final(state, error, extent0, &report);
         (report, latency)
     }

@@ -1,7 +1,6 @@
 //! `zarr.json` for the array, published atomically.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -92,18 +91,6 @@ pub(crate) fn publish(dir: &Path, doc: &Value) -> Result<()> {
         Error::io(e.op, e.path, e.source, needed)
     })
 }
-
-/// [`store::sync_dir`](crate::store::sync_dir) with the writer's error.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    Ok(crate::store::sync_dir(dir)?)
-}
-
-/// [`store::create_dirs`](crate::store::create_dirs) with the writer's error.
-pub(crate) fn create_dirs(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result<()> {
-    Ok(crate::store::create_dirs(dir, changed)?)
-}
-
-pub(crate) use crate::store::prune_empty_dirs;
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,8 @@
 //! and the tools look for them, so every side takes them from here: renaming one in a
 //! single place cannot silently break the others.
 
+use super::key::coords;
+
 /// The array metadata document at the root of an array.
 pub const METADATA_FILE: &str = "zarr.json";
 
@@ -54,12 +56,7 @@ pub fn partial_key(name: &str) -> Option<Vec<u64>> {
     // Exactly the form `partial_file_name` writes: a stray name with an empty part
     // (`c.0..1.partial`) is no shard of ours, and recover must leave it alone rather
     // than rebuild it over a finished shard.
-    rest.split('.')
-        .map(|p| {
-            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-            digits.then(|| p.parse::<u64>().ok()).flatten()
-        })
-        .collect()
+    coords(rest.split('.'))
 }
 
 /// Whether a file in [`PARTIAL_DIR`] is left over by an interrupted step and holds no

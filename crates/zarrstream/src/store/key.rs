@@ -24,6 +24,7 @@ pub fn shard_key(coords: impl IntoIterator<Item = u64>) -> String {
 /// assert_eq!(parse_shard_key("c/0/1/2"), Some(vec![0, 1, 2]));
 /// assert_eq!(parse_shard_key("/0/1/2/"), Some(vec![0, 1, 2]));
 /// assert_eq!(parse_shard_key("c/a/0"), None);
+/// assert_eq!(parse_shard_key("c/+1/0"), None);
 /// ```
 pub fn parse_shard_key(key: &str) -> Option<Vec<u64>> {
     let rest = key.trim_matches('/');
@@ -31,7 +32,18 @@ pub fn parse_shard_key(key: &str) -> Option<Vec<u64>> {
         .strip_prefix(CHUNK_DIR)
         .and_then(|r| r.strip_prefix('/'))
         .unwrap_or(rest);
-    rest.split('/').map(|p| p.parse::<u64>().ok()).collect()
+    coords(rest.split('/'))
+}
+
+/// Grid coordinates from the parts of a key: each part plain decimal digits (no sign,
+/// no empty part), or `None`.
+pub(super) fn coords<'a>(parts: impl Iterator<Item = &'a str>) -> Option<Vec<u64>> {
+    parts
+        .map(|p| {
+            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+            digits.then(|| p.parse::<u64>().ok()).flatten()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};
 use crate::metadata::{self, Progress, State};
 use crate::shard::{packed, plan};
+use crate::store;
 
 #[derive(Debug, Default)]
 pub(crate) struct FinisherReport {
@@ -153,7 +154,12 @@ fn commit(shared: &Shared, pending: &mut Pending, report: &mut FinisherReport) {
             writeback::release(&f);
             Ok(())
         })
-        .and_then(|()| pending.dirs.iter().try_for_each(|d| metadata::sync_dir(d)));
+        .and_then(|()| {
+            pending
+                .dirs
+                .iter()
+                .try_for_each(|d| Ok(store::sync_dir(d)?))
+        });
     pending.dirs.clear();
     if let Err(e) = flushed {
         // A failed flush is never retried (the kernel may have dropped the dirty pages):
@@ -230,11 +236,11 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         )));
     };
     let mut new_entries = BTreeSet::new();
-    metadata::create_dirs(parent, &mut new_entries)?;
+    store::create_dirs(parent, &mut new_entries)?;
     let file = temp.commit(&dst)?;
     new_entries.insert(parent.to_path_buf());
     match shared.durability {
-        Durability::Shard => new_entries.iter().try_for_each(|d| metadata::sync_dir(d))?,
+        Durability::Shard => new_entries.iter().try_for_each(|d| store::sync_dir(d))?,
         Durability::Periodic { .. } => {
             // Start the writeback now, so the commit's fsync finds little left to write.
             writeback::release(&file);

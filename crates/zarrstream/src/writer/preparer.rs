@@ -11,8 +11,8 @@ use crossbeam_channel::Sender;
 use super::options::Durability;
 use super::shared::{OpenShard, Shared};
 use crate::error::Result;
-use crate::metadata;
 use crate::sink;
+use crate::store;
 
 /// Shard sets that may wait for the finisher beyond those that must be open together.
 const SPARE_UNFINISHED_SETS: usize = 3;
@@ -88,9 +88,9 @@ fn open_set(shared: &Shared, coords: &[u64]) -> Result<Vec<Arc<OpenShard>>> {
             let dst = shared.dir.join(&key);
             if let Some(parent) = dst.parent() {
                 let mut changed = BTreeSet::new();
-                metadata::create_dirs(parent, &mut changed)?;
+                store::create_dirs(parent, &mut changed)?;
                 if shared.durability != Durability::None {
-                    changed.iter().try_for_each(|d| metadata::sync_dir(d))?;
+                    changed.iter().try_for_each(|d| store::sync_dir(d))?;
                 }
             }
             let path = shared.tmp_dir.join(crate::store::partial_file_name(&key));

@@ -10,9 +10,9 @@ use super::level::Level;
 use super::options::Durability;
 use super::pool::Pool;
 use crate::error::{Error, Result};
-use crate::metadata::{self, Progress, State};
+use crate::metadata::{Progress, State};
 use crate::stats::{Stats, histogram};
-use crate::store::PARTIAL_DIR;
+use crate::store::{self, PARTIAL_DIR};
 
 impl Level {
     /// Flushes partial chunks and shards, waits for every thread and publishes the final
@@ -59,7 +59,7 @@ impl Level {
         self.end_levels(state, error.as_deref());
         let extent0 = self.seal_all();
         let (report, latency) = self.join_threads();
-        metadata::prune_empty_dirs(&self.shared.dir.join(crate::store::CHUNK_DIR));
+        store::prune_empty_dirs(&self.shared.dir.join(store::CHUNK_DIR));
         self.publish_final(state, error, extent0, &report);
         (report, latency)
     }
@@ -194,9 +194,9 @@ impl Level {
             }
             let _ = std::fs::remove_dir(&self.shared.tmp_dir);
             if self.shared.durability != Durability::None
-                && let Err(e) = metadata::sync_dir(&self.shared.dir)
+                && let Err(e) = store::sync_dir(&self.shared.dir)
             {
-                self.shared.fail(e);
+                self.shared.fail(e.into());
             }
         }
     }

@@ -70,7 +70,7 @@ pub(super) fn tally_frames(
     let shape0 = spec.shape[0].max(extent0);
     let (mut committed, mut from_recovery) = (0u64, 0u64);
     for t in grid.steps(shape0) {
-        for k in 0..grid.frames_per_step {
+        for k in 0..spec.frames_per_step() {
             if let Some(needs_recovered) = grid.frame_complete(t, k, recovered) {
                 committed += 1;
                 from_recovery += u64::from(needs_recovered);
@@ -90,8 +90,6 @@ struct ChunkGrid<'a> {
     present: &'a HashMap<Vec<u64>, Vec<bool>>,
     /// Inner chunks per shard along each axis.
     per_shard: Vec<u64>,
-    /// Frames per step of the append axis (the product of the leading axes).
-    frames_per_step: u64,
     tiles_y: u64,
     tiles_x: u64,
 }
@@ -108,7 +106,6 @@ impl<'a> ChunkGrid<'a> {
                 .zip(&spec.chunk)
                 .map(|(s, c)| s / c)
                 .collect(),
-            frames_per_step: spec.shape[1..rank - 2].iter().product(),
             tiles_y: spec.shape[rank - 2].div_ceil(spec.chunk[rank - 2]),
             tiles_x: spec.shape[rank - 1].div_ceil(spec.chunk[rank - 1]),
         }

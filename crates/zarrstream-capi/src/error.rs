@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::config::ConfigError;
+use zarrstream::config::ConfigError;
 
 /// Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative
 /// (test for failure with `rc < 0`). The functions return them as `int`.

@@ -10,6 +10,7 @@ use std::ptr;
 
 use crate::error::{CapiError, ZsCode::ZS_OK, guard, last_error};
 use crate::handle::ZsWriter;
+use zarrstream::config::{Config, ConfigError};
 
 /// Creates the store at `store_path` and starts recording into it.
 ///
@@ -98,8 +99,8 @@ pub unsafe extern "C" fn zs_writer_create(
             return Err(CapiError::Argument("store_path is empty"));
         }
         let path = Path::new(OsStr::from_bytes(path.to_bytes()));
-        let config = config.to_str().map_err(crate::config::ConfigError::from)?;
-        let writer = crate::config::create(path, config)?;
+        let config = config.to_str().map_err(ConfigError::from)?;
+        let writer = Config::parse(config)?.into_parsed()?.create(path)?;
         let handle = Box::into_raw(Box::new(ZsWriter::new(writer)));
         // SAFETY: as above; the caller now owns the handle.
         unsafe { out.write(handle) };

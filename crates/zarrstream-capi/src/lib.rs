@@ -15,7 +15,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod config;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;

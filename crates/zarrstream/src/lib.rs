@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod config;
 mod dtype;
 mod error;
 mod metadata;

@@ -1,22 +1,36 @@
-//! `config_json` of `zs_writer_create`: one JSON object whose keys are the names of the
-//! Rust API's builder methods and option fields. Only the keys given are applied, onto
-//! `ArraySpec::builder()`, `WriterOptions::default()` and `Ome::new()`, so every default
-//! is the Rust API's own. Unknown keys are errors (a misspelt option must not silently
-//! fall back to its default).
+//! A writer described by one JSON object, for the bindings (the C API's `config_json`,
+//! the Python package's keyword arguments): its keys are the names of the builder methods
+//! and option fields. Only the keys given are applied, onto `ArraySpec::builder()`,
+//! `WriterOptions::default()` and `Ome::new()`, so every default is the Rust API's own.
+//! Unknown keys are errors (a misspelt option must not silently fall back to its
+//! default).
+//!
+//! ```
+//! use zarrstream::config::Config;
+//! let parsed = Config::parse(
+//!     r#"{"shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64],
+//!         "codec": "zstd:3", "threads": 2}"#,
+//! )?
+//! .into_parsed()?;
+//! assert_eq!(parsed.spec.frame_bytes(), 64 * 64 * 2);
+//! assert_eq!(parsed.options.threads, 2);
+//! # Ok::<(), zarrstream::config::ConfigError>(())
+//! ```
 
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
-use zarrstream::{
+use crate::{
     ArraySpec, Backpressure, Downsample, Durability, Levels, Ome, OmeError, Omero, OmeroChannel,
     ParseError, SpecError, Window, Writer, WriterOptions,
 };
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 /// Why `config_json` was rejected before the library saw it.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The text is not UTF-8.
     #[error("config_json is not UTF-8: {0}")]
@@ -40,7 +54,7 @@ pub enum ConfigError {
     Ome(#[from] OmeError),
 }
 
-/// The whole of `config_json`.
+/// The whole configuration object.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -362,19 +376,21 @@ fn fill_value(v: &Value) -> Result<f64, ConfigError> {
     })
 }
 
-/// Creates the writer `text` describes at `path`.
-pub fn create(path: &Path, text: &str) -> Result<Writer, crate::error::CapiError> {
-    let p = Config::parse(text)?.into_parsed()?;
-    Ok(match &p.ome {
-        Some(ome) => Writer::create_ome(path, p.spec, ome, p.options)?,
-        None => Writer::create(path, p.spec, p.options)?,
-    })
+impl Parsed {
+    /// Creates the writer at `path`: [`Writer::create_ome`] when an `ome` object was
+    /// given, [`Writer::create`] otherwise.
+    pub fn create(self, path: &Path) -> crate::Result<Writer> {
+        match &self.ome {
+            Some(ome) => Writer::create_ome(path, self.spec, ome, self.options),
+            None => Writer::create(path, self.spec, self.options),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zarrstream::{Codec, DataType, IndexLocation, Packing, SinkChoice, SpaceUnit, TimeUnit};
+    use crate::{Codec, DataType, IndexLocation, Packing, SinkChoice, SpaceUnit, TimeUnit};
 
     const BASE: &str =
         r#""shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64]"#;

@@ -1,0 +1,79 @@
+"""zarrstream: record camera streams into sharded Zarr v3 arrays at the speed of the camera.
+
+>>> import numpy as np, zarrstream
+>>> with zarrstream.Writer("run.zarr", shape=(None, 512, 512), chunks=(1, 256, 256),
+...                        shards=(16, 512, 512), dtype="uint16") as w:  # doctest: +SKIP
+...     w.append(np.zeros((100, 512, 512), dtype="uint16"))  # 100 frames in one call
+>>> w.stats.frames_written  # doctest: +SKIP
+100
+
+The array is an ordinary Zarr v3 array: zarr-python, tensorstore, zarrs, napari and
+neuroglancer open it, while it is being recorded too. ``zarrstream.ome_writers`` plugs
+the writer into ome-writers (and so into pymmcore-plus).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import _native
+from ._writer import DTYPES, Latency, Ome, Stats, Writer
+from .errors import (
+    ArrayFullError,
+    ClosedError,
+    DiskFullError,
+    InternalError,
+    InvalidFrameError,
+    InvalidSpecError,
+    NotAStoreError,
+    StoreExistsError,
+    StoreIOError,
+    StoreLockedError,
+    StoreNotFoundError,
+    StorePermissionError,
+    ZarrstreamError,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "DTYPES",
+    "ArrayFullError",
+    "ClosedError",
+    "DiskFullError",
+    "InternalError",
+    "InvalidFrameError",
+    "InvalidSpecError",
+    "Latency",
+    "NotAStoreError",
+    "Ome",
+    "Stats",
+    "StoreExistsError",
+    "StoreIOError",
+    "StoreLockedError",
+    "StoreNotFoundError",
+    "StorePermissionError",
+    "Writer",
+    "ZarrstreamError",
+    "__version__",
+    "recover",
+]
+
+
+def recover(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Recovers the array at ``path`` after its writer died (a crash, a power loss):
+    rebuilds every unfinished shard from its verified chunks and republishes
+    ``zarr.json``, so readers see every frame whose chunks reached the disk.
+
+    Returns the report of ``zarrstream recover --json``: ``frames_committed``,
+    ``frames_recovered``, ``shards_recovered``, ``chunks_kept``, ``chunks_rejected``,
+    ``shape``, … Running it on a healthy store changes nothing.
+
+    Raises:
+        StoreNotFoundError: (a ``FileNotFoundError``) when ``path`` does not exist.
+        NotAStoreError: (a ``ValueError``) when it is not an array zarrstream wrote.
+    """
+    report: dict[str, Any] = json.loads(_native.recover(os.fspath(path)))
+    return report

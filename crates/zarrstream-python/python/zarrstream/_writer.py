@@ -1,0 +1,482 @@
+"""The Python face of the writer: keyword arguments in, numpy frames in, stats out."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _native
+from .errors import ClosedError, InvalidFrameError, InvalidSpecError
+
+__all__ = ["Latency", "Ome", "Stats", "Writer"]
+
+#: The element types zarrstream writes, by numpy name.
+DTYPES = ("uint8", "uint16", "int16", "uint32", "float32")
+
+
+@dataclasses.dataclass(frozen=True)
+class Ome:
+    """OME-Zarr 0.5 image settings: passing ``ome=Ome(...)`` (or ``ome=True`` for the
+    defaults) to :class:`Writer` writes an image group with the array at ``path/0`` and,
+    with ``levels``, a live multiscale pyramid.
+
+    Every field left ``None`` takes the library's default.
+    """
+
+    #: The image's name in the multiscales metadata.
+    name: str | None = None
+    #: Physical pixel size ``(y, x)`` in ``space_unit``.
+    pixel_size: tuple[float, float] | None = None
+    #: Step between z planes in ``space_unit``.
+    z_step: float | None = None
+    #: Time between frames along ``t``, as seconds or a ``timedelta``.
+    frame_interval: float | datetime.timedelta | None = None
+    #: ``"micrometer"``, ``"nanometer"``, ``"millimeter"``, …
+    space_unit: str | None = None
+    #: ``"second"``, ``"millisecond"``, …
+    time_unit: str | None = None
+    #: Channel names (one per entry of the ``c`` axis).
+    channels: Sequence[str] | None = None
+    #: Pyramid levels including full resolution (1 = none), or ``"auto"``.
+    levels: int | Literal["auto"] | None = None
+    #: How levels are reduced: ``"mean"``, ``"decimate"``, ``"min"``, ``"max"``.
+    downsample: str | None = None
+    #: Whether levels also halve ``z``.
+    downsample_z: bool | None = None
+
+    def _config(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None:
+                continue
+            if field.name == "frame_interval":
+                seconds = (value.total_seconds()
+                           if isinstance(value, datetime.timedelta) else float(value))
+                out["frame_interval_ms"] = seconds * 1e3
+            elif field.name == "pixel_size":
+                out["pixel_size"] = [float(v) for v in value]
+            elif field.name == "channels":
+                out["channels"] = [str(c) for c in value]
+            else:
+                out[field.name] = value
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Latency:
+    """A latency distribution over a recording, in nanoseconds."""
+
+    count: int
+    min: int
+    mean: float
+    max: int
+    p50: int
+    p90: int
+    p99: int
+    p999: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """What a finished recording reports (:meth:`Writer.close`).
+
+    Always ``frames_pushed == frames_written + frames_dropped``.
+    """
+
+    #: Frames offered to :meth:`Writer.append` and :meth:`Writer.skip`.
+    frames_pushed: int
+    #: Frames accepted and written.
+    frames_written: int
+    #: Frames dropped (``backpressure="drop"``) or skipped.
+    frames_dropped: int
+    #: Raw bytes of the written frames.
+    bytes_in: int
+    #: Bytes of all shard files as finished.
+    bytes_stored: int
+    #: Shard files written.
+    shards: int
+    #: Seconds from the first frame until the recording was closed.
+    seconds: float
+    #: Time spent inside each push.
+    push_latency_ns: Latency
+    #: From each frame's arrival to all its chunks being in their shard.
+    frame_latency_ns: Latency
+    #: The sink used: ``"direct"``, ``"pwrite"`` or ``"mmap"``.
+    sink: str
+    #: Bytes of the frame pool.
+    pool_bytes: int
+    #: Bytes of staging buffers for chunks deeper than one frame.
+    staging_bytes: int
+
+    @classmethod
+    def _from_native(cls, d: dict[str, Any]) -> Stats:
+        d = dict(d)
+        d["push_latency_ns"] = Latency(**d["push_latency_ns"])
+        d["frame_latency_ns"] = Latency(**d["frame_latency_ns"])
+        return cls(**d)
+
+    @property
+    def throughput_mib_s(self) -> float:
+        """Raw frame bytes per second, in MiB/s."""
+        return self.bytes_in / 2**20 / self.seconds if self.seconds > 0 else 0.0
+
+
+def _dtype_name(dtype: npt.DTypeLike) -> str:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise InvalidSpecError(f"dtype {dtype!r} is not a numpy dtype") from e
+    if dt.name not in DTYPES or not dt.isnative and dt.itemsize > 1:
+        raise InvalidSpecError(
+            f"dtype {dt.str} is not supported: zarrstream writes {', '.join(DTYPES)} "
+            "(native byte order)")
+    return dt.name
+
+
+def _shape(name: str, value: Sequence[int | None]) -> list[int]:
+    try:
+        out = [0 if v is None else int(v) for v in value]
+    except (TypeError, ValueError) as e:
+        raise InvalidSpecError(f"{name} must be a sequence of integers, got {value!r}") from e
+    if any(v < 0 for v in out):
+        raise InvalidSpecError(f"{name} has a negative entry: {value!r}")
+    return out
+
+
+def _durability(value: str | float | datetime.timedelta) -> Any:
+    if isinstance(value, str):
+        if value not in ("shard", "none"):
+            raise InvalidSpecError(
+                f"durability {value!r} is not 'shard', 'none' or a group-commit interval "
+                "in seconds")
+        return value
+    seconds = (value.total_seconds() if isinstance(value, datetime.timedelta)
+               else float(value))
+    if not seconds > 0:
+        raise InvalidSpecError(f"durability interval {value!r} must be positive")
+    return {"periodic": {"interval_ms": max(1, round(seconds * 1e3))}}
+
+
+class Writer:
+    """Records frames into a sharded Zarr v3 array (or an OME-Zarr 0.5 image) at ``path``.
+
+    Axis 0 is the append axis (``shape[0] = 0`` or ``None``: unbounded); the last two
+    axes are the frame. Frames go in C order over the leading axes: for ``(t, c, y, x)``,
+    ``t0 c0``, ``t0 c1``, ``t1 c0``, …
+
+    Every keyword left ``None`` takes the Rust library's default (``dtype="uint16"``,
+    ``codec="lz4:1"``, one encoding thread per core, blocking back-pressure, a flush per
+    shard, …). Use it as a context manager; leaving the block by an exception aborts the
+    recording, keeping every frame accepted so far and recording the reason::
+
+        import numpy as np, zarrstream
+
+        with zarrstream.Writer("run.zarr", shape=(None, 2048, 2048),
+                               chunks=(1, 512, 512), shards=(32, 2048, 2048),
+                               dtype="uint16", codec="lz4:1") as w:
+            for frame in camera:            # each a (2048, 2048) uint16 array
+                w.append(frame)
+        print(w.stats.frames_written)
+
+    Args:
+        path: The store directory to create (it must not exist unless ``overwrite``).
+        shape: Array shape; axis 0 ``0``/``None`` for an unbounded recording.
+        chunks: Inner chunk shape (the unit of compression).
+        shards: Shard shape (the unit of files), a multiple of ``chunks``.
+        dtype: A numpy dtype or its name: uint8, uint16, int16, uint32, float32.
+        codec: As ``record --codec`` spells it: ``"lz4:1"`` (Blosc1 LZ4 with byte
+            shuffle, level 1), ``"zstd:3"``, ``"none"``.
+        fill_value: The value of chunks never written (and of dropped frames).
+        dimension_names: One name per axis (``("t", "c", "y", "x")``).
+        crc32c: Whether each chunk carries a crc32c checksum.
+        index_location: ``"end"`` or ``"start"`` of each shard.
+        attributes: Extra entries for ``attributes`` in ``zarr.json``.
+        ome: An :class:`Ome` (or ``True``, or a dict of its fields) to write an
+            OME-Zarr 0.5 image.
+        threads: Encoding threads (0 = one per core).
+        pin_threads: Pin encoding threads to cores.
+        background_nice: Niceness of the writer's threads (0 to 19).
+        sink: ``"auto"``, ``"direct"``, ``"pwrite"`` or ``"mmap"``.
+        pool_frames: Frame buffers (bounds memory for frames not yet encoded).
+        spare_groups: Extra staging groups for chunks deeper than one frame.
+        backpressure: ``"block"`` (never lose a frame) or ``"drop"`` (never stall the
+            caller; drops are counted exactly).
+        durability: ``"shard"`` (flush each shard), ``"none"``, or a group-commit
+            interval in seconds (or a ``timedelta``).
+        packing: ``"compact"`` or ``"sparse"``.
+        overwrite: Replace an existing store at ``path``.
+
+    Raises:
+        InvalidSpecError: (a ``ValueError``) for impossible shapes or options.
+        StoreExistsError: (a ``FileExistsError``) when ``path`` exists.
+        DiskFullError: (an ``OSError`` with ``errno.ENOSPC``) when the disk is full.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        shape: Sequence[int | None],
+        chunks: Sequence[int],
+        shards: Sequence[int],
+        dtype: npt.DTypeLike | None = None,
+        codec: str | None = None,
+        fill_value: float | None = None,
+        dimension_names: Sequence[str] | None = None,
+        crc32c: bool | None = None,
+        index_location: Literal["end", "start"] | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        ome: Ome | Mapping[str, Any] | bool | None = None,
+        threads: int | None = None,
+        pin_threads: bool | None = None,
+        background_nice: int | None = None,
+        sink: Literal["auto", "direct", "pwrite", "mmap"] | None = None,
+        pool_frames: int | None = None,
+        spare_groups: int | None = None,
+        backpressure: Literal["block", "drop"] | None = None,
+        durability: str | float | datetime.timedelta | None = None,
+        packing: Literal["compact", "sparse"] | None = None,
+        overwrite: bool = False,
+    ) -> None:
+        self._native: _native.NativeWriter | None = None
+        self._stats: Stats | None = None
+        config: dict[str, Any] = {
+            "shape": _shape("shape", shape),
+            "chunk_shape": _shape("chunks", chunks),
+            "shard_shape": _shape("shards", shards),
+            "overwrite": bool(overwrite),
+        }
+        optional: dict[str, Any] = {
+            "codec": codec, "crc32c": crc32c, "index_location": index_location,
+            "threads": threads, "pin_threads": pin_threads,
+            "background_nice": background_nice, "sink": sink, "pool_frames": pool_frames,
+            "spare_groups": spare_groups, "backpressure": backpressure, "packing": packing,
+        }
+        config.update({k: v for k, v in optional.items() if v is not None})
+        if dtype is not None:
+            config["dtype"] = _dtype_name(dtype)
+        if fill_value is not None:
+            f = float(fill_value)
+            config["fill_value"] = ("NaN" if f != f else "Infinity" if f == float("inf")
+                                    else "-Infinity" if f == float("-inf") else f)
+        if dimension_names is not None:
+            config["dimension_names"] = [str(n) for n in dimension_names]
+        if attributes is not None:
+            config["attributes"] = dict(attributes)
+        if durability is not None:
+            config["durability"] = _durability(durability)
+        if ome is not None and ome is not False:
+            if ome is True:
+                config["ome"] = {}
+            elif isinstance(ome, Ome):
+                config["ome"] = ome._config()
+            else:
+                config["ome"] = Ome(**ome)._config()
+        try:
+            text = json.dumps(config, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidSpecError(f"a setting cannot be expressed: {e}") from e
+        self._path = os.fspath(path)
+        self._native = _native.NativeWriter(self._path, text)
+        spec = self._native.spec()
+        self._shape: tuple[int, ...] = tuple(spec["shape"])
+        self._dtype = np.dtype(spec["dtype"])
+        self._frame_shape: tuple[int, int] = (self._shape[-2], self._shape[-1])
+        self._spec = spec
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The store path given."""
+        return self._path
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array shape as created (axis 0 is 0 when unbounded)."""
+        return self._shape
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The inner chunk shape."""
+        return tuple(self._spec["chunk_shape"])
+
+    @property
+    def shards(self) -> tuple[int, ...]:
+        """The shard shape."""
+        return tuple(self._spec["shard_shape"])
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The element type."""
+        return self._dtype
+
+    @property
+    def codec(self) -> str:
+        """The inner codec, in ``record --codec`` spelling."""
+        return str(self._spec["codec"])
+
+    @property
+    def frame_shape(self) -> tuple[int, int]:
+        """The shape of one frame (the array's last two axes)."""
+        return self._frame_shape
+
+    @property
+    def sink(self) -> str:
+        """The sink writing shard files: ``"direct"``, ``"pwrite"`` or ``"mmap"``."""
+        return str(self._spec["sink"])
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` or :meth:`abort` was called."""
+        return self._native is None or self._native.closed
+
+    @property
+    def frames_pushed(self) -> int:
+        """Frames offered so far (written, dropped and skipped)."""
+        if self._stats is not None:
+            return self._stats.frames_pushed
+        return self._live().frames_pushed
+
+    @property
+    def frames_encoded(self) -> int:
+        """Frames whose chunks are all encoded into their shards so far (they survive a
+        crash of this process: ``zarrstream.recover`` restores them)."""
+        if self._stats is not None:
+            return self._stats.frames_written
+        return self._live().frames_encoded
+
+    @property
+    def stats(self) -> Stats:
+        """The statistics of the closed recording."""
+        if self._stats is None:
+            raise ClosedError("stats are known once the writer is closed")
+        return self._stats
+
+    # -- recording --------------------------------------------------------------------
+
+    def _live(self) -> _native.NativeWriter:
+        if self._native is None or self._native.closed:
+            raise ClosedError("the writer is closed")
+        return self._native
+
+    def _frames(self, frames: Any) -> np.ndarray[Any, Any]:
+        """``frames`` as an array of whole frames, without copying."""
+        if isinstance(frames, np.ndarray):
+            a = frames
+        else:
+            try:
+                view = memoryview(frames)
+            except TypeError:
+                view = None
+            if view is not None and view.itemsize == 1 and view.format in ("B", "b", "c"):
+                # Raw bytes of one or more frames.
+                if not view.c_contiguous:
+                    view = memoryview(bytes(view))
+                nbytes = view.nbytes
+                frame_bytes = self._frame_shape[0] * self._frame_shape[1] * self._dtype.itemsize
+                if nbytes == 0 or nbytes % frame_bytes:
+                    raise InvalidFrameError(
+                        f"{nbytes} bytes are not a whole number of "
+                        f"{frame_bytes}-byte frames {self._frame_shape} {self._dtype}")
+                a = np.frombuffer(view, dtype=self._dtype).reshape(-1, *self._frame_shape)
+            else:
+                a = np.asarray(frames)
+        if a.dtype != self._dtype:
+            raise InvalidFrameError(
+                f"frame dtype {a.dtype.str} is not the array's {self._dtype.str} "
+                "(convert it with .astype())")
+        if a.ndim < 2 or a.shape[-2:] != self._frame_shape:
+            raise InvalidFrameError(
+                f"frame shape {a.shape} does not end in the frame shape {self._frame_shape}")
+        return a
+
+    def append(self, frames: npt.ArrayLike) -> int:
+        """Appends one frame or a stack of frames.
+
+        ``frames`` is any numpy array (or object with the buffer protocol) whose trailing
+        shape is :attr:`frame_shape` and whose dtype is the array's; leading axes are
+        frames in C order. Raw ``bytes`` of whole frames are taken too. C-contiguous input
+        is pushed without an intermediate copy; other layouts are copied once. The
+        interpreter lock is released while frames are copied and while waiting for a
+        free buffer, so other Python threads (the camera's, a GUI) keep running.
+
+        Returns the number of frames accepted (fewer than given only with
+        ``backpressure="drop"``; drops are counted in :attr:`stats`).
+
+        Raises:
+            InvalidFrameError: (a ``ValueError``) on a wrong shape or dtype.
+            ClosedError: after :meth:`close`.
+            DiskFullError: (``OSError``, ``errno.ENOSPC``) when the disk fills.
+        """
+        native = self._live()
+        a = self._frames(frames)
+        if a.size == 0:
+            return 0
+        accepted, _dropped = native.push(a)
+        return accepted
+
+    def skip(self, frames: int = 1) -> None:
+        """Counts ``frames`` frames the camera did not deliver as dropped, keeping their
+        places: they read as the fill value."""
+        if frames < 0:
+            raise ValueError(f"cannot skip {frames} frames")
+        self._live().skip(int(frames))
+
+    def close(self) -> Stats:
+        """Finishes the recording: writes every accepted frame, publishes the final
+        metadata and returns the statistics. Calling it again returns them again."""
+        if self._stats is not None:
+            return self._stats
+        self._stats = Stats._from_native(self._live().finish())
+        return self._stats
+
+    def abort(self, reason: str = "aborted") -> None:
+        """Stops the recording at once: frames accepted so far are still written, and
+        ``zarr.json`` records the state ``aborted`` with ``reason``."""
+        self._live().abort(str(reason))
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.closed:
+            return
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort(f"{exc_type.__name__}: {exc}")
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None and not native.closed:
+            warnings.warn(
+                f"zarrstream.Writer({self._path!r}) was never closed; finishing it now. "
+                "Use it as a context manager or call close().",
+                ResourceWarning,
+                stacklevel=2,
+            )
+            try:
+                native.finish()
+            except Exception:  # noqa: BLE001 - nothing can be raised from __del__
+                pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "recording"
+        return (f"zarrstream.Writer({self._path!r}, shape={self._shape}, "
+                f"dtype={self._dtype.name}, codec={self.codec!r}, {state})")

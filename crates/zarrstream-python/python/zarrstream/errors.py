@@ -1,0 +1,119 @@
+"""The exceptions of zarrstream.
+
+Every exception the package raises derives from :class:`ZarrstreamError` and from the
+built-in class a Python programmer would catch for that failure, so both
+``except zarrstream.ZarrstreamError`` and ``except ValueError`` (or ``OSError``, …) work.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+
+__all__ = [
+    "ArrayFullError",
+    "ClosedError",
+    "DiskFullError",
+    "InternalError",
+    "InvalidFrameError",
+    "InvalidSpecError",
+    "NotAStoreError",
+    "StoreExistsError",
+    "StoreIOError",
+    "StoreLockedError",
+    "StoreNotFoundError",
+    "StorePermissionError",
+    "ZarrstreamError",
+]
+
+
+class ZarrstreamError(Exception):
+    """Base class of every zarrstream exception."""
+
+
+class InvalidSpecError(ZarrstreamError, ValueError):
+    """An impossible array shape, codec, dtype, option or OME setting."""
+
+
+class InvalidFrameError(ZarrstreamError, ValueError):
+    """A frame whose shape, size or dtype is not the array's."""
+
+
+class ClosedError(ZarrstreamError, ValueError):
+    """The writer was already closed (as for a closed file, a ``ValueError``)."""
+
+
+class ArrayFullError(ZarrstreamError, IndexError):
+    """The array's append axis is bounded and every frame has been written."""
+
+
+class NotAStoreError(ZarrstreamError, ValueError):
+    """The path is not a Zarr array zarrstream can read."""
+
+
+class StoreIOError(ZarrstreamError, OSError):
+    """An operating-system error while writing or reading a store."""
+
+
+class StoreExistsError(StoreIOError, FileExistsError):
+    """The store path exists and ``overwrite=True`` was not given."""
+
+
+class StoreNotFoundError(StoreIOError, FileNotFoundError):
+    """The store (or a file of it) does not exist."""
+
+
+class StorePermissionError(StoreIOError, PermissionError):
+    """The operating system refused access to the store."""
+
+
+class StoreLockedError(StoreIOError):
+    """Another live writer is recording into this store."""
+
+
+class DiskFullError(StoreIOError):
+    """The file system is full (``errno.ENOSPC``). Every shard finished before the
+    failure stays readable."""
+
+
+class InternalError(ZarrstreamError, RuntimeError):
+    """A bug in zarrstream (a panic or a dead writer thread); please report it."""
+
+
+def _os_error(cls: type[StoreIOError], code: int | None, message: str,
+              path: str | None) -> StoreIOError:
+    exc = cls(code, message) if code is not None else cls(message)
+    exc.filename = path
+    return exc
+
+
+def _from_native(kind: str, message: str, code: int | None,
+                 path: str | None) -> ZarrstreamError:
+    """Builds the exception for a failure of the native module (called from Rust)."""
+    if kind == "invalid":
+        return InvalidSpecError(message)
+    if kind == "frame":
+        return InvalidFrameError(message)
+    if kind == "closed":
+        return ClosedError(message)
+    if kind == "array_full":
+        return ArrayFullError(message)
+    if kind == "not_a_store":
+        return NotAStoreError(message)
+    if kind == "exists":
+        return _os_error(StoreExistsError, _errno.EEXIST, message, path)
+    if kind == "locked":
+        return _os_error(StoreLockedError, _errno.EBUSY, message, path)
+    if kind == "disk_full":
+        return _os_error(DiskFullError, code or _errno.ENOSPC, message, path)
+    if kind == "io":
+        cls: type[StoreIOError] = StoreIOError
+        if code == _errno.ENOENT:
+            cls = StoreNotFoundError
+        elif code in (_errno.EACCES, _errno.EPERM):
+            cls = StorePermissionError
+        elif code == _errno.EEXIST:
+            cls = StoreExistsError
+        elif code in (_errno.ENOSPC, _errno.EDQUOT):
+            cls = DiskFullError
+        return _os_error(cls, code, message, path)
+    return InternalError(message)

@@ -1,0 +1,181 @@
+//! Rust errors as the Python package's exceptions.
+//!
+//! The exception classes live in Python (`zarrstream/errors.py`), where each can derive
+//! from both the package's base class and the fitting built-in (`ValueError`,
+//! `FileExistsError`, `OSError` with `errno.ENOSPC`, …); this module names the kind of
+//! failure and lets `zarrstream.errors._from_native` build the exception.
+
+use std::any::Any;
+use std::path::Path;
+
+use pyo3::prelude::*;
+use zarrstream::config::ConfigError;
+use zarrstream::recover::RecoverError;
+use zarrstream::store::StoreError;
+use zarrstream::{Error, IoError};
+
+/// What went wrong, in the words `zarrstream.errors._from_native` understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Impossible shapes, options or metadata: `ValueError`.
+    Invalid,
+    /// A frame of the wrong size or type: `ValueError`.
+    Frame,
+    /// The store path exists: `FileExistsError`.
+    Exists,
+    /// Another writer holds the store.
+    Locked,
+    /// The file system is full: `OSError` with `errno.ENOSPC`.
+    DiskFull,
+    /// Any other operating-system error: an `OSError` chosen by its errno.
+    Io,
+    /// A bounded append axis has every frame: `IndexError`.
+    ArrayFull,
+    /// The writer was closed: `ValueError`.
+    Closed,
+    /// Not a store zarrstream can read: `ValueError`.
+    NotAStore,
+    /// A bug (a panic, a dead thread): `RuntimeError`.
+    Internal,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Invalid => "invalid",
+            Kind::Frame => "frame",
+            Kind::Exists => "exists",
+            Kind::Locked => "locked",
+            Kind::DiskFull => "disk_full",
+            Kind::Io => "io",
+            Kind::ArrayFull => "array_full",
+            Kind::Closed => "closed",
+            Kind::NotAStore => "not_a_store",
+            Kind::Internal => "internal",
+        }
+    }
+}
+
+/// A failure on its way to Python.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    kind: Kind,
+    message: String,
+    errno: Option<i32>,
+    path: Option<String>,
+}
+
+impl Failure {
+    pub(crate) fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            message: message.into(),
+            errno: None,
+            path: None,
+        }
+    }
+
+    fn at(mut self, path: &Path) -> Self {
+        self.path = Some(path.to_string_lossy().into_owned());
+        self
+    }
+
+    fn errno(mut self, errno: Option<i32>) -> Self {
+        self.errno = errno;
+        self
+    }
+
+    /// A panic caught in `context`: a bug, reported as an exception rather than letting
+    /// PyO3 turn it into `PanicException` (a `BaseException` most code does not catch).
+    pub(crate) fn panicked(context: &str, payload: &(dyn Any + Send)) -> Self {
+        Failure::from(Error::panicked(context, payload))
+    }
+
+    /// The Python exception.
+    pub(crate) fn into_pyerr(self, py: Python<'_>) -> PyErr {
+        let made = py
+            .import("zarrstream.errors")
+            .and_then(|m| m.getattr("_from_native"))
+            .and_then(|f| f.call1((self.kind.as_str(), self.message, self.errno, self.path)));
+        match made {
+            Ok(exception) => PyErr::from_value(exception),
+            // The package itself is broken; that error says more than ours would.
+            Err(e) => e,
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let message = e.to_string();
+        match e {
+            Error::Spec(_) | Error::Ome(_) | Error::InvalidOption { .. } => {
+                Failure::new(Kind::Invalid, message)
+            }
+            Error::FrameSize { .. } | Error::DataType { .. } => Failure::new(Kind::Frame, message),
+            Error::Exists { path } => Failure::new(Kind::Exists, message).at(&path),
+            Error::Locked { path } => Failure::new(Kind::Locked, message).at(&path),
+            Error::DiskFull { path, .. } => Failure::new(Kind::DiskFull, message).at(&path),
+            Error::Io { path, source, .. } => Failure::new(Kind::Io, message)
+                .at(&path)
+                .errno(source.raw_os_error()),
+            Error::ArrayFull { .. } => Failure::new(Kind::ArrayFull, message),
+            Error::Closed => Failure::new(Kind::Closed, message),
+            _ => Failure::new(Kind::Internal, message),
+        }
+    }
+}
+
+impl From<IoError> for Failure {
+    fn from(e: IoError) -> Self {
+        let errno = e.source.raw_os_error();
+        let kind = if matches!(errno, Some(28) | Some(122)) {
+            // ENOSPC, EDQUOT: the same class as the writer's `DiskFull`.
+            Kind::DiskFull
+        } else {
+            Kind::Io
+        };
+        Failure::new(kind, e.to_string()).at(&e.path).errno(errno)
+    }
+}
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Self {
+        Failure::new(Kind::Invalid, e.to_string())
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Io(e) => Failure::from(e),
+            StoreError::NotFound(path) => {
+                // ENOENT, so Python raises FileNotFoundError.
+                Failure::new(Kind::Io, format!("{}: no such store", path.display()))
+                    .at(&path)
+                    .errno(Some(2))
+            }
+            other => Failure::new(Kind::NotAStore, other.to_string()),
+        }
+    }
+}
+
+impl From<RecoverError> for Failure {
+    fn from(e: RecoverError) -> Self {
+        match e {
+            RecoverError::Io(e) => Failure::from(e),
+            RecoverError::Write(e) => Failure::from(e),
+            RecoverError::Store(e) => Failure::from(e),
+            other => Failure::new(Kind::NotAStore, other.to_string()),
+        }
+    }
+}
+
+/// Runs `f`, turning a panic into a [`Failure`] of kind `Internal`.
+pub(crate) fn guarded<T>(
+    context: &str,
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|payload| Err(Failure::panicked(context, payload.as_ref())))
+}

@@ -1,0 +1,158 @@
+//! Frames from a Python buffer (a numpy array, `bytes`, a `memoryview`, …) into the
+//! writer, with the interpreter lock released.
+//!
+//! A C-contiguous buffer is pushed where it lies: the writer's one copy (into its frame
+//! pool) is the only one. Any other layout is gathered row by row straight into a pool
+//! buffer ([`Writer::buffer`]), so it too is copied once.
+
+use std::time::Instant;
+
+use pyo3::buffer::PyUntypedBuffer;
+use zarrstream::{PushOutcome, Writer};
+
+use crate::errors::{Failure, Kind};
+
+/// Frames accepted and dropped by one call.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Pushed {
+    pub(crate) accepted: u64,
+    pub(crate) dropped: u64,
+}
+
+impl Pushed {
+    fn count(&mut self, outcome: PushOutcome) {
+        if outcome.is_accepted() {
+            self.accepted += 1;
+        } else {
+            self.dropped += 1;
+        }
+    }
+}
+
+/// The frames held by `buf`, checked against the writer's frame size and element size
+/// while the interpreter lock is still held (the checks only read the buffer's header).
+pub(crate) struct Frames {
+    buf: PyUntypedBuffer,
+    frames: usize,
+}
+
+impl Frames {
+    /// Checks that `buf` holds whole frames of `frame_bytes` bytes, of `item_size`-byte
+    /// elements; a layout that is not C-contiguous must end in the frame's two axes.
+    pub(crate) fn new(
+        buf: PyUntypedBuffer,
+        frame_bytes: usize,
+        item_size: usize,
+    ) -> Result<Frames, Failure> {
+        let len = buf.len_bytes();
+        if buf.item_size() != item_size {
+            return Err(Failure::new(
+                Kind::Frame,
+                format!(
+                    "elements of {} bytes do not match the array's {item_size}-byte data type",
+                    buf.item_size()
+                ),
+            ));
+        }
+        if len == 0 || !len.is_multiple_of(frame_bytes) {
+            return Err(Failure::new(
+                Kind::Frame,
+                format!("{len} bytes are not a whole number of {frame_bytes}-byte frames"),
+            ));
+        }
+        if !buf.is_c_contiguous() {
+            let shape = buf.shape();
+            let trailing = match shape {
+                [.., h, w] => h * w * item_size,
+                _ => 0,
+            };
+            if trailing != frame_bytes {
+                return Err(Failure::new(
+                    Kind::Frame,
+                    format!(
+                        "a non-contiguous buffer of shape {shape:?} does not end in the frame's shape"
+                    ),
+                ));
+            }
+        }
+        Ok(Frames {
+            frames: len / frame_bytes,
+            buf,
+        })
+    }
+
+    /// Pushes every frame; call with the interpreter lock released. Stops at the first
+    /// error, with the frames pushed before it counted in the writer.
+    pub(crate) fn push(&self, writer: &mut Writer) -> Result<Pushed, Failure> {
+        let mut pushed = Pushed::default();
+        let frame_bytes = writer.spec().frame_bytes();
+        if self.buf.is_c_contiguous() {
+            // SAFETY: the buffer is C-contiguous, so its `len_bytes()` bytes start at
+            // `buf_ptr()`; the exporter keeps that memory alive and in place until the
+            // `PyUntypedBuffer` is released, which happens after this borrow ends (`self`
+            // owns it). Python code may write to the memory meanwhile, as it may under any
+            // extension that releases the lock; bytes are plain data, any value is valid.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(self.buf.buf_ptr().cast::<u8>(), self.buf.len_bytes())
+            };
+            for frame in bytes.chunks_exact(frame_bytes) {
+                pushed.count(writer.push_bytes(frame, Instant::now())?);
+            }
+        } else {
+            for f in 0..self.frames {
+                let scheduled = Instant::now();
+                let Some(mut dest) = writer.buffer()? else {
+                    // No free buffer under `Backpressure::Drop`: the frame is dropped,
+                    // its place kept, exactly as a push would have dropped it.
+                    writer.skip()?;
+                    pushed.dropped += 1;
+                    continue;
+                };
+                self.gather(f, &mut dest[..frame_bytes]);
+                pushed.count(writer.push_buffer(dest, scheduled)?);
+            }
+        }
+        Ok(pushed)
+    }
+
+    /// Copies frame `f` of a strided buffer into `dest`, row by row.
+    fn gather(&self, f: usize, dest: &mut [u8]) {
+        let shape = self.buf.shape();
+        let strides = self.buf.strides();
+        let item = self.buf.item_size();
+        let n = shape.len();
+        let (h, w) = (shape[n - 2], shape[n - 1]);
+        // The frame's index over the leading axes, C order.
+        let mut base = 0isize;
+        let mut rest = f;
+        for axis in (0..n - 2).rev() {
+            base += (rest % shape[axis]) as isize * strides[axis];
+            rest /= shape[axis];
+        }
+        let (row_stride, col_stride) = (strides[n - 2], strides[n - 1]);
+        let start = self.buf.buf_ptr().cast::<u8>();
+        for (y, row) in dest.chunks_exact_mut(w * item).take(h).enumerate() {
+            let row_start = base + y as isize * row_stride;
+            if col_stride == item as isize {
+                // SAFETY: `row_start` addresses element (…, y, 0) of frame `f` and the
+                // row's `w` elements are contiguous (stride = item size), all inside the
+                // exported buffer, which stays alive and in place while `self` holds it.
+                let src = unsafe { std::slice::from_raw_parts(start.offset(row_start), w * item) };
+                row.copy_from_slice(src);
+            } else {
+                for (x, out) in row.chunks_exact_mut(item).enumerate() {
+                    // SAFETY: element (…, y, x) lies inside the exported buffer at this
+                    // offset by the buffer's own strides; it stays valid while `self`
+                    // holds the buffer.
+                    let src = unsafe {
+                        std::slice::from_raw_parts(
+                            start.offset(row_start + x as isize * col_stride),
+                            item,
+                        )
+                    };
+                    out.copy_from_slice(src);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The native module `zarrstream._native`: the Rust writer behind the Python package.
+//!
+//! Python users import `zarrstream`, a pure-Python package over this module that takes
+//! keyword arguments, checks frames with numpy and raises the package's exceptions; this
+//! module only moves bytes and maps errors. The writer is described to it as the same
+//! JSON object the C API takes ([`zarrstream::config`]), so every default is the Rust
+//! library's and the two bindings cannot drift apart.
+//!
+//! All `unsafe` code is in [`frames`], which reads the memory of a Python buffer while
+//! the interpreter lock is released.
+
+#![deny(unsafe_code)]
+
+mod errors;
+#[allow(unsafe_code)]
+mod frames;
+mod tools;
+mod writer;
+
+use pyo3::prelude::*;
+
+/// The native half of the `zarrstream` package.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<writer::NativeWriter>()?;
+    m.add_function(wrap_pyfunction!(tools::recover, m)?)?;
+    Ok(())
+}

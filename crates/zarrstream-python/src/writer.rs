@@ -1,0 +1,200 @@
+//! `NativeWriter`: one [`zarrstream::Writer`] behind a lock, for the Python `Writer`.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use zarrstream::config::Config;
+use zarrstream::{LatencySummary, Stats, Writer};
+
+use crate::errors::{Failure, Kind, guarded};
+use crate::frames::Frames;
+
+/// The writer; `None` once finished or aborted. A `Mutex`, not the interpreter lock,
+/// guards it, because pushes run with the interpreter lock released.
+#[pyclass(module = "zarrstream._native", frozen)]
+pub(crate) struct NativeWriter {
+    writer: Mutex<Option<Writer>>,
+    path: PathBuf,
+    frame_bytes: usize,
+    item_size: usize,
+}
+
+impl NativeWriter {
+    /// The live writer, or `Closed`.
+    fn live(&self) -> Result<MutexGuard<'_, Option<Writer>>, Failure> {
+        // A panic while pushing is caught and reported, so a poisoned lock only means
+        // that push failed; the writer inside is still the one to finish.
+        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            return Err(Failure::new(Kind::Closed, "the writer is closed"));
+        }
+        Ok(guard)
+    }
+
+    fn take(&self) -> Result<Writer, Failure> {
+        self.live()?
+            .take()
+            .ok_or_else(|| Failure::new(Kind::Closed, "the writer is closed"))
+    }
+}
+
+#[pymethods]
+impl NativeWriter {
+    /// Creates the store at `path` from `config`, the JSON object of
+    /// `zarrstream::config` (the C API's `config_json`).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf, config: &str) -> PyResult<Self> {
+        let config = config.to_owned();
+        let at = path.clone();
+        let writer = py
+            .detach(move || {
+                guarded("creating the writer", || {
+                    let parsed = Config::parse(&config)?.into_parsed()?;
+                    Ok(parsed.create(&at)?)
+                })
+            })
+            .map_err(|f| f.into_pyerr(py))?;
+        let spec = writer.spec();
+        Ok(NativeWriter {
+            frame_bytes: spec.frame_bytes(),
+            item_size: spec.dtype().size(),
+            writer: Mutex::new(Some(writer)),
+            path,
+        })
+    }
+
+    /// Pushes every frame of `frames` (any object with the buffer protocol holding whole
+    /// frames); returns `(accepted, dropped)`.
+    fn push(&self, py: Python<'_>, frames: &Bound<'_, PyAny>) -> PyResult<(u64, u64)> {
+        let buf = PyUntypedBuffer::get(frames)?;
+        let frames =
+            Frames::new(buf, self.frame_bytes, self.item_size).map_err(|f| f.into_pyerr(py))?;
+        let pushed = py
+            .detach(|| {
+                guarded("push", || {
+                    let mut guard = self.live()?;
+                    match guard.as_mut() {
+                        Some(writer) => frames.push(writer),
+                        None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                    }
+                })
+            })
+            .map_err(|f| f.into_pyerr(py))?;
+        Ok((pushed.accepted, pushed.dropped))
+    }
+
+    /// Counts `n` frames the caller could not deliver as dropped, keeping their places.
+    fn skip(&self, py: Python<'_>, n: u64) -> PyResult<()> {
+        py.detach(|| {
+            guarded("skip", || {
+                let mut guard = self.live()?;
+                if let Some(writer) = guard.as_mut() {
+                    for _ in 0..n {
+                        writer.skip()?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .map_err(|f| f.into_pyerr(py))
+    }
+
+    /// Finishes the recording and returns its statistics as a dict.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = py
+            .detach(|| guarded("finish", || Ok(self.take()?.finish()?)))
+            .map_err(|f| f.into_pyerr(py))?;
+        stats_dict(py, &stats)
+    }
+
+    /// Stops the recording, keeping every frame accepted so far; `zarr.json` records the
+    /// state `aborted` and `reason`.
+    fn abort(&self, py: Python<'_>, reason: String) -> PyResult<()> {
+        py.detach(|| guarded("abort", || Ok(self.take()?.abort(reason)?)))
+            .map_err(|f| f.into_pyerr(py))
+    }
+
+    /// Whether the writer was finished or aborted.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+
+    /// The store's path.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Frames offered so far (accepted and dropped); 0 after closing.
+    #[getter]
+    fn frames_pushed(&self) -> u64 {
+        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().map_or(0, Writer::frames_pushed)
+    }
+
+    /// Frames whose chunks are all encoded so far; 0 after closing.
+    #[getter]
+    fn frames_encoded(&self) -> u64 {
+        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().map_or(0, Writer::frames_encoded)
+    }
+
+    /// The array as the library built it: shape, chunk and shard shapes, dtype, codec,
+    /// fill value, dimension names and the sink in use.
+    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let guard = self.live().map_err(|f| f.into_pyerr(py))?;
+        let d = PyDict::new(py);
+        if let Some(w) = guard.as_ref() {
+            let s = w.spec();
+            d.set_item("shape", s.shape().to_vec())?;
+            d.set_item("chunk_shape", s.chunk_shape().to_vec())?;
+            d.set_item("shard_shape", s.shard_shape().to_vec())?;
+            d.set_item("dtype", s.dtype().zarr_name())?;
+            d.set_item("codec", s.codec().to_string())?;
+            d.set_item("fill_value", s.fill_value())?;
+            d.set_item(
+                "dimension_names",
+                s.dimension_names().map(<[String]>::to_vec),
+            )?;
+            d.set_item("sink", w.sink().as_str())?;
+        }
+        Ok(d)
+    }
+}
+
+fn latency_dict<'py>(py: Python<'py>, l: &LatencySummary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("count", l.count)?;
+    d.set_item("min", l.min)?;
+    d.set_item("mean", l.mean)?;
+    d.set_item("max", l.max)?;
+    d.set_item("p50", l.p50)?;
+    d.set_item("p90", l.p90)?;
+    d.set_item("p99", l.p99)?;
+    d.set_item("p999", l.p999)?;
+    Ok(d)
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("frames_pushed", s.frames_pushed)?;
+    d.set_item("frames_written", s.frames_written)?;
+    d.set_item("frames_dropped", s.frames_dropped)?;
+    d.set_item("bytes_in", s.bytes_in)?;
+    d.set_item("bytes_stored", s.bytes_stored)?;
+    d.set_item("shards", s.shards)?;
+    d.set_item("seconds", s.seconds)?;
+    d.set_item("push_latency_ns", latency_dict(py, &s.push_latency_ns)?)?;
+    d.set_item("frame_latency_ns", latency_dict(py, &s.frame_latency_ns)?)?;
+    d.set_item("sink", s.sink.as_str())?;
+    d.set_item("pool_bytes", s.pool_bytes)?;
+    d.set_item("staging_bytes", s.staging_bytes)?;
+    Ok(d)
+}

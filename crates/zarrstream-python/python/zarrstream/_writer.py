@@ -46,6 +46,11 @@ class Ome:
     time_unit: str | None = None
     #: Channel names (one per entry of the ``c`` axis).
     channels: Sequence[str] | None = None
+    #: ``omero`` rendering metadata: ``True`` for one channel per entry of ``c``
+    #: labelled with ``channels``, coloured from a palette, windows over the dtype's
+    #: range; or one mapping per channel with ``label``, ``color`` (``"RRGGBB"``),
+    #: ``window`` (``{"min", "max", "start", "end"}``) and ``active``.
+    omero: bool | Sequence[Mapping[str, Any]] | None = None
     #: Pyramid levels including full resolution (1 = none), or ``"auto"``.
     levels: int | Literal["auto"] | None = None
     #: How levels are reduced: ``"mean"``, ``"decimate"``, ``"min"``, ``"max"``.
@@ -67,6 +72,12 @@ class Ome:
                 out["pixel_size"] = [float(v) for v in value]
             elif field.name == "channels":
                 out["channels"] = [str(c) for c in value]
+            elif field.name == "omero":
+                if value is True:
+                    out["omero"] = "auto"
+                elif value is not False:
+                    out["omero"] = {"channels": [
+                        {"active": True, **dict(c)} for c in value]}
             else:
                 out[field.name] = value
         return out

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Creates (once) the Python environment of the interoperability suite.
 
-    python3 tests/interop/venv.py VENV_DIR
+    python3 tests/interop/venv.py VENV_DIR [REQUIREMENTS]
 
-Builds a virtual environment at VENV_DIR with the exact versions pinned in
-requirements.txt beside this script and prints its interpreter's path as the last line
-of stdout. Idempotent and fast when the environment is already there: a marker file
-records the hash of requirements.txt and the base interpreter; any change rebuilds.
+Builds a virtual environment at VENV_DIR with the exact versions pinned in REQUIREMENTS
+(default: requirements.txt beside this script; the Python package's tests pass their
+own) and prints its interpreter's path as the last line of stdout. Idempotent and fast when the environment is already there: a marker file
+records the hash of the requirements and the base interpreter; any change rebuilds.
 Concurrent callers serialise on VENV_DIR.lock (fcntl.flock), so parallel tests never
 race. Exit status 0 on success; 1 with the reason on stderr otherwise.
 """
@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REQUIREMENTS = os.path.join(HERE, "requirements.txt")
+REQUIREMENTS = os.path.join(HERE, "requirements.txt")  # main() may replace it
 MARKER = ".zarrstream-interop-ready"
 # Import name -> distribution name, checked against the pins after installing.
 CHECK = {"zarr": "zarr", "numcodecs": "numcodecs", "tensorstore": "tensorstore",
@@ -44,6 +44,7 @@ def pins():
             line = line.split("#", 1)[0].strip()
             if line:
                 name, _, version = line.partition("==")
+                name = name.split("[", 1)[0]  # "yaozarrs[io]" pins the distribution yaozarrs
                 out[name.strip().lower().replace("_", "-")] = version.strip()
     return out
 
@@ -71,9 +72,12 @@ def run(cmd, what):
 
 def verify(py):
     """Imports every reader in the environment and compares versions with the pins."""
+    # The interop readers are imported; any other set has its pins' versions compared.
+    check = CHECK if REQUIREMENTS == os.path.join(HERE, "requirements.txt") else {}
+    names = list(check.values()) or list(pins())
     code = ("import importlib.metadata as m, json, sys\n"
-            f"names = {list(CHECK.values())!r}\n"
-            f"mods = {list(CHECK.keys())!r}\n"
+            f"names = {names!r}\n"
+            f"mods = {list(check.keys())!r}\n"
             "for mod in mods: __import__(mod)\n"
             "print(json.dumps({n: m.version(n) for n in names}))\n")
     p = subprocess.run([py, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -114,8 +118,11 @@ def build(venv):
 
 
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: venv.py VENV_DIR")
+    global REQUIREMENTS
+    if len(sys.argv) not in (2, 3):
+        fail("usage: venv.py VENV_DIR [REQUIREMENTS]")
+    if len(sys.argv) == 3:
+        REQUIREMENTS = os.path.abspath(sys.argv[2])
     if sys.version_info < (3, 11):
         fail(f"Python >= 3.11 is needed (zarr 3.1), this is {sys.version.split()[0]} "
              f"at {sys.executable}; set ZARRSTREAM_PYTHON to a newer interpreter")

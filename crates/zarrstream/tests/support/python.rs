@@ -24,15 +24,24 @@ pub(crate) fn shout(msg: &str) {
 /// Runs `python3 tests/<script> target/<name>` (once per binary) and returns the
 /// environment's interpreter, or why it could not be had.
 pub(crate) fn venv(script: &str, name: &str) -> Result<PathBuf, String> {
+    venv_from(script, name, None)
+}
+
+/// Like [`venv`], with the pins of `requirements` instead of the script's own.
+pub(crate) fn venv_from(
+    script: &str,
+    name: &str,
+    requirements: Option<&Path>,
+) -> Result<PathBuf, String> {
     static DONE: OnceLock<Mutex<HashMap<String, Result<PathBuf, String>>>> = OnceLock::new();
     let done = DONE.get_or_init(|| Mutex::new(HashMap::new()));
     let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
     done.entry(name.to_string())
-        .or_insert_with(|| build(script, name))
+        .or_insert_with(|| build(script, name, requirements))
         .clone()
 }
 
-fn build(script: &str, name: &str) -> Result<PathBuf, String> {
+fn build(script: &str, name: &str, requirements: Option<&Path>) -> Result<PathBuf, String> {
     let base = std::env::var("ZARRSTREAM_PYTHON").unwrap_or_else(|_| "python3".into());
     // `target/tmp` is what cargo gives integration tests; the venvs sit beside it.
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -46,6 +55,7 @@ fn build(script: &str, name: &str) -> Result<PathBuf, String> {
     let o = Command::new(&base)
         .arg(&script)
         .arg(target.join(name))
+        .args(requirements)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {base} ({e}); install Python >= 3.11"))?;

@@ -1,0 +1,232 @@
+"""zarrstream.Writer: data in equals data out in readers we did not write, for every
+dtype and codec; frames in every layout; stats; the OME form; the context manager."""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorstore as ts
+import zarr
+from conftest import frames_of
+
+import zarrstream
+
+CODECS = ["none", "lz4:1", "blosc-lz4:5", "zstd:3"]
+
+
+def read_zarr(path: Path) -> np.ndarray:
+    return zarr.open_array(str(path), mode="r")[...]
+
+
+def read_tensorstore(path: Path) -> np.ndarray:
+    store = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}},
+                    read=True).result()
+    return store.read().result()
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("dtype", zarrstream.DTYPES)
+def test_every_dtype_and_codec_reads_back_exactly(tmp_path: Path, rng, dtype: str,
+                                                   codec: str) -> None:
+    frames = frames_of(rng, dtype, (7, 2, 48, 80))  # (t, c, y, x), a partial last shard
+    path = tmp_path / "a.zarr"
+    with zarrstream.Writer(path, shape=(None, 2, 48, 80), chunks=(1, 1, 16, 32),
+                           shards=(2, 2, 48, 64), dtype=dtype, codec=codec,
+                           dimension_names=("t", "c", "y", "x")) as w:
+        for t in range(7):
+            w.append(frames[t])  # both channels of one time point in one call
+    assert w.stats.frames_written == 14
+    assert w.stats.frames_dropped == 0
+    np.testing.assert_array_equal(read_zarr(path), frames)
+    np.testing.assert_array_equal(read_tensorstore(path), frames)
+    meta = json.loads((path / "zarr.json").read_text())
+    assert meta["data_type"] == dtype
+    assert meta["dimension_names"] == ["t", "c", "y", "x"]
+
+
+def test_defaults_are_the_librarys(tmp_path: Path) -> None:
+    w = zarrstream.Writer(tmp_path / "d.zarr", shape=(0, 32, 32), chunks=(1, 32, 32),
+                          shards=(4, 32, 32))
+    assert w.dtype == np.dtype("uint16")
+    assert w.codec == "blosc-lz4:1"
+    assert w.shape == (0, 32, 32)
+    w.close()
+
+
+def test_layouts_and_buffers(tmp_path: Path, rng) -> None:
+    """C-contiguous stacks, Fortran order, transposed and strided views, bytes and
+    memoryviews all land as the same frames."""
+    frames = frames_of(rng, "uint16", (12, 40, 56))
+    path = tmp_path / "l.zarr"
+    with zarrstream.Writer(path, shape=(None, 40, 56), chunks=(1, 20, 28),
+                           shards=(4, 40, 56)) as w:
+        assert w.append(frames[0]) == 1                       # one C-contiguous frame
+        assert w.append(frames[1:4]) == 3                     # a stack
+        assert w.append(np.asfortranarray(frames[4])) == 1    # Fortran order
+        t = np.ascontiguousarray(frames[5].T).T               # a transposed view
+        assert not t.flags.c_contiguous
+        assert w.append(t) == 1
+        big = np.zeros((2, 80, 112), np.uint16)
+        big[:, ::2, ::2] = frames[6:8]                        # a strided view
+        assert w.append(big[:, ::2, ::2]) == 2
+        assert w.append(frames[8].tobytes()) == 1             # raw bytes
+        assert w.append(memoryview(frames[9:11].tobytes())) == 2
+        assert w.append(frames[11:12]) == 1
+    np.testing.assert_array_equal(read_zarr(path), frames)
+
+
+def test_list_input_is_a_dtype_error(tmp_path: Path) -> None:
+    with zarrstream.Writer(tmp_path / "x.zarr", shape=(None, 4, 4), chunks=(1, 4, 4),
+                           shards=(1, 4, 4)) as w:
+        # A list becomes int64: not the array's dtype, so nothing is guessed.
+        with pytest.raises(ValueError, match="dtype"):
+            w.append([[1] * 4] * 4)
+
+
+def test_stack_with_leading_axes(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint8", (3, 2, 5, 16, 16))  # (t, c, z, y, x)
+    path = tmp_path / "n.zarr"
+    with zarrstream.Writer(path, shape=(3, 2, 5, 16, 16), chunks=(1, 1, 5, 16, 16),
+                           shards=(1, 2, 5, 16, 16), dtype="uint8") as w:
+        assert w.append(frames) == 30  # the whole acquisition in one call
+    np.testing.assert_array_equal(read_zarr(path), frames)
+
+
+def test_stats_and_counts(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (9, 32, 32))
+    with zarrstream.Writer(tmp_path / "s.zarr", shape=(None, 32, 32), chunks=(1, 32, 32),
+                           shards=(4, 32, 32), codec="none", crc32c=False) as w:
+        w.append(frames)
+        w.skip(2)
+        assert w.frames_pushed == 11
+    s = w.stats
+    assert isinstance(s, zarrstream.Stats)
+    assert (s.frames_pushed, s.frames_written, s.frames_dropped) == (11, 9, 2)
+    assert s.bytes_in == 9 * 32 * 32 * 2
+    assert s.shards == 3
+    assert s.push_latency_ns.count == s.frames_pushed  # skips are pushes too
+    assert 0 < s.push_latency_ns.p50 <= s.push_latency_ns.p99 <= s.push_latency_ns.max
+    assert s.sink in ("direct", "pwrite", "mmap")
+    assert w.close() is s  # closing again returns the same stats
+    got = read_zarr(tmp_path / "s.zarr")
+    assert got.shape == (11, 32, 32)
+    np.testing.assert_array_equal(got[:9], frames)
+    assert (got[9:] == 0).all()  # skipped frames read as the fill value
+
+
+def test_drop_policy_counts_exactly(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (64, 256, 256))
+    with zarrstream.Writer(tmp_path / "drop.zarr", shape=(None, 256, 256),
+                           chunks=(1, 256, 256), shards=(8, 256, 256), codec="zstd:19",
+                           threads=1, pool_frames=2, backpressure="drop") as w:
+        accepted = sum(w.append(f) for f in frames)
+    s = w.stats
+    assert s.frames_written == accepted
+    assert s.frames_dropped == 64 - accepted
+    assert s.frames_pushed == 64
+    got = read_zarr(tmp_path / "drop.zarr")
+    # Each frame is either exactly itself or entirely the fill value.
+    kept = [i for i in range(64) if np.array_equal(got[i], frames[i])]
+    assert len(kept) == accepted
+
+
+def test_gil_is_released_while_appending(tmp_path: Path, rng) -> None:
+    """A Python thread keeps running while append copies frames and waits for
+    back-pressure (one slow encoding thread, two frame buffers)."""
+    frames = frames_of(rng, "uint16", (24, 512, 512))
+    ticks = 0
+    stop = threading.Event()
+
+    def count() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    with zarrstream.Writer(tmp_path / "g.zarr", shape=(None, 512, 512), chunks=(1, 512, 512),
+                           shards=(8, 512, 512), codec="zstd:19", threads=1,
+                           pool_frames=2) as w:
+        counter = threading.Thread(target=count)
+        counter.start()
+        time.sleep(0.05)
+        before = ticks
+        started = time.perf_counter()
+        w.append(frames)  # one call that blocks on back-pressure for a while
+        elapsed = time.perf_counter() - started
+        during = ticks - before
+        stop.set()
+        counter.join()
+    # Held for `elapsed` seconds, the GIL would have let the counter run only at the
+    # switch interval (never, inside one C call); released, it counts freely.
+    assert elapsed > 0.2, f"append finished too fast ({elapsed:.3f} s) to tell"
+    assert during > 100_000 * elapsed, f"{during} ticks in {elapsed:.3f} s"
+
+
+def test_context_manager_aborts_on_exception(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (5, 16, 16))
+    path = tmp_path / "ab.zarr"
+    with pytest.raises(KeyError):
+        with zarrstream.Writer(path, shape=(None, 16, 16), chunks=(1, 16, 16),
+                               shards=(2, 16, 16)) as w:
+            w.append(frames)
+            raise KeyError("stage lost")
+    assert w.closed
+    meta = json.loads((path / "zarr.json").read_text())["attributes"]["zarrstream"]
+    assert meta["state"] == "aborted"
+    assert "stage lost" in meta["error"]
+    np.testing.assert_array_equal(read_zarr(path), frames)  # nothing accepted is lost
+
+
+def test_abort_with_reason(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (3, 16, 16))
+    path = tmp_path / "a2.zarr"
+    w = zarrstream.Writer(path, shape=(None, 16, 16), chunks=(1, 16, 16), shards=(2, 16, 16))
+    w.append(frames)
+    w.abort("camera fault")
+    meta = json.loads((path / "zarr.json").read_text())["attributes"]["zarrstream"]
+    assert meta["state"] == "aborted" and meta["error"] == "camera fault"
+    np.testing.assert_array_equal(read_zarr(path), frames)
+    with pytest.raises(ValueError, match="closed"):
+        w.append(frames[0])
+
+
+def test_unclosed_writer_warns_and_still_finishes(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (3, 16, 16))
+    path = tmp_path / "u.zarr"
+    w = zarrstream.Writer(path, shape=(None, 16, 16), chunks=(1, 16, 16), shards=(2, 16, 16))
+    w.append(frames)
+    with pytest.warns(ResourceWarning, match="never closed"):
+        del w
+        gc.collect()
+    np.testing.assert_array_equal(read_zarr(path), frames)
+
+
+def test_ome_image(tmp_path: Path, rng) -> None:
+    from ome_zarr_models.v05.image import Image
+
+    frames = frames_of(rng, "uint16", (4, 2, 64, 64))
+    path = tmp_path / "img.ome.zarr"
+    ome = zarrstream.Ome(name="run", pixel_size=(0.65, 0.65), frame_interval=0.5,
+                         channels=["GFP", "mCherry"], omero=True, levels=2)
+    with zarrstream.Writer(path, shape=(None, 2, 64, 64), chunks=(1, 1, 32, 32),
+                           shards=(2, 2, 64, 64), ome=ome) as w:
+        w.append(frames)
+    group = zarr.open_group(str(path), mode="r")
+    image = Image.from_zarr(group)
+    ms = image.ome_attributes.multiscales[0]
+    assert [d.path for d in ms.datasets] == ["0", "1"]
+    assert [a.name for a in ms.axes] == ["t", "c", "y", "x"]
+    np.testing.assert_array_equal(group["0"][...], frames)
+    assert group["1"].shape == (4, 2, 32, 32)
+    attrs = json.loads((path / "zarr.json").read_text())["attributes"]["ome"]
+    assert [c["label"] for c in attrs["omero"]["channels"]] == ["GFP", "mCherry"]
+    assert attrs["multiscales"][0]["name"] == "run"
+    scale = attrs["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"]
+    t_unit = attrs["multiscales"][0]["axes"][0]["unit"]
+    assert (t_unit, scale) in [("millisecond", [500.0, 1.0, 0.65, 0.65]),
+                               ("second", [0.5, 1.0, 0.65, 0.65])]

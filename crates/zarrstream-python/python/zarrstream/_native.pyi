@@ -2,6 +2,8 @@
 
 from typing import Any, final
 
+__all__ = ["NativeWriter", "__version__", "recover"]
+
 __version__: str
 
 @final

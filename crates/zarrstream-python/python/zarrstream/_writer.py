@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
-from .errors import ClosedError, InvalidFrameError, InvalidSpecError
+from .errors import ClosedError, InvalidFrameError, InvalidSpecError, ZarrstreamError
 
 __all__ = ["Latency", "Ome", "Stats", "Writer"]
 
@@ -261,6 +261,9 @@ class Writer:
     ) -> None:
         self._native: _native.NativeWriter | None = None
         self._stats: Stats | None = None
+        # The error that stopped the recording (a full disk, say): the native writer
+        # reports it once, so close() raises it again rather than a bare "closed".
+        self._failure: ZarrstreamError | None = None
         config: dict[str, Any] = {
             "shape": _shape("shape", shape),
             "chunk_shape": _shape("chunks", chunks),
@@ -274,6 +277,8 @@ class Writer:
             "spare_groups": spare_groups, "backpressure": backpressure, "packing": packing,
         }
         config.update({k: v for k, v in optional.items() if v is not None})
+        if backpressure is not None and backpressure not in ("block", "drop"):
+            raise InvalidSpecError(f"backpressure {backpressure!r} is not 'block' or 'drop'")
         if dtype is not None:
             config["dtype"] = _dtype_name(dtype)
         if fill_value is not None:
@@ -301,7 +306,7 @@ class Writer:
         self._native = _native.NativeWriter(self._path, text)
         spec = self._native.spec()
         self._shape: tuple[int, ...] = tuple(spec["shape"])
-        self._dtype = np.dtype(spec["dtype"])
+        self._dtype: np.dtype[Any] = np.dtype(str(spec["dtype"]))
         self._frame_shape: tuple[int, int] = (self._shape[-2], self._shape[-1])
         self._spec = spec
 
@@ -434,7 +439,13 @@ class Writer:
         a = self._frames(frames)
         if a.size == 0:
             return 0
-        accepted, _dropped = native.push(a)
+        try:
+            accepted, _dropped = native.push(a)
+        except (InvalidFrameError, ClosedError):
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
         return accepted
 
     def skip(self, frames: int = 1) -> None:
@@ -449,7 +460,13 @@ class Writer:
         metadata and returns the statistics. Calling it again returns them again."""
         if self._stats is not None:
             return self._stats
-        self._stats = Stats._from_native(self._live().finish())
+        native = self._live()
+        try:
+            self._stats = Stats._from_native(native.finish())
+        except ClosedError:
+            if self._failure is not None:
+                raise self._failure from None
+            raise
         return self._stats
 
     def abort(self, reason: str = "aborted") -> None:

@@ -1,0 +1,209 @@
+"""Bad input gets a clear error of the fitting built-in class, and nothing accepted is
+lost: impossible settings, wrong frames, an existing path, a closed or full array, a full
+disk, a crashed writer."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from conftest import frames_of
+
+import zarrstream
+
+SMALL = dict(shape=(None, 16, 16), chunks=(1, 16, 16), shards=(2, 16, 16))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        (dict(shape=(None, 16, 16), chunks=(1, 5, 16), shards=(2, 16, 16)), "does not divide"),
+        (dict(shape=(None, 16), chunks=(1, 16), shards=(2, 16)), "rank"),
+        (dict(shape=(None, 0, 16), chunks=(1, 16, 16), shards=(2, 16, 16)), "size 0"),
+        (dict(shape=(None, 16, 16), chunks=(1, 16), shards=(2, 16, 16)), "entries"),
+        (dict(SMALL, codec="lz5:1"), "codec"),
+        (dict(SMALL, codec="zstd:99"), "out of range"),
+        (dict(SMALL, dtype="int64"), "not supported"),
+        (dict(SMALL, dtype=">u2"), "not supported"),
+        (dict(SMALL, dtype="complex64"), "not supported"),
+        (dict(SMALL, dtype="uint8", fill_value=300), "fill value"),
+        (dict(SMALL, sink="floppy"), "sink"),
+        (dict(SMALL, backpressure="maybe"), "backpressure"),
+        (dict(SMALL, durability="sometimes"), "durability"),
+        (dict(SMALL, durability=-1.0), "positive"),
+        (dict(SMALL, threads=10**6), "threads"),
+        (dict(SMALL, dimension_names=("t", "y", "y")), "twice"),
+        (dict(shape=(None, 2, 16, 16), chunks=(1, 1, 16, 16), shards=(1, 2, 16, 16),
+              ome=zarrstream.Ome(channels=["a", "b", "c"])), "channels"),
+        (dict(SMALL, ome=zarrstream.Ome(pixel_size=(0.0, 1.0))), "positive"),
+        (dict(SMALL, shape=(None, -16, 16)), "negative"),
+        (dict(SMALL, shape="big"), "integers"),
+    ],
+)
+def test_impossible_settings_are_value_errors(tmp_path: Path, kwargs, words: str) -> None:
+    path = tmp_path / "bad.zarr"
+    with pytest.raises(ValueError, match=words) as info:
+        zarrstream.Writer(path, **kwargs)
+    assert isinstance(info.value, zarrstream.ZarrstreamError)
+    assert not path.exists()  # nothing half-made is left behind
+
+
+def test_unknown_keyword_is_a_type_error(tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        zarrstream.Writer(tmp_path / "k.zarr", **SMALL, compression="lz4")  # type: ignore[call-arg]
+
+
+def test_positional_settings_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        zarrstream.Writer(tmp_path / "p.zarr", (None, 16, 16))  # type: ignore[misc]
+
+
+def test_existing_path_is_file_exists_error(tmp_path: Path) -> None:
+    path = tmp_path / "e.zarr"
+    path.mkdir()
+    (path / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError) as info:
+        zarrstream.Writer(path, **SMALL)
+    assert info.value.errno == errno.EEXIST
+    assert isinstance(info.value, zarrstream.StoreExistsError)
+    assert (path / "keep.txt").read_text() == "mine"
+    # overwrite=True is the way to replace it.
+    zarrstream.Writer(path, **SMALL, overwrite=True).close()
+    assert not (path / "keep.txt").exists()
+
+
+def test_live_store_is_locked(tmp_path: Path) -> None:
+    path = tmp_path / "l.zarr"
+    with zarrstream.Writer(path, **SMALL):
+        with pytest.raises(OSError) as info:
+            zarrstream.Writer(path, **SMALL, overwrite=True)
+        assert isinstance(info.value, zarrstream.StoreLockedError)
+
+
+def test_wrong_frames_are_value_errors_and_lose_nothing(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (3, 16, 16))
+    path = tmp_path / "f.zarr"
+    with zarrstream.Writer(path, **SMALL) as w:
+        w.append(frames)
+        for bad, words in [
+            (np.zeros((16, 15), np.uint16), "shape"),
+            (np.zeros((16,), np.uint16), "shape"),
+            (np.zeros((16, 16), np.float32), "dtype"),
+            (np.zeros((16, 16), ">u2"), "dtype"),
+            (b"\0" * 511, "whole number"),
+            (object(), "dtype"),
+        ]:
+            with pytest.raises(ValueError, match=words) as info:
+                w.append(bad)
+            assert isinstance(info.value, zarrstream.InvalidFrameError)
+        assert w.frames_pushed == 3  # refused frames were not counted
+        w.append(frames[:1])
+    got = zarr.open_array(str(path), mode="r")[...]
+    np.testing.assert_array_equal(got, np.concatenate([frames, frames[:1]]))
+
+
+def test_closed_writer_is_value_error(tmp_path: Path) -> None:
+    w = zarrstream.Writer(tmp_path / "c.zarr", **SMALL)
+    w.close()
+    for call in (lambda: w.append(np.zeros((16, 16), np.uint16)), lambda: w.skip(1),
+                 lambda: w.abort("late")):
+        with pytest.raises(ValueError, match="closed") as info:
+            call()
+        assert isinstance(info.value, zarrstream.ClosedError)
+
+
+def test_bounded_array_full_is_index_error(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (5, 16, 16))
+    path = tmp_path / "b.zarr"
+    with zarrstream.Writer(path, shape=(4, 16, 16), chunks=(1, 16, 16),
+                           shards=(2, 16, 16)) as w:
+        with pytest.raises(IndexError, match="full") as info:
+            w.append(frames)
+        assert isinstance(info.value, zarrstream.ArrayFullError)
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[...], frames[:4])
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 3 MiB tmpfs (we run as root in CI; elsewhere the test is skipped)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        if os.environ.get("CI", "") not in ("", "0", "false"):
+            pytest.fail(f"cannot mount a tmpfs: {made.stderr}")
+        pytest.skip(f"cannot mount a tmpfs: {made.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("sink", ["pwrite", "mmap"])
+def test_full_disk_is_oserror_enospc_and_finished_shards_stay(small_disk: Path, rng,
+                                                              sink: str) -> None:
+    frames = frames_of(rng, "uint16", (64, 128, 128))  # 2 MiB a shard of 64 frames
+    frames[:] = rng.integers(0, 65535, size=frames.shape, dtype=np.uint16)  # incompressible
+    path = small_disk / "full.zarr"
+    w = zarrstream.Writer(path, shape=(None, 128, 128), chunks=(1, 128, 128),
+                          shards=(8, 128, 128), codec="none", sink=sink)
+    with pytest.raises(OSError) as info:
+        for _ in range(20):
+            w.append(frames)
+        w.close()
+    assert info.value.errno == errno.ENOSPC
+    assert isinstance(info.value, zarrstream.DiskFullError)
+    if not w.closed:
+        with pytest.raises(OSError):
+            w.close()
+    meta = json.loads((path / "zarr.json").read_text())
+    committed = meta["attributes"]["zarrstream"]["frames_committed"]
+    assert committed >= 8, "at least one shard was finished before the disk filled"
+    got = zarr.open_array(str(path), mode="r")[:committed]
+    expected = np.concatenate([frames] * (committed // 64 + 1))[:committed]
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_recover_after_a_crash(tmp_path: Path, rng) -> None:
+    """A writer process killed mid-recording: recover() restores every frame whose chunks
+    reached the disk, and zarr-python reads them."""
+    path = tmp_path / "crash.zarr"
+    script = textwrap.dedent(f"""
+        import os, numpy as np, zarrstream, time
+        frames = np.arange(20 * 32 * 32, dtype=np.uint16).reshape(20, 32, 32)
+        w = zarrstream.Writer({str(path)!r}, shape=(None, 32, 32), chunks=(1, 32, 32),
+                              shards=(8, 32, 32))
+        w.append(frames)
+        while w.frames_encoded < 20:
+            time.sleep(0.01)
+        os._exit(0)  # no close(): a crash
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True)
+    assert json.loads((path / "zarr.json").read_text())["attributes"]["zarrstream"][
+        "state"] == "running"
+    report = zarrstream.recover(path)
+    assert report["frames_committed"] == 20
+    assert report["shape"][0] == 20
+    frames = np.arange(20 * 32 * 32, dtype=np.uint16).reshape(20, 32, 32)
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[...], frames)
+    again = zarrstream.recover(path)  # harmless the second time
+    assert again["frames_committed"] == 20
+
+
+def test_recover_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        zarrstream.recover(tmp_path / "missing.zarr")
+    (tmp_path / "junk.zarr").mkdir()
+    (tmp_path / "junk.zarr" / "zarr.json").write_text("{not json")
+    with pytest.raises(ValueError) as info:
+        zarrstream.recover(tmp_path / "junk.zarr")
+    assert isinstance(info.value, zarrstream.ZarrstreamError)

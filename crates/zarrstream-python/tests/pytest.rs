@@ -29,7 +29,15 @@ fn install_wheel(py: &Path) -> PathBuf {
     // The dev profile reuses what `cargo test` compiled; speed is measured elsewhere
     // (tools/peers), not here.
     let status = Command::new(py)
-        .args(["-m", "maturin", "build", "--profile", "dev", "--quiet", "--out"])
+        .args([
+            "-m",
+            "maturin",
+            "build",
+            "--profile",
+            "dev",
+            "--quiet",
+            "--out",
+        ])
         .arg(&out)
         .arg("--manifest-path")
         .arg(crate_dir().join("Cargo.toml"))
@@ -42,13 +50,23 @@ fn install_wheel(py: &Path) -> PathBuf {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .expect("maturin wrote a wheel");
-    let name = wheel.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let name = wheel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
     assert!(
         name.contains("-abi3-"),
         "the wheel is not an abi3 wheel: {name}"
     );
     let status = Command::new(py)
-        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--force-reinstall",
+        ])
         .arg(&wheel)
         .status()
         .expect("run pip");
@@ -70,12 +88,23 @@ fn python_package() {
     let work = tempfile::tempdir().expect("tempdir");
     let junit = target_dir().join("python-tests.xml");
     let status = Command::new(&py)
-        .args(["-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "--junitxml"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-rfEs",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml",
+        ])
         .arg(&junit)
         .arg(crate_dir().join("tests/python"))
         .current_dir(work.path())
         .env("ZARRSTREAM_TARGET_DIR", target_dir())
         .status()
         .expect("run pytest");
-    assert!(status.success(), "pytest failed ({status}); see its output above");
+    assert!(
+        status.success(),
+        "pytest failed ({status}); see its output above"
+    );
 }

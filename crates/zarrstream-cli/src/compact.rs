@@ -235,7 +235,7 @@ fn compact_shard(store: &StoreReader, shard: &Shard) -> Result<Outcome, CompactE
             fault,
         });
     }
-    let allocated_before = store::allocated_bytes(&shard.path)?;
+    let allocated_before = contract::allocated_bytes(&shard.path)?;
     let dense = dense_entries(store, &entries);
     let written = write_copy(store, &file, &entries, &dense, &tmp)
         .and_then(|len| verify_copy(store, shard, &file, &entries, &tmp, len).map(|()| len));

@@ -1,19 +1,9 @@
 //! What the subcommands share on top of the library's store reader
-//! ([`zarrstream::store::StoreReader`]): a progress bar, coordinates as text, and the
-//! space a file takes on disk.
+//! ([`zarrstream::store::StoreReader`]): a progress bar and coordinates as text.
 
 use std::io::IsTerminal;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use zarrstream::IoError;
-
-/// Bytes the filesystem has allocated for a file (less than its length when sparse).
-pub(crate) fn allocated_bytes(path: &Path) -> Result<u64, IoError> {
-    let meta = std::fs::metadata(path).map_err(IoError::with("stat", path))?;
-    Ok(meta.blocks() * 512)
-}
 
 /// A progress bar on stderr when it is a terminal and the output is not JSON; hidden
 /// otherwise.
@@ -29,6 +19,16 @@ pub(crate) fn progress(len: u64, what: &'static str, json: bool) -> ProgressBar 
     }
     bar.set_message(what);
     bar
+}
+
+/// The progress callback of the library's shard walks (`summarise`, `verify`), moving
+/// `bar`: the walk tells the shard count with its first call, so the bar is made with
+/// length 0 and takes `total` from each call.
+pub(crate) fn advance(bar: &ProgressBar) -> impl FnMut(u64, u64) + Send + '_ {
+    move |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    }
 }
 
 /// Keys of shards as text `c/i/j/…` → display of inner-chunk coordinates `[a, b, c]`.

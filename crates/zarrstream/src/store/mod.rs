@@ -12,7 +12,9 @@
 //!
 //! The writer, [`recover`](crate::recover) and the `zarrstream` tool all take these
 //! names from this module. [`StoreReader`] opens a finished (or recovered) array and
-//! walks, reads and checks its shards.
+//! walks, reads and checks its shards; on top of it, [`summarise`] and [`shard_index`]
+//! describe what is stored and [`verify`] checks every chunk (the data behind
+//! `zarrstream inspect` and `zarrstream verify`).
 //!
 //! ```no_run
 //! use zarrstream::store::StoreReader;
@@ -29,10 +31,15 @@ mod check;
 mod contract;
 mod key;
 mod lock;
+mod progress;
 mod publish;
 mod reader;
+mod summary;
 #[cfg(test)]
 mod tests;
+mod verify;
+#[cfg(test)]
+mod written_tests;
 
 pub use crate::shard::{LayoutOverflow, ShardLayout};
 pub(crate) use check::check_chunk;
@@ -47,3 +54,7 @@ pub(crate) use lock::prepare_dir;
 pub(crate) use publish::{create_dirs, prune_empty_dirs};
 pub use publish::{publish_bytes, sync_dir};
 pub use reader::{Shard, StoreError, StoreReader};
+pub use summary::{
+    ArrayInfo, IndexRow, ShardIndex, ShardInfo, Summary, allocated_bytes, shard_index, summarise,
+};
+pub use verify::{Problem, Report, verify};

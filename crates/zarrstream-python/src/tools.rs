@@ -1,21 +1,51 @@
-//! The command-line tool's store functions, for Python: `recover`.
+//! The command-line tool's store functions, for Python: `recover`, `inspect`, `verify`.
+//! Each returns the tool's `--json` report as a string, which the Python side parses:
+//! one serialisation (serde's) for the CLI and Python alike.
 
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
+use serde::Serialize;
+use zarrstream::store::{self, StoreReader};
 
-use crate::errors::guarded;
+use crate::errors::{Failure, Kind, guarded};
 
-/// Recovers the store at `path` after its writer died; returns the report as a JSON
-/// string (the CLI's `recover --json`), which the Python side parses.
+fn json(report: &impl Serialize) -> Result<String, Failure> {
+    serde_json::to_string(report).map_err(|e| Failure::new(Kind::Internal, e.to_string()))
+}
+
+/// Recovers the store at `path` after its writer died (`zarrstream recover --json`).
 #[pyfunction]
 pub(crate) fn recover(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
         guarded("recover", || {
-            let report = zarrstream::recover::recover_store(&path)?;
-            serde_json::to_string(&report).map_err(|e| {
-                crate::errors::Failure::new(crate::errors::Kind::Internal, e.to_string())
-            })
+            json(&zarrstream::recover::recover_store(&path)?)
+        })
+    })
+    .map_err(|f| f.into_pyerr(py))
+}
+
+/// What the store at `path` holds (`zarrstream inspect --json`).
+#[pyfunction]
+pub(crate) fn inspect(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    py.detach(|| {
+        guarded("inspect", || {
+            let reader = StoreReader::open(&path)?;
+            json(&store::summarise(&reader, |_, _| {})?)
+        })
+    })
+    .map_err(|f| f.into_pyerr(py))
+}
+
+/// Checks every chunk of the store at `path` by its crc32c (and by decoding it with
+/// `decode`) (`zarrstream verify --json`).
+#[pyfunction]
+#[pyo3(signature = (path, decode = false))]
+pub(crate) fn verify(py: Python<'_>, path: PathBuf, decode: bool) -> PyResult<String> {
+    py.detach(|| {
+        guarded("verify", || {
+            let reader = StoreReader::open(&path)?;
+            json(&store::verify(&reader, decode, |_, _| {})?)
         })
     })
     .map_err(|f| f.into_pyerr(py))

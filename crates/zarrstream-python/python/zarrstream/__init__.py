@@ -58,7 +58,9 @@ __all__ = [
     "Writer",
     "ZarrstreamError",
     "__version__",
+    "inspect",
     "recover",
+    "verify",
 ]
 
 
@@ -76,4 +78,34 @@ def recover(path: str | os.PathLike[str]) -> dict[str, Any]:
         NotAStoreError: (a ``ValueError``) when it is not an array zarrstream wrote.
     """
     report: dict[str, Any] = json.loads(_native.recover(os.fspath(path)))
+    return report
+
+
+def inspect(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What the array at ``path`` holds, as ``zarrstream inspect --json`` reports it:
+    ``array`` (shape, chunks, shards, dtype, codecs, state, ``frames_committed``),
+    ``shards``, ``chunks_stored``, ``empty_chunks``, ``stored_bytes``, ``raw_bytes``,
+    ``ratio``, and per-shard sizes under ``shard_list``.
+
+    Raises:
+        StoreNotFoundError: (a ``FileNotFoundError``) when ``path`` does not exist.
+        NotAStoreError: (a ``ValueError``) when it is not an array zarrstream reads.
+    """
+    summary: dict[str, Any] = json.loads(_native.inspect(os.fspath(path)))
+    return summary
+
+
+def verify(path: str | os.PathLike[str], *, decode: bool = False) -> dict[str, Any]:
+    """Checks every chunk of the array at ``path`` by its crc32c (and, with
+    ``decode=True``, by decoding it), as ``zarrstream verify --json`` does.
+
+    Returns the report: ``shards``, ``chunks_checked``, ``chunks_empty``,
+    ``checked_by`` and ``problems`` (empty for a sound store; each names the shard and
+    chunk). A damaged store is reported, not raised.
+
+    Raises:
+        StoreNotFoundError: (a ``FileNotFoundError``) when ``path`` does not exist.
+        NotAStoreError: (a ``ValueError``) when it is not an array zarrstream reads.
+    """
+    report: dict[str, Any] = json.loads(_native.verify(os.fspath(path), decode))
     return report

@@ -2,7 +2,7 @@
 
 from typing import Any, final
 
-__all__ = ["NativeWriter", "__version__", "recover"]
+__all__ = ["NativeWriter", "__version__", "inspect", "recover", "verify"]
 
 __version__: str
 
@@ -23,4 +23,6 @@ class NativeWriter:
     @property
     def frames_encoded(self) -> int: ...
 
+def inspect(path: str) -> str: ...
 def recover(path: str) -> str: ...
+def verify(path: str, decode: bool = False) -> str: ...

@@ -207,3 +207,28 @@ def test_recover_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as info:
         zarrstream.recover(tmp_path / "junk.zarr")
     assert isinstance(info.value, zarrstream.ZarrstreamError)
+
+
+def test_inspect_and_verify(tmp_path: Path, rng) -> None:
+    frames = frames_of(rng, "uint16", (5, 16, 16))
+    path = tmp_path / "iv.zarr"
+    with zarrstream.Writer(path, **SMALL) as w:
+        w.append(frames)
+    summary = zarrstream.inspect(path)
+    assert summary["array"]["shape"] == [5, 16, 16]
+    assert summary["shards"] == 3
+    assert summary["chunks_stored"] == 5
+    report = zarrstream.verify(path, decode=True)
+    assert report["problems"] == [] and report["chunks_checked"] == 5
+    # Flip one byte of the first chunk of the second shard: verify names it.
+    shard = path / "c" / "1" / "0" / "0"
+    data = bytearray(shard.read_bytes())
+    data[20] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    report = zarrstream.verify(path)
+    assert len(report["problems"]) == 1
+    assert "c/1/0/0" in json.dumps(report["problems"][0])
+    with pytest.raises(FileNotFoundError):
+        zarrstream.inspect(tmp_path / "none.zarr")
+    with pytest.raises(FileNotFoundError):
+        zarrstream.verify(tmp_path / "none.zarr")

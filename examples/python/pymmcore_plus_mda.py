@@ -293,8 +293,8 @@ def acquisition_settings(path: str | Path, backend: str = "zarrstream",
         import zarrstream.ome_writers
 
         zarrstream.ome_writers.register()
-    return ome_writers.AcquisitionSettings(
-        root_path=str(path), format=backend, overwrite=overwrite)
+    return ome_writers.AcquisitionSettings.model_validate(
+        {"root_path": str(path), "format": backend, "overwrite": overwrite})
 
 
 def run(path: str | Path, t: int = 3, c: int = 2, z: int = 4, positions: int = 1,

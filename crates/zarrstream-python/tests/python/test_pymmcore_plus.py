@@ -1,0 +1,273 @@
+"""End to end: pymmcore-plus runs a multi-dimensional acquisition with simulated Python
+devices, ome-writers writes it as OME-Zarr through zarrstream, and zarr-python and
+ome-zarr-models read it back.
+
+The acquisitions come from ``examples/python/pymmcore_plus_mda.py`` (imported by path).
+Every stored frame is compared with the frame the camera produced for that event, and
+with the same frame recomputed independently from the event (serial number, channel,
+stage positions). The same acquisitions through ome-writers' own tensorstore backend
+check the test itself and give the reference metadata.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymmcore_plus", reason="needs pymmcore-plus")
+pytest.importorskip("ome_writers", reason="needs ome-writers")
+pytest.importorskip("useq", reason="needs useq-schema")
+zarr = pytest.importorskip("zarr", reason="needs zarr-python 3")
+ome_zarr_models = pytest.importorskip("ome_zarr_models", reason="needs ome-zarr-models")
+
+from ome_zarr_models.v05.bioformats2raw import BioFormats2Raw  # noqa: E402
+from ome_zarr_models.v05.image import Image  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[4]
+EXAMPLE = REPO / "examples" / "python" / "pymmcore_plus_mda.py"
+
+#: (a): t × c × z at one position.
+TCZ = {"t": 3, "c": 2, "z": 4, "positions": 1, "height": 64, "width": 96}
+#: (b): several stage positions × t × c.
+PTC = {"t": 2, "c": 2, "z": 1, "positions": 2, "height": 64, "width": 96}
+
+
+def _load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("pymmcore_plus_mda", EXAMPLE)
+    assert spec is not None and spec.loader is not None, EXAMPLE
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look their module up in sys.modules while the module executes.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+mda_example = _load_example()
+
+
+def _have_zarrstream_backend() -> bool:
+    """Whether the package ships ``zarrstream.ome_writers``. When it does, importing it
+    must work: an import error fails the tests instead of skipping them."""
+    return importlib.util.find_spec("zarrstream.ome_writers") is not None
+
+
+_NO_BACKEND = pytest.mark.skipif(
+    not _have_zarrstream_backend(),
+    reason="zarrstream.ome_writers (the ome-writers backend) is not importable")
+#: Which acquisition through which backend: zarrstream, and ome-writers' tensorstore
+#: backend as the reference that checks the test itself.
+CASES = [
+    pytest.param((case, backend), id=f"{case}-{backend}",
+                 marks=[_NO_BACKEND] if backend == "zarrstream" else [])
+    for case in ("tcz", "ptc") for backend in ("zarrstream", "tensorstore")
+]
+SIZES = {"tcz": TCZ, "ptc": PTC}
+
+
+class Recording:
+    """One acquisition run by the example: where it went and what the camera did."""
+
+    def __init__(self, root: Path, backend: str, sizes: dict[str, int]) -> None:
+        self.root = root
+        self.backend = backend
+        self.sizes = sizes
+        self.mda, self.sequence = mda_example.run(root, backend=backend, **sizes)
+        self.events = list(self.sequence)
+
+    @property
+    def multi_position(self) -> bool:
+        return self.sizes["positions"] > 1
+
+    def image_paths(self) -> list[Path]:
+        """The OME-Zarr image group of each position, in position order."""
+        if self.multi_position:
+            return [self.root / str(p) for p in range(self.sizes["positions"])]
+        return [self.root]
+
+    def array_paths(self) -> list[Path]:
+        """The full-resolution array of each position."""
+        return [image / "0" for image in self.image_paths()]
+
+
+def _record(tmp_path_factory: pytest.TempPathFactory, backend: str,
+            sizes: dict[str, int], name: str) -> Recording:
+    root = tmp_path_factory.mktemp(f"{name}-{backend}") / f"{name}.ome.zarr"
+    return Recording(root, backend, sizes)
+
+
+@pytest.fixture(scope="module", params=CASES)
+def recording(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> Recording:
+    """(a) t × c × z and (b) positions × t × c, each through each backend, run once."""
+    case, backend = request.param
+    return _record(tmp_path_factory, backend, SIZES[case], case)
+
+
+def _expected_dims(sizes: dict[str, int]) -> list[str]:
+    dims = ["t", "c"]
+    if sizes["z"] > 1:
+        dims.append("z")
+    return [*dims, "y", "x"]
+
+
+def _state_of(event: Any, serial: int) -> Any:
+    """The device state the camera should have seen for ``event``, from the event alone."""
+    return mda_example.DeviceState(
+        serial=serial, line=event.channel.config,
+        z_um=event.z_pos if event.z_pos is not None else 0.0,
+        x_um=event.x_pos if event.x_pos is not None else 0.0,
+        y_um=event.y_pos if event.y_pos is not None else 0.0)
+
+
+def _expected_arrays(rec: Recording) -> list[np.ndarray]:
+    """Per position, the array the acquisition should have written: every event's frame,
+    recomputed from the event, at the event's (t, c, z) index."""
+    dims = _expected_dims(rec.sizes)
+    h, w = rec.sizes["height"], rec.sizes["width"]
+    shape = [rec.sizes[d] for d in dims[:-2]] + [h, w]
+    out = [np.zeros(shape, dtype="uint16") for _ in range(rec.sizes["positions"])]
+    filled = [np.zeros(shape[:-2], dtype=int) for _ in out]
+    for serial, event in enumerate(rec.events):
+        p = event.index.get("p", 0)
+        where = tuple(event.index.get(d, 0) for d in dims[:-2])
+        out[p][where] = mda_example.expected_frame(_state_of(event, serial), (h, w))
+        filled[p][where] += 1
+    for f in filled:  # the sequence visits every (p, t, c, z) exactly once
+        assert (f == 1).all(), f
+    return out
+
+
+def _array_json(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((path / "zarr.json").read_text())
+    return doc
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def test_example_imports_from_repository() -> None:
+    assert mda_example.__file__ is not None and Path(mda_example.__file__) == EXAMPLE
+    assert callable(mda_example.make_core) and callable(mda_example.run)
+
+
+def test_camera_produced_every_event_in_its_state(recording: Recording) -> None:
+    """One frame per event, exposed with the channel and stage positions the event asks
+    for, and equal to the frame recomputed from the event."""
+    rec = recording
+    n = math.prod(rec.sizes[k] for k in ("t", "c", "z", "positions"))
+    assert len(rec.events) == n
+    produced = rec.mda.camera.produced
+    assert len(produced) == n
+    h, w = rec.sizes["height"], rec.sizes["width"]
+    for serial, (event, (state, frame)) in enumerate(zip(rec.events, produced)):
+        want = _state_of(event, serial)
+        assert state.serial == serial
+        assert state.line == want.line, event
+        assert state.z_um == pytest.approx(want.z_um), event
+        assert state.x_um == pytest.approx(want.x_um), event
+        assert state.y_um == pytest.approx(want.y_um), event
+        assert frame.shape == (h, w) and frame.dtype == np.uint16
+        np.testing.assert_array_equal(frame, mda_example.expected_frame(want, (h, w)))
+    # The frames differ from each other (a wrong index would show).
+    assert len({f.tobytes() for _, f in produced}) == n
+
+
+def test_arrays_hold_exactly_the_frames(recording: Recording) -> None:
+    """zarr-python reads back, at each (p, t, c, z), exactly the camera's frame."""
+    rec = recording
+    dims = _expected_dims(rec.sizes)
+    expected = _expected_arrays(rec)
+    paths = rec.array_paths()
+    assert len(paths) == len(expected) == rec.sizes["positions"]
+    for p, (path, want) in enumerate(zip(paths, expected)):
+        arr = zarr.open_array(path, mode="r")
+        assert arr.metadata.zarr_format == 3
+        assert list(arr.metadata.dimension_names) == dims
+        assert arr.shape == want.shape, (p, arr.shape)
+        assert arr.dtype == np.dtype("uint16")
+        np.testing.assert_array_equal(arr[...], want, err_msg=f"position {p}")
+    # And the same through the camera's own copies, frame by frame in event order.
+    for (_, frame), event in zip(rec.mda.camera.produced, rec.events):
+        arr = zarr.open_array(paths[event.index.get("p", 0)], mode="r")
+        where = tuple(event.index.get(d, 0) for d in dims[:-2])
+        np.testing.assert_array_equal(arr[where], frame, err_msg=str(event.index))
+
+
+def test_backend_wrote_the_arrays(recording: Recording) -> None:
+    """With zarrstream selected, every array's zarr.json carries zarrstream's own record
+    (a finished recording of every plane); ome-writers' tensorstore backend writes none."""
+    rec = recording
+    for path in rec.array_paths():
+        doc = _array_json(path)
+        assert doc["node_type"] == "array"
+        attrs = doc.get("attributes", {})
+        if rec.backend != "zarrstream":
+            assert "zarrstream" not in attrs
+            continue
+        assert "zarrstream" in attrs, f"{path}/zarr.json has no attributes.zarrstream"
+        record = attrs["zarrstream"]
+        planes = math.prod(doc["shape"][:-2])
+        assert record["state"] == "finished", record
+        assert record["frames_committed"] == planes, (record, doc["shape"])
+        assert record["frames_dropped"] == 0, record
+        # zarrstream's arrays are sharded (one sharding_indexed codec).
+        assert [c["name"] for c in doc["codecs"]] == ["sharding_indexed"], doc["codecs"]
+
+
+def test_metadata_validates_with_ome_zarr_models(recording: Recording) -> None:
+    """Each position is a valid OME-Zarr 0.5 image whose axes are the array's dimensions
+    and whose omero channels are the sequence's; several positions hang off a valid
+    bioformats2raw group."""
+    rec = recording
+    dims = _expected_dims(rec.sizes)
+    if rec.multi_position:
+        # ome-zarr-models 1.7's open_ome_zarr tries no v0.5 bioformats2raw model, so
+        # validate the root with the class itself.
+        root = BioFormats2Raw.from_zarr(zarr.open_group(rec.root, mode="r"))
+        assert root.image_paths == [str(p) for p in range(rec.sizes["positions"])]
+        assert set(root.images) == set(root.image_paths)
+    for image_path in rec.image_paths():
+        opened = ome_zarr_models.open_ome_zarr(image_path)
+        assert isinstance(opened, Image), type(opened)
+        image = Image.from_zarr(zarr.open_group(image_path, mode="r"))
+        multiscales = image.attributes.ome.multiscales
+        assert len(multiscales) == 1
+        assert [a.name for a in multiscales[0].axes] == dims
+        assert [d.path for d in multiscales[0].datasets] == ["0"]
+        group_attrs = _array_json(image_path)["attributes"]
+        labels = [c["label"] for c in group_attrs["ome"]["omero"]["channels"]]
+        assert labels == list(mda_example.CHANNELS[: rec.sizes["c"]])
+
+
+def test_ome_metadata_matches_reference_backend(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The OME metadata written with zarrstream selected equals, group for group, the
+    metadata of the same acquisition through ome-writers' tensorstore backend."""
+    if not _have_zarrstream_backend():
+        pytest.skip("zarrstream.ome_writers (the ome-writers backend) is not importable")
+    for sizes, name in ((TCZ, "tcz"), (PTC, "ptc")):
+        ours = _record(tmp_path_factory, "zarrstream", sizes, f"ref-{name}")
+        ref = _record(tmp_path_factory, "tensorstore", sizes, f"ref-{name}")
+        groups = sorted(p.relative_to(ref.root) for p in ref.root.rglob("zarr.json")
+                        if json.loads(p.read_text())["node_type"] == "group")
+        ours_groups = sorted(p.relative_to(ours.root) for p in ours.root.rglob("zarr.json")
+                             if json.loads(p.read_text())["node_type"] == "group")
+        assert ours_groups == groups
+        for rel in groups:
+            a = json.loads((ours.root / rel).read_text())["attributes"].get("ome")
+            b = json.loads((ref.root / rel).read_text())["attributes"].get("ome")
+            assert a == b, rel
+        for a_path, b_path in zip(ours.array_paths(), ref.array_paths()):
+            a_doc, b_doc = _array_json(a_path), _array_json(b_path)
+            for key in ("shape", "data_type", "dimension_names"):
+                assert a_doc[key] == b_doc[key], (a_path, key)
+            np.testing.assert_array_equal(zarr.open_array(a_path, mode="r")[...],
+                                          zarr.open_array(b_path, mode="r")[...])

@@ -283,23 +283,27 @@ def zarrstream_available() -> bool:
     return True
 
 
-def acquisition_settings(path: str | Path, backend: str = "zarrstream",
+def acquisition_settings(path: str | Path, backend: str | Mapping[str, Any] = "zarrstream",
                          overwrite: bool = True) -> ome_writers.AcquisitionSettings:
     """ome-writers settings writing OME-Zarr at ``path`` through ``backend``:
-    ``"zarrstream"`` (registered here) or one of ome-writers' own Zarr backends
-    (``"tensorstore"``, ``"zarr-python"``, …). pymmcore-plus fills in the dimensions
-    and the dtype from the sequence and the camera."""
-    if backend == "zarrstream":
+    ``"zarrstream"`` or ``{"name": "ome-zarr", "backend": "zarrstream"}`` (registered
+    here), or one of ome-writers' own Zarr backends (``"tensorstore"``,
+    ``"zarr-python"``, …), by name or in the same dict form. pymmcore-plus fills in the
+    dimensions and the dtype from the sequence and the camera."""
+    name = backend.get("backend") if isinstance(backend, Mapping) else backend
+    if name in ("zarrstream", "auto"):
         import zarrstream.ome_writers
 
         zarrstream.ome_writers.register()
+    fmt = dict(backend) if isinstance(backend, Mapping) else backend
     return ome_writers.AcquisitionSettings.model_validate(
-        {"root_path": str(path), "format": backend, "overwrite": overwrite})
+        {"root_path": str(path), "format": fmt, "overwrite": overwrite})
 
 
 def run(path: str | Path, t: int = 3, c: int = 2, z: int = 4, positions: int = 1,
         height: int = 64, width: int = 96, dtype: str = "uint16",
-        backend: str = "zarrstream") -> tuple[Mda, useq.MDASequence]:
+        backend: str | Mapping[str, Any] = "zarrstream",
+        ) -> tuple[Mda, useq.MDASequence]:
     """Runs :func:`make_sequence` on :func:`make_core`'s devices, writing OME-Zarr at
     ``path`` through ``backend``; returns the core with its devices (the camera's
     :attr:`~SimulatedCamera.produced` lists every frame) and the sequence run."""

@@ -11,6 +11,7 @@ check the test itself and give the reference metadata.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -72,15 +73,21 @@ CASES = [
 SIZES = {"tcz": TCZ, "ptc": PTC}
 
 
+@dataclasses.dataclass
 class Recording:
-    """One acquisition run by the example: where it went and what the camera did."""
+    """One acquisition run by the example: where it went, through which backend, and
+    what the camera did."""
 
-    def __init__(self, root: Path, backend: str, sizes: dict[str, int]) -> None:
-        self.root = root
-        self.backend = backend
-        self.sizes = sizes
-        self.mda, self.sequence = mda_example.run(root, backend=backend, **sizes)
-        self.events = list(self.sequence)
+    root: Path
+    backend: str
+    sizes: dict[str, int]
+    mda: Any
+    sequence: Any
+
+    @property
+    def events(self) -> list[Any]:
+        """The sequence's events, in acquisition order."""
+        return list(self.sequence)
 
     @property
     def multi_position(self) -> bool:
@@ -100,7 +107,8 @@ class Recording:
 def _record(tmp_path_factory: pytest.TempPathFactory, backend: str,
             sizes: dict[str, int], name: str) -> Recording:
     root = tmp_path_factory.mktemp(f"{name}-{backend}") / f"{name}.ome.zarr"
-    return Recording(root, backend, sizes)
+    mda, sequence = mda_example.run(root, backend=backend, **sizes)
+    return Recording(root, backend, sizes, mda, sequence)
 
 
 @pytest.fixture(scope="module", params=CASES)
@@ -271,3 +279,29 @@ def test_ome_metadata_matches_reference_backend(
                 assert a_doc[key] == b_doc[key], (a_path, key)
             np.testing.assert_array_equal(zarr.open_array(a_path, mode="r")[...],
                                           zarr.open_array(b_path, mode="r")[...])
+
+
+@_NO_BACKEND
+@pytest.mark.parametrize("form", ["dict", "path"])
+def test_other_ways_of_selecting_zarrstream(form: str, tmp_path: Path) -> None:
+    """zarrstream also writes the acquisition when selected as
+    ``{"name": "ome-zarr", "backend": "zarrstream"}``, and, once registered, when
+    pymmcore-plus is given a bare path (ome-writers' ``"auto"`` tries it first)."""
+    import zarrstream.ome_writers
+
+    root = tmp_path / "run.ome.zarr"
+    sizes = {**TCZ, "t": 2}
+    if form == "dict":
+        mda, sequence = mda_example.run(
+            root, backend={"name": "ome-zarr", "backend": "zarrstream"}, **sizes)
+    else:
+        zarrstream.ome_writers.register()
+        mda = mda_example.make_core(sizes["height"], sizes["width"])
+        sequence = mda_example.make_sequence(sizes["t"], sizes["c"], sizes["z"])
+        mda.core.mda.run(sequence, output=str(root))
+    rec = Recording(root, form, sizes, mda, sequence)
+    (array_path,) = rec.array_paths()
+    assert "zarrstream" in _array_json(array_path)["attributes"]
+    (want,) = _expected_arrays(rec)
+    np.testing.assert_array_equal(zarr.open_array(array_path, mode="r")[...], want)
+    assert isinstance(ome_zarr_models.open_ome_zarr(root), Image)

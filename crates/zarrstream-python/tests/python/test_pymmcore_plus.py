@@ -255,6 +255,28 @@ def test_metadata_validates_with_ome_zarr_models(recording: Recording) -> None:
         assert labels == list(mda_example.CHANNELS[: rec.sizes["c"]])
 
 
+def test_frame_and_summary_metadata(recording: Recording) -> None:
+    """Each image group keeps pymmcore-plus' summary metadata and ome-writers' per-frame
+    metadata: one entry per frame, at the frame's storage index, with the stage
+    position of its event."""
+    rec = recording
+    dims = _expected_dims(rec.sizes)
+    for p, image_path in enumerate(rec.image_paths()):
+        attrs = _array_json(image_path)["attributes"]
+        summary = attrs["pymmcore_plus"]["summary_metadata"]
+        assert summary["mda_sequence"]["time_plan"]["loops"] == rec.sizes["t"]
+        frames = attrs["ome_writers"]["frame_metadata"]
+        by_index = {tuple(f["storage_index"]): f for f in frames}
+        events = [e for e in rec.events if e.index.get("p", 0) == p]
+        assert len(frames) == len(by_index) == len(events)
+        for event in events:
+            meta = by_index[tuple(event.index.get(d, 0) for d in dims[:-2])]
+            assert meta["position_z"] == pytest.approx(event.z_pos or 0.0), event.index
+            if rec.multi_position:
+                assert meta["position_x"] == pytest.approx(event.x_pos), event.index
+                assert meta["position_y"] == pytest.approx(event.y_pos), event.index
+
+
 def test_ome_metadata_matches_reference_backend(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     """The OME metadata written with zarrstream selected equals, group for group, the

@@ -101,10 +101,12 @@ class LiveArray:
     value until it is, as do rows beyond the array's published shape.
     """
 
-    def __init__(self, writer: Writer, shape: tuple[int, ...], fill_value: float) -> None:
+    def __init__(self, writer: Writer, shape: tuple[int, ...], fill_value: float,
+                 unbounded: bool) -> None:
         self._writer = writer
         self._path = writer.path
         self.shape: tuple[int, ...] = shape
+        self._unbounded = unbounded
         self.dtype: np.dtype[Any] = writer.dtype
         self._fill = fill_value
         self._reader: Any = None
@@ -147,7 +149,9 @@ class LiveArray:
         return np.asarray(reader.oindex[selection].read().result())  # tensorstore
 
     def __getitem__(self, key: Any) -> np.ndarray[Any, Any]:
-        """Basic indexing (integers and slices) over :attr:`shape`."""
+        """Basic indexing (integers and slices) over :attr:`shape`. Along an unbounded
+        append axis, rows beyond the shape (another position may be ahead of this one)
+        read as the fill value rather than raising."""
         keys = list(key) if isinstance(key, tuple) else [key]
         if any(k is Ellipsis for k in keys):
             at = keys.index(Ellipsis)
@@ -158,12 +162,17 @@ class LiveArray:
         # Per axis: the coordinates selected, and whether the axis is kept.
         picks: list[np.ndarray[Any, Any]] = []
         kept: list[bool] = []
-        for k, n in zip(keys, self.shape):
+        for axis, (k, n) in enumerate(zip(keys, self.shape)):
+            open_ended = axis == 0 and self._unbounded
             if isinstance(k, slice):
+                if open_ended and k.stop is not None and k.stop > n:
+                    n = k.stop
                 picks.append(np.arange(*k.indices(n)))
                 kept.append(True)
             else:
                 i = int(k)
+                if open_ended and i >= n:
+                    n = i + 1
                 if not -n <= i < n:
                     raise IndexError(f"index {i} is out of bounds for an axis of size {n}")
                 picks.append(np.array([i % n]))
@@ -324,7 +333,9 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                 w.abort("ome-writers could not prepare every position")
             raise
         self._writers = writers
-        self._live = [LiveArray(w, spec.shape, 0) for w, spec in zip(writers, self._specs)]
+        unbounded = storage_dims[0].count is None
+        self._live = [LiveArray(w, spec.shape, 0, unbounded)
+                      for w, spec in zip(writers, self._specs)]
         self._next = [0] * n
         self._arrays = list(self._live)
 

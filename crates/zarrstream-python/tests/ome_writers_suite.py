@@ -18,6 +18,9 @@ passed, failed and were skipped, prints a table, and exits non-zero when
   for ``"auto"``), or a test module fails to import because of zarrstream;
 - no ``[zarrstream]`` test ran at all (the plugin did not register the backend).
 
+Exit status 3: the sdist could not be downloaded (no network); 2: no report, or an
+ome-writers other than the one the suite is for is installed.
+
 ome-writers' pyproject (``filterwarnings = ["error", …]``) applies, as in its own CI.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import os
 import re
@@ -39,6 +43,8 @@ PLUGIN_DIR = Path(__file__).resolve().parent / "python"
 PLUGIN = "zarrstream_ow_plugin"
 OURS = "zarrstream"
 PEER = "acquire-zarr"
+#: Exit status when the sdist cannot be downloaded (no network, say).
+DOWNLOAD_FAILED = 3
 BACKENDS = (OURS, "acquire-zarr", "tensorstore", "zarrs-python", "zarr-python",
             "tifffile", "scratch")
 
@@ -112,14 +118,16 @@ def fetch_suite(cache: Path) -> Path:
         return root
     sdists = sorted(cache.glob(f"ome_writers-{OME_WRITERS_VERSION}.tar.gz"))
     if not sdists:
-        subprocess.run(
+        done = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
              "--no-binary", ":all:", f"ome-writers=={OME_WRITERS_VERSION}",
              "--dest", str(cache)],
-            check=True)
-        sdists = sorted(cache.glob("ome_writers-*.tar.gz"))
-    if not sdists:
-        raise SystemExit(f"pip download left no ome-writers sdist in {cache}")
+            check=False)
+        sdists = sorted(cache.glob(f"ome_writers-{OME_WRITERS_VERSION}.tar.gz"))
+        if done.returncode != 0 or not sdists:
+            print(f"could not download the ome-writers {OME_WRITERS_VERSION} sdist "
+                  f"(pip exit status {done.returncode}) into {cache}")
+            raise SystemExit(DOWNLOAD_FAILED)
     with tarfile.open(sdists[0]) as tar:
         tar.extractall(cache, filter="data")
     if not (root / "tests" / "conftest.py").is_file():
@@ -267,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pytest_args", nargs="*",
                         help="extra pytest arguments (after --)")
     args = parser.parse_args(argv)
+    installed = importlib.metadata.version("ome-writers")
+    if installed != OME_WRITERS_VERSION:
+        print(f"this interpreter has ome-writers {installed}; the suite and its list of "
+              f"justified failures are for {OME_WRITERS_VERSION}")
+        return 2
     cache = args.target_dir.resolve() / "ome-writers-suite"
     root = fetch_suite(cache)
     junit = cache / "junit.xml"

@@ -444,8 +444,8 @@ def _cast_format(value: Any, _original: Callable[[Any], Any]) -> Any:
         suffix = value.get("suffix", "")
         value = BACKEND_NAME
     if isinstance(value, str) and value.lower() == BACKEND_NAME:
-        kwargs = {"suffix": suffix} if suffix else {}
-        return _ow_schema.OmeZarrFormat(backend=BACKEND_NAME, **kwargs)
+        fields = {"backend": BACKEND_NAME, **({"suffix": suffix} if suffix else {})}
+        return _ow_schema.OmeZarrFormat.model_validate(fields)
     return _original(value)
 
 

@@ -182,14 +182,22 @@ def test_multi_position(tmp_path: Path) -> None:
     settings = AcquisitionSettings(root_path=tmp_path / "multi.ome.zarr", dimensions=dims,
                                    dtype="uint16", format="zarrstream")
     frames = frames_for(t * n_pos * c, (h, w)).reshape(t, n_pos, c, h, w)
+    root = Path(settings.output_path)
     with create_stream(settings) as stream:
         assert len(stream._backend.writers) == n_pos
-        stream.set_global_metadata("acquisition", {"who": "test"})
+        groups = {p: p.read_bytes() for p in root.rglob("zarr.json")
+                  if json.loads(p.read_bytes())["node_type"] == "group"}
+        assert len(groups) == 2 + n_pos  # root, OME, one image group per position
         for ti in range(t):
             for p in range(n_pos):
                 for ci in range(c):
                     stream.append(frames[ti, p, ci])
-    root = Path(settings.output_path)
+        for w in stream._backend.writers:  # let every shard land
+            while w.frames_encoded < t * c:
+                time.sleep(0.005)
+        # zarrstream wrote no group document: each is byte for byte what yaozarrs wrote.
+        assert {p: p.read_bytes() for p in groups} == groups
+        stream.set_global_metadata("acquisition", {"who": "test"})
     BioFormats2Raw.from_zarr(zarr.open_group(root, mode="r"))
     # (ome-zarr-models' image_paths lists numbered series only; these are named.)
     ome_series = json.loads((root / "OME" / "zarr.json").read_text())["attributes"]["ome"]
@@ -475,6 +483,8 @@ def test_ome_writers_suite(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False, timeout=1800)
     print(run.stdout[-20000:])
     print(run.stderr[-5000:], file=sys.stderr)
+    if run.returncode == 3 and os.environ.get("CI") != "true":
+        pytest.skip("the ome-writers sdist could not be downloaded (no network?)")
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
     summary = json.loads(out.read_text())
     counts = summary["counts"]

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compare zarrstream's `record` example with peer sharded Zarr v3 writers.
 
-Contenders: zarrstream (`target/release/examples/record --input`), acquire-zarr,
+Contenders: zarrstream (`target/release/examples/record --input`), zarrstream's Python
+package (zarrstream-python, see zarrstream_python.py), acquire-zarr,
 tensorstore (zarr3 driver) and zarr-python 3, on the same raw frames (written once by
 `record --save-frames` from the project's synthetic camera), each run in a fresh
 process with the same thread budget. Runs alternate between contenders (repeat 1 of
@@ -32,6 +33,8 @@ import sys
 import threading
 import time
 
+import zarrstream_python  # tools/peers/zarrstream_python.py: its settings, shared with record
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECORD = os.path.join(ROOT, "target", "release", "examples", "record")
 H = W = 2048
@@ -48,7 +51,10 @@ CODECS = {
     "none": "no compression",
 }
 RECORD_CODEC = {"zstd": "zstd:1", "lz4": "lz4:1", "none": "none"}
-CONTENDERS = ["acquire-zarr", "tensorstore", "zarr-python", "zarrstream"]
+CONTENDERS = ["acquire-zarr", "tensorstore", "zarr-python", "zarrstream", "zarrstream-python"]
+# The Python package's targets, as same-run ratios (python_targets): append throughput
+# >= 0.95 x record's and >= 2 x acquire-zarr's, extra RSS <= 1.10 x record's.
+TARGETS = {"vs_record": 0.95, "vs_acquire_zarr": 2.0, "rss_vs_record": 1.10}
 
 
 # ---------------------------------------------------------------------------------
@@ -232,10 +238,25 @@ def write_zarr_python(frames, path, chunk, shard, codec, threads, lat):
         lat.append(clock() - t0)
 
 
+def write_zarrstream_python(frames, path, chunk, shard, codec, threads, lat):
+    """zarrstream's Python package (tools/peers/zarrstream_python.py); returns the start
+    of its timed phase, which is record's (first append until close returned)."""
+    return zarrstream_python.write(frames, path, chunk, shard, codec, threads, lat)
+
+
 PEERS = {
     "acquire-zarr": write_acquire_zarr,
     "tensorstore": write_tensorstore,
     "zarr-python": write_zarr_python,
+    "zarrstream-python": write_zarrstream_python,
+}
+# What each child imports before its baseline RSS, so that importing is neither timed
+# nor counted as the writer's memory (the writer functions' own imports are then no-ops).
+PRELOAD = {
+    "acquire-zarr": ["acquire_zarr"],
+    "tensorstore": ["tensorstore"],
+    "zarr-python": ["zarr", "numcodecs"],
+    "zarrstream-python": ["zarrstream"],
 }
 
 
@@ -246,16 +267,25 @@ def child_write(job: dict) -> dict:
     n = job["n"]
     frames = np.fromfile(job["raw"], dtype="<u2", count=n * H * W).reshape(n, H, W)
     frames.sum(dtype=np.uint64)  # every page resident before timing
+    for module in PRELOAD[job["contender"]]:
+        __import__(module)
     rss_base = proc_status_mib("VmRSS")
     reset = reset_peak_rss()
     lat: list[float] = []
     chunk, shard = CONFIGS[job["config"]]
     cpu0, busy0, t0 = sum(os.times()[:2]), machine_busy_s(), time.perf_counter()
-    PEERS[job["contender"]](frames, job["out"], chunk, shard, job["codec"], job["threads"], lat)
-    fsync_tree(job["out"])
-    wall = time.perf_counter() - t0
+    own = PEERS[job["contender"]](frames, job["out"], chunk, shard, job["codec"],
+                                  job["threads"], lat) or {}
+    if "timed_from" not in own:
+        fsync_tree(job["out"])
+    t1 = time.perf_counter()
+    # zarrstream-python is timed like record: first append until close() returned (close
+    # fsyncs every shard and zarr.json); the peers from creation until the fsync of
+    # every file and directory.
+    wall = t1 - own.pop("timed_from", t0)
     cpu = sum(os.times()[:2]) - cpu0
     return {
+        **own,
         "wall_s": wall,
         "cpu_s": cpu,
         "others_cores": max(0.0, machine_busy_s() - busy0 - cpu) / wall,
@@ -326,8 +356,8 @@ def run_zarrstream(job: dict, timeout: float) -> dict:
 
     cmd = [RECORD, "--input", job["raw"], "--frames", str(job["n"]), "--shape", f"0,{H},{W}", "--chunk", join(chunk),
            "--shard", join(shard), "--codec", RECORD_CODEC[job["codec"]],
-           "--threads", str(job["threads"]), "--report", report, "--overwrite",
-           "--out", job["out"]]
+           "--threads", str(job["threads"]), *zarrstream_python.RECORD_FLAGS,
+           "--report", report, "--overwrite", "--out", job["out"]]
     # Not --quiet: the "ready" line on stderr marks the start of the timed phase.
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     killer = threading.Timer(timeout, p.kill)
@@ -422,8 +452,18 @@ def machine_facts(out_dir: str) -> dict:
             "rustc": rustc[1] if len(rustc) > 1 else "unknown",
             **{m: version(m) for m in ("acquire-zarr", "tensorstore", "zarr", "numcodecs",
                                        "numpy")},
+            "zarrstream (Python wheel)": installed_version("zarrstream"),
         },
     }
+
+
+def installed_version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def summarize(runs: list[dict]) -> list[dict]:
@@ -448,6 +488,7 @@ def summarize(runs: list[dict]) -> list[dict]:
                 walls=[round(r["wall_s"], 3) for r in ok],
                 verified=all(r["ok"] for r in ok),
                 notes=sorted({r["note"] for r in ok}),
+                create_s=[round(r["create_s"], 4) for r in ok if "create_s" in r],
             )
         rows.append(row)
     for row in rows:
@@ -455,6 +496,85 @@ def summarize(runs: list[dict]) -> list[dict]:
                     and (r["config"], r["codec"]) == (row["config"], row["codec"])), None)
         row["vs_acquire_zarr"] = row["mib_s"] / ref["mib_s"] if ref and row.get("mib_s") else None
     return rows
+
+
+def python_targets(runs: list[dict], rows: list[dict]) -> list[dict]:
+    """For every config and codec with zarrstream-python runs: its rows beside record's
+    (contender zarrstream) and acquire-zarr's, and the targets' ratios. Each ratio is
+    taken within a repeat (runs of one repeat are adjacent in time), then the median
+    over repeats; the ratio of the rows' medians is given too."""
+    out = []
+    for cfg, codec in sorted({(r["config"], r["codec"]) for r in runs
+                              if r["contender"] == "zarrstream-python"},
+                             key=lambda k: (k[0], list(CODECS).index(k[1]))):
+        def row(cont):
+            return next((r for r in rows if (r["config"], r["codec"], r["contender"])
+                         == (cfg, codec, cont) and r.get("mib_s")), None)
+
+        def paired(metric, other):
+            vals = []
+            for rep in sorted({r["repeat"] for r in runs}):
+                got = {r["contender"]: r for r in runs if r["repeat"] == rep
+                       and (r["config"], r["codec"]) == (cfg, codec) and "error" not in r}
+                a, b = got.get("zarrstream-python"), got.get(other)
+                if a and b and metric(a) is not None and metric(b):
+                    vals.append(metric(a) / metric(b))
+            return vals
+
+        def mib(r):
+            return r["raw_bytes"] / 2**20 / r["wall_s"]
+
+        def rss(r):
+            return r.get("extra_rss_mib")
+
+        py, rec, aqz = row("zarrstream-python"), row("zarrstream"), row("acquire-zarr")
+        entry = {"config": cfg, "codec": codec,
+                 "rows": {k: v for k, v in (("record", rec), ("zarrstream-python", py),
+                                            ("acquire-zarr", aqz)) if v}}
+        for key, metric, other, a, b in (
+                ("vs_record", mib, "zarrstream", "mib_s", rec),
+                ("vs_acquire_zarr", mib, "acquire-zarr", "mib_s", aqz),
+                ("rss_vs_record", rss, "zarrstream", "extra_rss_mib", rec)):
+            vals = paired(metric, other)
+            of_medians = (py[a] / b[a] if py and b and py.get(a) is not None and b.get(a)
+                          else None)
+            value = med(vals)
+            met = (None if value is None else
+                   value <= TARGETS[key] if key.startswith("rss") else value >= TARGETS[key])
+            entry[key] = {"per_repeat": [round(v, 3) for v in vals], "median": value,
+                          "of_medians": of_medians, "target": TARGETS[key], "met": met}
+        out.append(entry)
+    return out
+
+
+def python_targets_lines(targets: list[dict]) -> list[str]:
+    """The Python package's table: record, zarrstream-python and acquire-zarr rows per
+    config and codec, and the target ratios."""
+    if not targets:
+        return []
+    L = ["| config | codec | contender | median MiB/s | frames/s | extra RSS MiB "
+         "| latency p50 / p99 / max ms | CPU s |",
+         "|---|---|---|---|---|---|---|---|"]
+    for t in targets:
+        for name, r in t["rows"].items():
+            lat = " / ".join(fmt(x, ".1f") for x in r["lat_ms"])
+            L.append(f"| {t['config']} | {t['codec']} | {name} | **{r['mib_s']:.0f}** | "
+                     f"{r['mib_s'] * 2**20 / FRAME_BYTES:.0f} | {fmt(r['extra_rss_mib'])} | "
+                     f"{lat} | {fmt(r['cpu_s'], '.2f')} |")
+    L += ["", "| config | codec | ratio | target | same-run median (per repeat) "
+          "| of medians | met |", "|---|---|---|---|---|---|---|"]
+    names = {"vs_record": ("MiB/s python / record", ">="),
+             "vs_acquire_zarr": ("MiB/s python / acquire-zarr", ">="),
+             "rss_vs_record": ("extra RSS python / record", "<=")}
+    for t in targets:
+        for key, (label, op) in names.items():
+            v = t[key]
+            met = {True: "**yes**", False: "**NO**", None: "n/a"}[v["met"]]
+            per = ", ".join(f"{x:.2f}" for x in v["per_repeat"])
+            L.append(f"| {t['config']} | {t['codec']} | {label} | {op} {v['target']:.2f} | "
+                     f"**{fmt(v['median'], '.3f')}** ({per}) | {fmt(v['of_medians'], '.3f')} "
+                     f"| {met} |")
+    return L
 
 
 def med(vals: list):
@@ -466,7 +586,7 @@ def fmt(x, spec=".0f") -> str:
 
 
 def write_markdown(path: str, rows: list[dict], facts: dict, args, n_frames: int,
-                   elapsed: float) -> None:
+                   elapsed: float, targets: list[dict]) -> None:
     v = facts["versions"]
     L = [
         "# Peer comparison: streaming camera frames into sharded Zarr v3",
@@ -500,6 +620,14 @@ def write_markdown(path: str, rows: list[dict], facts: dict, args, n_frames: int
         L.append(f"{head} **{r['mib_s']:.0f}** | {r['best_mib_s']:.0f} | "
                  f"{fmt(r['vs_acquire_zarr'], '.2f')} | {r['compression']:.2f} | "
                  f"{fmt(r['extra_rss_mib'])} | {lat} | {fmt(r['cpu_s'], '.1f')} | {status} |")
+    if targets:
+        L += ["", "## Python package against record and acquire-zarr", "",
+              "zarrstream-python: the Python package appending the numpy frames one call per "
+              "frame, with record's writer settings "
+              f"({', '.join(f'{k} {v}' for k, v in zarrstream_python.WRITER_SETTINGS.items())}"
+              f", threads {args.threads}); record = the zarrstream rows above. Targets: "
+              "python / record MiB/s >= 0.95, python / acquire-zarr MiB/s >= 2, python / "
+              "record extra RSS <= 1.10.", "", *python_targets_lines(targets)]
     L += [
         "",
         "## Method",
@@ -509,26 +637,32 @@ def write_markdown(path: str, rows: list[dict], facts: dict, args, n_frames: int
         "- Each run is a fresh process; runs alternate (repeat 1 of every contender, then "
         "repeat 2, ...). MiB/s = raw MiB / wall seconds from the first append until the writer "
         "is closed and its output durable (peers: close, then fsync of every file and "
-        "directory; zarrstream: `finish` returned, which fsyncs each shard and `zarr.json`). "
-        "median = median over runs, best = fastest run.",
+        "directory; zarrstream: `finish` returned, which fsyncs each shard and `zarr.json`; "
+        "zarrstream-python: timed as zarrstream, from the first `append` until `close()` "
+        "returned, writer creation before it). The Python peers import their package "
+        "before the timed phase. median = median over runs, best = fastest run.",
         "- vs acquire-zarr = this row's median MiB/s / acquire-zarr's, same config, codec and "
         "invocation. compression = raw bytes / bytes of all output files.",
         "- extra RSS = peak RSS during the timed phase minus RSS after loading the frames, "
-        "inside the writing process (VmHWM reset with /proc/self/clear_refs; `record` does the "
-        "same and reports `extra_rss_mib`).",
+        "and importing the writer's package, inside the writing process (VmHWM reset with "
+        "/proc/self/clear_refs; `record` does the same and reports `extra_rss_mib`).",
         "- latency = duration of the per-frame call (acquire-zarr `append`, tensorstore "
         "write + at most one pending commit, zarr-python buffer copy + layer write at each "
-        "shard boundary, zarrstream `push`); p50 / p99 / max, median over runs.",
+        "shard boundary, zarrstream `push`, zarrstream-python `Writer.append` timed in "
+        "Python); p50 / p99 / max, median over runs.",
         "- CPU s = user + system seconds of the writing process during the timed phase "
         "(zarrstream: from /proc/<pid>/stat when it has loaded the frames to its exit).",
         f"- threads: {args.threads} each: acquire-zarr `max_threads`, tensorstore "
         "`data_copy_concurrency` and `file_io_concurrency` limits, zarr-python "
-        "`threading.max_workers` (numcodecs blosc internal threads off), `record --threads`.",
+        "`threading.max_workers` (numcodecs blosc internal threads off), `record --threads`, "
+        "zarrstream-python `threads=`.",
         "- acquire-zarr: `ZarrStream.append` per frame, unbounded append dimension, `close`. "
         "tensorstore: zarr3 driver, one transaction per shard layer, `commit_async` while the "
         "next fills, at most one in flight. zarr-python: one-shard-layer buffer, shard-aligned "
-        "assignment. zarrstream: `record --input` with its defaults (sink auto, durability "
-        "shard, crc32c on).",
+        "assignment. zarrstream: `record --input` with its defaults spelled out (sink auto, "
+        "pool 0 = 2 x threads + 2 frames, pinned workers, back-pressure block, durability "
+        "shard, crc32c on). zarrstream-python: `zarrstream.Writer` with the same settings, "
+        "`append` per frame of the numpy array, `close`.",
         "- read-back: every output is opened with zarr-python in a fresh process and compared "
         "with the input frames exactly (`numpy.array_equal`), shape, dtype and chunk/shard "
         "layout included; a mismatch is FAILED. The output is deleted after each run.",
@@ -544,7 +678,8 @@ def write_markdown(path: str, rows: list[dict], facts: dict, args, n_frames: int
         if "mib_s" in r:
             others = ", ".join(fmt(o, ".2f") for o in r["others_cores"])
             L.append(f"- {r['config']} {r['codec']} {r['contender']}: {'; '.join(r['notes'])}; "
-                     f"wall s {r['walls']}; others' cores {others}")
+                     f"wall s {r['walls']}; others' cores {others}"
+                     + (f"; writer creation s (untimed) {r['create_s']}" if r["create_s"] else ""))
         for e in r["errors"]:
             L.append(f"- {r['config']} {r['codec']} {r['contender']}: ERROR {e}")
     L += ["", "others' cores = CPU time of all other processes on the machine during the "
@@ -621,15 +756,19 @@ def main() -> int:
                                f"ratio {raw_bytes / res['stored_bytes']:5.2f}  "
                                f"extra RSS {fmt(res['extra_rss_mib']):>5} MiB  "
                                f"{'ok' if res['ok'] else 'FAILED ' + res['note']}")
-                    print(f"[{len(runs):3}/{total}] {cfg} {codec:4} {cont:12} {msg}", flush=True)
+                    print(f"[{len(runs):3}/{total}] {cfg} {codec:4} {cont:17} {msg}", flush=True)
                     with open(args.json, "w") as f:
                         json.dump({"facts": facts, "runs": runs}, f, indent=1)
     elapsed = time.perf_counter() - start
     rows = summarize(runs)
+    targets = python_targets(runs, rows)
     with open(args.json, "w") as f:
         json.dump({"facts": facts, "args": vars(args), "elapsed_s": elapsed, "summary": rows,
-                   "runs": runs}, f, indent=1)
-    write_markdown(args.md, rows, facts, args, args.frames, elapsed)
+                   "python_targets": targets, "runs": runs}, f, indent=1)
+    write_markdown(args.md, rows, facts, args, args.frames, elapsed, targets)
+    if targets:
+        print("\n".join(["", "Python package (zarrstream-python) against record and "
+                         "acquire-zarr:", *python_targets_lines(targets), ""]))
     print(f"done in {elapsed / 60:.1f} min: {args.md}, {args.json}")
     failed = any(not r.get("verified", False) or r["errors"] for r in rows)
     return 1 if failed else 0

@@ -66,12 +66,13 @@ class Justified:
 JUSTIFIED: tuple[Justified, ...] = (
     Justified(
         test=r".*",
-        message=r"zarrstream writes each position's frames sequentially, in acquisition "
-                r"order",
-        reason="storage order differs from acquisition order (e.g. acquired t,z,c, stored "
-               "t,c,z by storage_order='ome'): zarrstream appends frames in arrival "
-               "order and refuses the permutation by design; acquire-zarr reorders with "
-               "its storage_dimension_order"),
+        message=r"zarrstream appends along the first storage axis, so it must be the "
+                r"first acquisition axis too",
+        reason="the acquisition moves the append axis (acquired c,t,z or z,t,c, stored "
+               "t,c,z by storage_order='ome'): zarrstream reorders frames within one "
+               "step of the first storage axis (held in memory) but would have to hold "
+               "the whole acquisition to move that axis, so it refuses; acquire-zarr "
+               "reorders with its storage_dimension_order"),
     Justified(
         test=r".*",
         message=r"zarrstream needs at least 3 array dimensions",

@@ -210,6 +210,9 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         self._live: list[LiveArray] = []
         #: Per position: frames written or skipped so far (the next expected frame).
         self._next: list[int] = []
+        #: Per position: frames (or skips, ``None``) that arrived before their turn, by
+        #: frame number, with their storage index.
+        self._pending: list[dict[int, tuple[tuple[int, ...], np.ndarray[Any, Any] | None]]] = []
         #: Strides (in frames) of the non-frame storage axes, C order.
         self._strides: tuple[int, ...] = ()
         self._frame_shape: tuple[int, int] = (0, 0)
@@ -250,13 +253,16 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                 f"Data type {settings.dtype!r} is not supported by zarrstream. "
                 f"Supported: {', '.join(DTYPES)}."
             )
-        if settings.storage_index_permutation is not None:
+        perm = settings.storage_index_permutation
+        if perm is not None and perm[0] != 0:
+            # Within one step of the append axis frames are held and reordered; moving
+            # the append axis itself would hold the whole acquisition.
             acquisition = [d.name for d in settings.index_dimensions]
             storage = [d.name for d in settings.storage_index_dimensions]
             return (
-                "zarrstream writes each position's frames sequentially, in acquisition "
-                f"order {acquisition}, but storage_order asks for {storage}. Use "
-                "storage_order='acquisition', or acquire in storage order."
+                "zarrstream appends along the first storage axis, so it must be the "
+                f"first acquisition axis too: acquisition order {acquisition}, "
+                f"storage order {storage}. Use storage_order='acquisition'."
             )
         if len(settings.array_storage_dimensions) < 3:
             return (
@@ -337,19 +343,34 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         self._live = [LiveArray(w, spec.shape, 0, unbounded)
                       for w, spec in zip(writers, self._specs)]
         self._next = [0] * n
+        self._pending = [{} for _ in range(n)]
         self._arrays = list(self._live)
 
     # -- recording --------------------------------------------------------------------
 
-    def _check_order(self, position_index: int, index: tuple[int, ...]) -> None:
-        """Raises unless ``index`` is the position's next frame in C order."""
+    def _linear(self, position_index: int, index: tuple[int, ...]) -> int:
+        """The frame number of storage ``index``; refuses a frame already written."""
         linear = sum(i * s for i, s in zip(index, self._strides))
-        expected = self._next[position_index]
-        if linear != expected:
+        if linear < self._next[position_index] or linear in self._pending[position_index]:
             raise RuntimeError(
-                f"zarrstream writes frames in order: position {position_index} expected "
-                f"its frame #{expected}, got storage index {index} (frame #{linear})"
+                f"zarrstream writes each frame once: position {position_index} already "
+                f"has storage index {index}"
             )
+        return linear
+
+    def _flush(self, position_index: int) -> None:
+        """Appends (or skips) the position's held frames that are next in storage
+        order."""
+        pending = self._pending[position_index]
+        writer = self._writers[position_index]
+        while (item := pending.pop(self._next[position_index], None)) is not None:
+            index, frame = item
+            if frame is None:
+                writer.skip(1)
+            else:
+                writer.append(frame)
+            self._next[position_index] += 1
+            self._live[position_index].grow(index)
 
     def write(
         self,
@@ -359,18 +380,30 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         *,
         frame_metadata: dict[str, Any] | None = None,
     ) -> None:
-        """Appends ``frame`` to its position's array (frames arrive in order)."""
+        """Appends ``frame`` to its position's array.
+
+        zarrstream appends in storage order. A frame that arrives before its turn (the
+        acquisition order differs from the storage order within one step of the append
+        axis: acquired t,z,c and stored t,c,z, say) is copied and held until the frames
+        before it have come; ``is_incompatible`` refuses orders that would hold more than
+        one step of the append axis.
+        """
         if self._finalized or not self._writers:
             raise RuntimeError("Cannot write: the backend is not prepared or is finalized.")
-        self._check_order(position_index, index)
+        linear = self._linear(position_index, index)
         a = np.asarray(frame)
         if a.dtype != self._dtype:
             a = a.astype(self._dtype)  # as ome-writers' zarr backends' assignment casts
         if a.shape != self._frame_shape:
             a = a.reshape(self._frame_shape)
-        self._writers[position_index].append(a)
-        self._next[position_index] += 1
-        self._live[position_index].grow(index)
+        if linear == self._next[position_index]:
+            self._writers[position_index].append(a)
+            self._next[position_index] += 1
+            self._live[position_index].grow(index)
+            self._flush(position_index)
+        else:
+            # The caller may reuse its buffer once write() returns.
+            self._pending[position_index][linear] = (index, np.array(a, copy=True))
         self._store_frame_metadata(position_index, index, frame_metadata)
 
     def advance(self, indices: Sequence[tuple[int, tuple[int, ...]]]) -> None:
@@ -378,27 +411,30 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         their places (they read as the fill value) without encoding anything."""
         if self._finalized or not self._writers:
             raise RuntimeError("Cannot advance: the backend is not prepared or is finalized.")
-        counts: dict[int, int] = {}
-        last: dict[int, tuple[int, ...]] = {}
+        touched: set[int] = set()
         for pos, index in indices:
-            base = self._next[pos] + counts.get(pos, 0)
-            linear = sum(i * s for i, s in zip(index, self._strides))
-            if linear != base:
-                raise RuntimeError(
-                    f"zarrstream skips frames in order: position {pos} expected frame "
-                    f"#{base}, got storage index {index}")
-            counts[pos] = counts.get(pos, 0) + 1
-            last[pos] = index
-        for pos, n in counts.items():
-            self._writers[pos].skip(n)
-            self._next[pos] += n
-            self._live[pos].grow(last[pos])
+            linear = self._linear(pos, index)
+            self._pending[pos][linear] = (index, None)
+            touched.add(pos)
+        for pos in sorted(touched):
+            self._flush(pos)
 
     def finalize(self) -> None:
         """Closes every writer (all of them, even after one fails), flushes ome-writers'
         metadata, then raises the first writer's error if any."""
         errors: list[BaseException] = []
         if not self._finalized:
+            for pos, pending in enumerate(self._pending):
+                # Frames held for a turn that never came (the acquisition stopped within
+                # a step): their missing predecessors read as the fill value.
+                try:
+                    while pending and not self._writers[pos].closed:
+                        if self._next[pos] not in pending:
+                            self._writers[pos].skip(1)
+                            self._next[pos] += 1
+                        self._flush(pos)
+                except Exception as e:  # noqa: BLE001 - collected, raised below
+                    errors.append(e)
             for writer in self._writers:
                 if writer.closed:
                     continue

@@ -362,8 +362,8 @@ def test_blosc_zstd_is_refused_and_auto_falls_back(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case,dims,dtype,match", [
-    ("storage order", {"t": 2, "z": 2, "c": 2, "y": 8, "x": 8}, "uint16",
-     "sequentially, in acquisition order"),
+    ("append axis moved", {"z": 2, "t": 2, "c": 2, "y": 8, "x": 8}, "uint16",
+     "must be the first acquisition axis too"),
     ("dtype", {"t": 2, "y": 8, "x": 8}, "int32", "Data type 'int32' is not supported"),
     ("rank 2", {"y": 8, "x": 8}, "uint16", "at least 3 array dimensions"),
 ])
@@ -423,19 +423,46 @@ def test_views_during_and_after_acquisition(tmp_path: Path) -> None:
                                              else reopened[1][...]), frames[:, 1])
 
 
-def test_out_of_order_writes_are_rejected(tmp_path: Path) -> None:
+def test_storage_order_within_a_step_is_reordered(tmp_path: Path) -> None:
+    """Acquired t, z, c and stored t, c, z (ome-writers' default storage_order='ome'):
+    frames of one time point are held and appended in storage order."""
+    dims = dims_from_standard_axes({"t": 3, "z": 2, "c": 3, "y": 8, "x": 8})
+    settings = AcquisitionSettings(root_path=tmp_path / "r.ome.zarr", dimensions=dims,
+                                   dtype="uint16", format="zarrstream")
+    assert settings.storage_index_permutation is not None
+    acquired = {}
+    with create_stream(settings) as stream:
+        assert isinstance(stream._backend, zo.ZarrstreamBackend)
+        n = 0
+        for t in range(3):
+            for z in range(2):
+                for c in range(3):
+                    frame = np.full((8, 8), n, "uint16")
+                    acquired[(t, c, z)] = n
+                    stream.append(frame)
+                    n += 1
+    arr = zarr.open_array(str(tmp_path / "r.ome.zarr" / "0"), mode="r")
+    assert arr.shape == (3, 3, 2, 8, 8)
+    for (t, c, z), value in acquired.items():
+        assert (arr[t, c, z] == value).all(), (t, c, z)
+
+
+def test_frames_written_twice_are_rejected_and_gaps_read_as_fill(tmp_path: Path) -> None:
     settings = AcquisitionSettings(
         root_path=tmp_path / "o.ome.zarr",
-        dimensions=dims_from_standard_axes({"t": 3, "y": 8, "x": 8}),
+        dimensions=dims_from_standard_axes({"t": 4, "y": 8, "x": 8}),
         dtype="uint16", format="zarrstream")
     frame = np.ones((8, 8), "uint16")
     with create_stream(settings) as stream:
         backend = stream._backend
         backend.write(0, (0,), frame)
-        with pytest.raises(RuntimeError, match="writes frames in order"):
-            backend.write(0, (2,), frame)
-        with pytest.raises(RuntimeError, match="skips frames in order"):
+        with pytest.raises(RuntimeError, match="writes each frame once"):
+            backend.write(0, (0,), frame)
+        backend.write(0, (2,), frame * 3)  # ahead of its turn: held
+        with pytest.raises(RuntimeError, match="writes each frame once"):
             backend.advance([(0, (2,))])
+    arr = zarr.open_array(str(tmp_path / "o.ome.zarr" / "0"), mode="r")
+    np.testing.assert_array_equal(arr[:, 0, 0], [1, 0, 3, 0])  # frames 1 and 3: fill
 
 
 def test_finalize_closes_every_writer_then_raises_the_first_error(tmp_path: Path) -> None:

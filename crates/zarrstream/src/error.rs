@@ -268,6 +268,17 @@ pub enum Error {
         /// What failed.
         message: String,
     },
+    /// An attribute name the caller may not set.
+    #[error("attribute {name:?}: {reason}")]
+    Attribute {
+        /// The name given.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// The operation needs an OME-Zarr image (a writer made by `Writer::create_ome`).
+    #[error("{0} needs an OME-Zarr image writer")]
+    NotAnImage(&'static str),
     /// A writer thread died or panicked ([`Error::panicked`]); this is a bug.
     #[error("internal error: {0}")]
     Internal(String),

@@ -27,11 +27,22 @@ pub(crate) struct Progress {
     pub error: Option<String>,
 }
 
-/// The array metadata document with `shape[0] = extent0`.
+/// The array metadata document with `shape[0] = extent0` and the spec's attributes.
 pub(crate) fn array_json(spec: &ArraySpec, extent0: u64, progress: &Progress) -> Value {
+    array_json_with(spec, extent0, progress, &spec.attributes)
+}
+
+/// The array metadata document with `shape[0] = extent0` and `attributes` (besides the
+/// writer's own `attributes.zarrstream`).
+pub(crate) fn array_json_with(
+    spec: &ArraySpec,
+    extent0: u64,
+    progress: &Progress,
+    attributes: &serde_json::Map<String, Value>,
+) -> Value {
     let mut shape = spec.shape.clone();
     shape[0] = extent0;
-    let mut attributes = spec.attributes.clone();
+    let mut attributes = attributes.clone();
     let state = match progress.state {
         State::Running => "running",
         State::Finished => "finished",

@@ -12,7 +12,7 @@ use super::options::Durability;
 use super::shared::{FinisherMsg, OpenShard, Shared};
 use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};
-use crate::metadata::{self, Progress, State};
+use crate::metadata::{Progress, State};
 use crate::shard::{packed, plan};
 use crate::store;
 
@@ -188,10 +188,9 @@ pub(crate) fn publish(shared: &Shared, extent0: u64, progress: &Progress) -> Res
     } else {
         shared.spec.shape[0]
     };
-    metadata::publish(
-        &shared.dir,
-        &metadata::array_json(&shared.spec, shape0, progress),
-    )
+    shared
+        .published
+        .publish(&shared.dir, &shared.spec, shape0, progress)
 }
 
 /// Workers drop their reference right after releasing the shard, and the preparer holds

@@ -24,6 +24,7 @@ mod outcome;
 mod pool;
 mod preparer;
 mod priority;
+mod published;
 mod reduction;
 mod shared;
 mod shutdown;
@@ -31,7 +32,7 @@ mod start;
 mod worker;
 mod writeback;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use options::{Backpressure, Durability, WriterOptions};
@@ -41,7 +42,7 @@ pub use pool::PoolBuf;
 use self::intake::Frame;
 use self::level::Level;
 use crate::dtype::Element;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ome::Ome;
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
@@ -75,6 +76,8 @@ use crate::store::prepare_dir;
 /// see them.
 pub struct Writer {
     level: Level,
+    /// The image group of [`create_ome`](Self::create_ome); `None` for a plain array.
+    image: Option<PathBuf>,
 }
 
 impl Writer {
@@ -89,7 +92,7 @@ impl Writer {
         let level = Level::start(dir.clone(), spec, options, false).inspect_err(|_| {
             let _ = std::fs::remove_dir_all(&dir);
         })?;
-        Ok(Writer { level })
+        Ok(Writer { level, image: None })
     }
 
     /// Creates an OME-Zarr 0.5 image at `path`: a group whose `zarr.json` holds
@@ -130,7 +133,10 @@ impl Writer {
         options: WriterOptions,
     ) -> Result<Self> {
         let level = chain::create_image(path.as_ref(), spec, ome, options)?;
-        Ok(Writer { level })
+        Ok(Writer {
+            level,
+            image: Some(path.as_ref().to_path_buf()),
+        })
     }
 
     /// The array specification.
@@ -191,6 +197,42 @@ impl Writer {
     /// (chunks deeper than one frame still copy its rows into staging).
     pub fn push_buffer(&mut self, buf: PoolBuf, scheduled: Instant) -> Result<PushOutcome> {
         self.level.push_buffer(buf, scheduled)
+    }
+
+    /// Sets the array's attribute `name` (a namespace such as `"acquisition"` or
+    /// `"microscope"`) to `value`, replacing an earlier value, at any time during the
+    /// recording. `zarr.json` is republished at once, atomically, with the extent and
+    /// progress last published (never ahead of the data) and every other attribute kept;
+    /// the finisher's later publications keep it too. `"zarrstream"` is the writer's own
+    /// and refused ([`Error::Attribute`]).
+    ///
+    /// ```no_run
+    /// # fn run(writer: &zarrstream::Writer) -> zarrstream::Result<()> {
+    /// writer.set_attribute("stage", serde_json::json!({"x_um": 1200.5, "y_um": -30.0}))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn set_attribute(&self, name: &str, value: serde_json::Value) -> Result<()> {
+        let s = &self.level.shared;
+        s.published
+            .set_attribute(&s.dir, &s.spec, name, Some(value))
+    }
+
+    /// Removes the array's attribute `name` (see [`set_attribute`](Self::set_attribute)).
+    pub fn remove_attribute(&self, name: &str) -> Result<()> {
+        let s = &self.level.shared;
+        s.published.set_attribute(&s.dir, &s.spec, name, None)
+    }
+
+    /// Sets the attribute `name` of the OME-Zarr image group (a writer made by
+    /// [`create_ome`](Self::create_ome)), keeping every other key of the group's
+    /// `zarr.json`; `"ome"` is the image metadata the writer maintains and is refused.
+    /// [`Error::NotAnImage`] for a plain array.
+    pub fn set_group_attribute(&self, name: &str, value: serde_json::Value) -> Result<()> {
+        let Some(root) = &self.image else {
+            return Err(Error::NotAnImage("set_group_attribute"));
+        };
+        published::set_group_attribute(root, name, Some(value), "ome")
     }
 
     /// Counts a frame the caller could not push (e.g. no free buffer under `Drop`) as

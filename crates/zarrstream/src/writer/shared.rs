@@ -10,6 +10,7 @@ use crossbeam_channel::Sender;
 
 use super::grid::Grid;
 use super::options::Durability;
+use super::published::Published;
 use crate::error::Error;
 use crate::shard::{IndexEntries, Packing, ShardLayout};
 use crate::sink::{SinkKind, SlotSink};
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     pub frames_encoded: AtomicU64,
     /// Shards reserved by the preparer and not yet finished (or discarded).
     pub unfinished_shards: Arc<AtomicUsize>,
+    /// The attributes and the last extent published: every `zarr.json` goes through it.
+    pub published: Published,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -46,6 +49,7 @@ impl Shared {
         durability: Durability,
     ) -> Self {
         Shared {
+            published: Published::new(spec.attributes.clone()),
             spec,
             grid,
             layout,

@@ -200,6 +200,28 @@ int zs_writer_push(struct zs_writer *w,
                    size_t nbytes);
 
 /**
+ * Sets the attribute `name` of the array (`group` = 0) or of the OME-Zarr image group
+ * (`group` = 1, for a writer created with an "ome" object) to the JSON value
+ * `value_json`, replacing an earlier value, at any time during the recording; NULL
+ * `value_json` removes it. zarr.json is republished at once and atomically, with every
+ * other attribute kept and the array's extent as last published (never ahead of the
+ * data). The writer's own namespaces ("zarrstream" on the array, "ome" on the image
+ * group) are refused.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `w` or `name`, JSON that does not
+ * parse, a refused name, or `group` = 1 on a plain array; ZS_E_IO or ZS_E_DISK_FULL if
+ * publishing failed (the previous document stays).
+ *
+ * # Safety
+ * `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
+ * no other thread during the call; `name` and `value_json` are NULL or NUL-terminated.
+ */
+int zs_writer_set_attribute(struct zs_writer *w,
+                            int group,
+                            const char *name,
+                            const char *value_json);
+
+/**
  * Finishes the recording (every accepted frame written, zarr.json published as
  * finished), frees the writer, and, if `stats_json` is not NULL, stores the statistics
  * in `*stats_json` as a JSON object (free it with `zs_string_free`; NULL on failure):

@@ -391,6 +391,35 @@ static void writers_in_parallel(void)
     CHECK(pthread_join(tb, &rb) == 0 && rb == b, "writer b");
 }
 
+/* Attributes set while recording: published at once, kept by later publications; the
+ * writer's own namespaces and bad JSON refused. */
+static void attributes(void)
+{
+    const char *store = path("attrs.zarr");
+    zs_writer *w = create_ok(store, config(""));
+    push_ok(w, 3);
+    EXPECT(zs_writer_set_attribute(w, 0, "stage", "{\"x_um\": 12.5}"), ZS_OK, "");
+    char meta[4200];
+    snprintf(meta, sizeof meta, "%s/zarr.json", store);
+    const char *doc = read_file(meta);
+    CHECK(doc != NULL && strstr(doc, "\"x_um\": 12.5") != NULL, "stage published at once");
+    EXPECT(zs_writer_set_attribute(w, 0, "zarrstream", "{}"), ZS_E_INVALID_ARGUMENT,
+           "keeps this namespace");
+    EXPECT(zs_writer_set_attribute(w, 0, "stage", "{not json"), ZS_E_INVALID_ARGUMENT,
+           "not JSON");
+    EXPECT(zs_writer_set_attribute(w, 1, "acquisition", "1"), ZS_E_INVALID_ARGUMENT,
+           "OME-Zarr image");
+    EXPECT(zs_writer_set_attribute(w, 0, NULL, "1"), ZS_E_INVALID_ARGUMENT, "name is NULL");
+    EXPECT(zs_writer_set_attribute(w, 0, "gone", "true"), ZS_OK, "");
+    EXPECT(zs_writer_set_attribute(w, 0, "gone", NULL), ZS_OK, "");
+    push_ok(w, 2);
+    finish_ok(w, 5);
+    doc = read_file(meta);
+    CHECK(doc != NULL && strstr(doc, "\"x_um\": 12.5") != NULL, "stage kept after finish");
+    CHECK(doc != NULL && strstr(doc, "\"gone\"") == NULL, "removed attribute stays removed");
+    CHECK(doc != NULL && strstr(doc, "\"finished\"") != NULL, "finished");
+}
+
 static void basic(void)
 {
     printf("version %s\n", zs_version());
@@ -406,6 +435,7 @@ static void basic(void)
     stats_are_optional();
     drop_counts();
     ome_image();
+    attributes();
     last_error_is_per_thread();
     writers_in_parallel();
 }

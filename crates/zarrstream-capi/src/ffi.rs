@@ -143,6 +143,58 @@ pub unsafe extern "C" fn zs_writer_push(
     })
 }
 
+/// Sets the attribute `name` of the array (`group` = 0) or of the OME-Zarr image group
+/// (`group` = 1, for a writer created with an "ome" object) to the JSON value
+/// `value_json`, replacing an earlier value, at any time during the recording; NULL
+/// `value_json` removes it. zarr.json is republished at once and atomically, with every
+/// other attribute kept and the array's extent as last published (never ahead of the
+/// data). The writer's own namespaces ("zarrstream" on the array, "ome" on the image
+/// group) are refused.
+///
+/// Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `w` or `name`, JSON that does not
+/// parse, a refused name, or `group` = 1 on a plain array; ZS_E_IO or ZS_E_DISK_FULL if
+/// publishing failed (the previous document stays).
+///
+/// # Safety
+/// `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
+/// no other thread during the call; `name` and `value_json` are NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_writer_set_attribute(
+    w: *mut ZsWriter,
+    group: c_int,
+    name: *const c_char,
+    value_json: *const c_char,
+) -> c_int {
+    guard("zs_writer_set_attribute", || {
+        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
+        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: `name` is NULL or NUL-terminated and outlives the call (contract).
+        let name = unsafe { c_str(name, "name") }?
+            .to_str()
+            .map_err(|_| CapiError::Argument("name is not UTF-8"))?;
+        let value = if value_json.is_null() {
+            None
+        } else {
+            // SAFETY: not NULL, so NUL-terminated and alive for the call (contract).
+            let text = unsafe { CStr::from_ptr(value_json) };
+            Some(
+                serde_json::from_slice::<serde_json::Value>(text.to_bytes())
+                    .map_err(|_| CapiError::Argument("value_json is not JSON"))?,
+            )
+        };
+        handle.call(|writer| {
+            match (group, value) {
+                (0, Some(v)) => writer.set_attribute(name, v)?,
+                (0, None) => writer.remove_attribute(name)?,
+                (1, Some(v)) => writer.set_group_attribute(name, v)?,
+                (1, None) => writer.remove_group_attribute(name)?,
+                _ => return Err(CapiError::Argument("group is neither 0 nor 1")),
+            }
+            Ok(ZS_OK)
+        })
+    })
+}
+
 /// Finishes the recording (every accepted frame written, zarr.json published as
 /// finished), frees the writer, and, if `stats_json` is not NULL, stores the statistics
 /// in `*stats_json` as a JSON object (free it with `zs_string_free`; NULL on failure):

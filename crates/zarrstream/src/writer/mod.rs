@@ -235,6 +235,15 @@ impl Writer {
         published::set_group_attribute(root, name, Some(value), "ome")
     }
 
+    /// Removes the attribute `name` of the OME-Zarr image group (see
+    /// [`set_group_attribute`](Self::set_group_attribute)).
+    pub fn remove_group_attribute(&self, name: &str) -> Result<()> {
+        let Some(root) = &self.image else {
+            return Err(Error::NotAnImage("remove_group_attribute"));
+        };
+        published::set_group_attribute(root, name, None, "ome")
+    }
+
     /// Counts a frame the caller could not push (e.g. no free buffer under `Drop`) as
     /// dropped, keeping its place in the array (it reads as the fill value).
     pub fn skip(&mut self) -> Result<()> {

@@ -109,9 +109,11 @@ impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         let message = e.to_string();
         match e {
-            Error::Spec(_) | Error::Ome(_) | Error::InvalidOption { .. } => {
-                Failure::new(Kind::Invalid, message)
-            }
+            Error::Spec(_)
+            | Error::Ome(_)
+            | Error::InvalidOption { .. }
+            | Error::Attribute { .. }
+            | Error::NotAnImage(_) => Failure::new(Kind::Invalid, message),
             Error::FrameSize { .. } | Error::DataType { .. } => Failure::new(Kind::Frame, message),
             Error::Exists { path } => Failure::new(Kind::Exists, message).at(&path),
             Error::Locked { path } => Failure::new(Kind::Locked, message).at(&path),

@@ -117,6 +117,39 @@ impl NativeWriter {
             .map_err(|f| f.into_pyerr(py))
     }
 
+    /// Sets (`value_json` given) or removes the attribute `name` of the array, or of the
+    /// OME image group with `group`; `zarr.json` is republished at once.
+    #[pyo3(signature = (name, value_json, group = false))]
+    fn set_attribute(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        value_json: Option<&str>,
+        group: bool,
+    ) -> PyResult<()> {
+        let value = value_json
+            .map(serde_json::from_str::<serde_json::Value>)
+            .transpose()
+            .map_err(|e| Failure::new(Kind::Invalid, format!("attribute {name:?}: {e}")))
+            .map_err(|f| f.into_pyerr(py))?;
+        py.detach(|| {
+            guarded("set_attribute", || {
+                let guard = self.live()?;
+                let Some(w) = guard.as_ref() else {
+                    return Err(Failure::new(Kind::Closed, "the writer is closed"));
+                };
+                match (group, value) {
+                    (false, Some(v)) => w.set_attribute(name, v)?,
+                    (false, None) => w.remove_attribute(name)?,
+                    (true, Some(v)) => w.set_group_attribute(name, v)?,
+                    (true, None) => w.remove_group_attribute(name)?,
+                }
+                Ok(())
+            })
+        })
+        .map_err(|f| f.into_pyerr(py))
+    }
+
     /// Whether the writer was finished or aborted.
     #[getter]
     fn closed(&self) -> bool {

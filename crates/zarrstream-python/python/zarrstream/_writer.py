@@ -455,6 +455,26 @@ class Writer:
             raise ValueError(f"cannot skip {frames} frames")
         self._live().skip(int(frames))
 
+    def set_attribute(self, name: str, value: Any, *, group: bool = False) -> None:
+        """Sets the attribute ``name`` (a namespace such as ``"acquisition"``) of the
+        array, or with ``group=True`` of the OME-Zarr image group, to ``value`` (anything
+        ``json.dumps`` takes), at any time during the recording.
+
+        ``zarr.json`` is republished at once and atomically, every other key kept, the
+        array's extent as last published (never ahead of the data); later publications
+        keep the value. The writer's own namespaces (``"zarrstream"``; ``"ome"`` on the
+        group) are refused with :class:`InvalidSpecError` (a ``ValueError``).
+        """
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidSpecError(f"attribute {name!r} is not JSON: {e}") from e
+        self._live().set_attribute(str(name), text, group)
+
+    def remove_attribute(self, name: str, *, group: bool = False) -> None:
+        """Removes the attribute ``name`` (see :meth:`set_attribute`)."""
+        self._live().set_attribute(str(name), None, group)
+
     def close(self) -> Stats:
         """Finishes the recording: writes every accepted frame, publishes the final
         metadata and returns the statistics. Calling it again returns them again."""

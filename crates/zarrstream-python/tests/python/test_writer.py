@@ -255,3 +255,45 @@ def test_append_makes_no_python_side_copy(tmp_path: Path, rng, layout: str) -> N
             tracemalloc.stop()
     assert peak < 512 * 512 * 2 // 4, f"append allocated {peak} bytes in Python"
     np.testing.assert_array_equal(read_zarr(tmp_path / "nc.zarr"), frames)
+
+
+def test_attributes_while_recording(tmp_path: Path, rng) -> None:
+    """Attributes set mid-recording are published at once, survive later publications,
+    and zarr-python reads them; the writer's own namespaces are refused."""
+    frames = frames_of(rng, "uint16", (6, 16, 16))
+    path = tmp_path / "at.zarr"
+    with zarrstream.Writer(path, shape=(None, 16, 16), chunks=(1, 16, 16),
+                           shards=(2, 16, 16), attributes={"lab": "b1"}) as w:
+        w.append(frames[:3])
+        w.set_attribute("stage", {"x_um": 12.5, "y_um": -3.0})
+        assert zarr.open_array(str(path), mode="r").attrs["stage"]["x_um"] == 12.5
+        w.set_attribute("gone", [1, 2])
+        w.remove_attribute("gone")
+        with pytest.raises(ValueError, match="namespace") as info:
+            w.set_attribute("zarrstream", {})
+        assert isinstance(info.value, zarrstream.InvalidSpecError)
+        with pytest.raises(ValueError, match="not JSON"):
+            w.set_attribute("bad", object())
+        with pytest.raises(ValueError, match="OME-Zarr image"):
+            w.set_attribute("acq", 1, group=True)
+        w.append(frames[3:])
+    attrs = zarr.open_array(str(path), mode="r").attrs.asdict()
+    assert attrs["stage"] == {"x_um": 12.5, "y_um": -3.0}
+    assert attrs["lab"] == "b1"
+    assert "gone" not in attrs
+    assert attrs["zarrstream"]["state"] == "finished"
+    with pytest.raises(ValueError, match="closed"):
+        w.set_attribute("late", 1)
+
+
+def test_image_group_attributes(tmp_path: Path) -> None:
+    path = tmp_path / "g.ome.zarr"
+    with zarrstream.Writer(path, shape=(None, 16, 16), chunks=(1, 16, 16),
+                           shards=(2, 16, 16), ome=True) as w:
+        w.set_attribute("acquisition", {"operator": "ada"}, group=True)
+        with pytest.raises(ValueError, match="namespace"):
+            w.set_attribute("ome", {}, group=True)
+        w.append(np.zeros((16, 16), np.uint16))
+    group = zarr.open_group(str(path), mode="r")
+    assert group.attrs["acquisition"] == {"operator": "ada"}
+    assert "multiscales" in group.attrs["ome"]

@@ -276,6 +276,16 @@ pub enum Error {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// Per-frame metadata that does not fit the writer's
+    /// [`FrameMetaSpec`](crate::FrameMetaSpec): an unknown field, a value of the wrong
+    /// type, JSON for a writer that stores none. The frame was not pushed.
+    #[error("frame metadata {field}: {reason}")]
+    FrameMeta {
+        /// The field (`"json"` for the free JSON object).
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The operation needs an OME-Zarr image (a writer made by `Writer::create_ome`).
     #[error("{0} needs an OME-Zarr image writer")]
     NotAnImage(&'static str),

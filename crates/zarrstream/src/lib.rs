@@ -35,6 +35,7 @@ pub mod codec;
 pub mod config;
 mod dtype;
 mod error;
+mod frame_meta;
 mod metadata;
 mod ome;
 mod pyramid;
@@ -53,6 +54,7 @@ mod writer;
 pub use codec::{BloscCompressor, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
 pub use error::{Error, IoError, OmeError, ParseError, Result, SpecError};
+pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};
 pub use ome::{
     Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel,
     SpaceUnit, TimeUnit, Window,

@@ -190,7 +190,7 @@ pub(crate) fn publish(shared: &Shared, extent0: u64, progress: &Progress) -> Res
     };
     shared
         .published
-        .publish(&shared.dir, &shared.spec, shape0, progress)
+        .publish(&shared.dir, &shared.spec, (shape0, extent0), progress)
 }
 
 /// Workers drop their reference right after releasing the shard, and the preparer holds

@@ -43,6 +43,7 @@ use self::intake::Frame;
 use self::level::Level;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
+use crate::frame_meta::{self, FrameMeta, FrameMetaSpec, MetaRows, Row};
 use crate::ome::Ome;
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
@@ -78,21 +79,50 @@ pub struct Writer {
     level: Level,
     /// The image group of [`create_ome`](Self::create_ome); `None` for a plain array.
     image: Option<PathBuf>,
+    /// Per-frame metadata rows, sent for every frame when the options ask for them.
+    meta: Option<MetaRows>,
 }
 
 impl Writer {
+    /// Sets up per-frame metadata under the level-0 array when `spec` asks for it.
+    fn with_frame_meta(
+        level: Level,
+        spec: Option<&FrameMetaSpec>,
+    ) -> Result<(Level, Option<MetaRows>)> {
+        let Some(spec) = spec else {
+            return Ok((level, None));
+        };
+        let (rows, store) = frame_meta::open(&level.shared.dir, spec)?;
+        level.shared.published.attach_frame_meta(store);
+        Ok((level, Some(rows)))
+    }
+
+    /// Sends the row of a frame the writer took (accepted or dropped).
+    fn sent<T>(&self, pushed: Result<T>, row: impl FnOnce(&MetaRows) -> Row) -> Result<T> {
+        if let (Ok(_), Some(rows)) = (&pushed, &self.meta) {
+            rows.send(row(rows));
+        }
+        pushed
+    }
     /// Creates the store at `path` (a directory holding the array), publishes its
     /// `zarr.json` and starts the threads.
     pub fn create(path: impl AsRef<Path>, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
         let dir = path.as_ref().to_path_buf();
         options.validate()?;
         prepare_dir(&dir, options.overwrite)?;
+        let meta = options.frame_meta.clone();
         // A store that could not be set up completely is removed, so a retry (e.g. after
         // freeing space) does not meet a half-made store.
-        let level = Level::start(dir.clone(), spec, options, false).inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&dir);
-        })?;
-        Ok(Writer { level, image: None })
+        let (level, meta) = Level::start(dir.clone(), spec, options, false)
+            .and_then(|level| Self::with_frame_meta(level, meta.as_ref()))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&dir);
+            })?;
+        Ok(Writer {
+            level,
+            image: None,
+            meta,
+        })
     }
 
     /// Creates an OME-Zarr 0.5 image at `path`: a group whose `zarr.json` holds
@@ -132,10 +162,13 @@ impl Writer {
         ome: &Ome,
         options: WriterOptions,
     ) -> Result<Self> {
+        let meta = options.frame_meta.clone();
         let level = chain::create_image(path.as_ref(), spec, ome, options)?;
+        let (level, meta) = Self::with_frame_meta(level, meta.as_ref())?;
         Ok(Writer {
             level,
             image: Some(path.as_ref().to_path_buf()),
+            meta,
         })
     }
 
@@ -175,15 +208,63 @@ impl Writer {
     /// frame latency is measured (open loop: a stall is not hidden).
     pub fn push_at<T: Element>(&mut self, frame: &[T], scheduled: Instant) -> Result<PushOutcome> {
         let bytes = bytemuck::cast_slice(frame);
-        self.level
-            .push_frame(T::DTYPE, Frame::Borrowed(bytes), scheduled)
+        let pushed = self
+            .level
+            .push_frame(T::DTYPE, Frame::Borrowed(bytes), scheduled);
+        self.sent(pushed, MetaRows::empty)
     }
 
     /// Pushes one frame of raw little-endian bytes.
     pub fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> Result<PushOutcome> {
         let dtype = self.level.shared.spec.dtype;
-        self.level
-            .push_frame(dtype, Frame::Borrowed(frame), scheduled)
+        let pushed = self
+            .level
+            .push_frame(dtype, Frame::Borrowed(frame), scheduled);
+        self.sent(pushed, MetaRows::empty)
+    }
+
+    /// Pushes one frame of raw little-endian bytes with its metadata (the options'
+    /// [`frame_meta`](WriterOptions::frame_meta)): the values are checked first, so a
+    /// frame whose metadata does not fit is refused with [`Error::FrameMeta`] and not
+    /// pushed; otherwise both are stored (a dropped frame keeps its metadata, aligned).
+    /// Without `frame_meta` in the options, any value is an error.
+    ///
+    /// ```no_run
+    /// use std::time::Instant;
+    /// use zarrstream::{FrameMeta, FrameMetaSpec, MetaType, Writer, WriterOptions};
+    /// # fn run(spec: zarrstream::ArraySpec, frame: &[u8]) -> zarrstream::Result<()> {
+    /// let options = WriterOptions::default().frame_meta(
+    ///     FrameMetaSpec::new().field("timestamp", MetaType::Float64).json(true),
+    /// );
+    /// let mut writer = Writer::create("run.zarr", spec, options)?;
+    /// let meta = FrameMeta::new()
+    ///     .value("timestamp", 0.020)
+    ///     .with_json(serde_json::json!({"laser": "488"}));
+    /// writer.push_with(frame, Instant::now(), &meta)?;
+    /// writer.finish()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn push_with(
+        &mut self,
+        frame: &[u8],
+        scheduled: Instant,
+        meta: &FrameMeta,
+    ) -> Result<PushOutcome> {
+        let row = match &self.meta {
+            Some(rows) => rows.row(meta)?,
+            None => {
+                return Err(Error::FrameMeta {
+                    field: "(any)".into(),
+                    reason: "this writer was created without frame_meta in its options".into(),
+                });
+            }
+        };
+        let dtype = self.level.shared.spec.dtype;
+        let pushed = self
+            .level
+            .push_frame(dtype, Frame::Borrowed(frame), scheduled);
+        self.sent(pushed, |_| row)
     }
 
     /// A frame buffer from the writer's pool, for zero-copy pushes: fill it (e.g. from
@@ -196,7 +277,8 @@ impl Writer {
     /// Pushes a buffer obtained from [`buffer`](Self::buffer) without copying it
     /// (chunks deeper than one frame still copy its rows into staging).
     pub fn push_buffer(&mut self, buf: PoolBuf, scheduled: Instant) -> Result<PushOutcome> {
-        self.level.push_buffer(buf, scheduled)
+        let pushed = self.level.push_buffer(buf, scheduled);
+        self.sent(pushed, MetaRows::empty)
     }
 
     /// Sets the array's attribute `name` (a namespace such as `"acquisition"` or
@@ -247,7 +329,8 @@ impl Writer {
     /// Counts a frame the caller could not push (e.g. no free buffer under `Drop`) as
     /// dropped, keeping its place in the array (it reads as the fill value).
     pub fn skip(&mut self) -> Result<()> {
-        self.level.skip()
+        let skipped = self.level.skip();
+        self.sent(skipped, MetaRows::empty)
     }
 
     /// Flushes partial chunks and shards, waits for every thread and publishes the final

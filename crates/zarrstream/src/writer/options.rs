@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::frame_meta::FrameMetaSpec;
 use crate::shard::Packing;
 use crate::sink::SinkChoice;
 
@@ -93,6 +94,9 @@ pub struct WriterOptions {
     pub packing: Packing,
     /// Replace an existing store at the path.
     pub overwrite: bool,
+    /// Per-frame metadata to store beside the array (`frame_meta/`), pushed with
+    /// [`Writer::push_with`](super::Writer::push_with); `None` stores none.
+    pub frame_meta: Option<FrameMetaSpec>,
 }
 
 impl Default for WriterOptions {
@@ -108,6 +112,7 @@ impl Default for WriterOptions {
             durability: Durability::Shard,
             packing: Packing::Compact,
             overwrite: false,
+            frame_meta: None,
         }
     }
 }
@@ -184,6 +189,13 @@ impl WriterOptions {
         self
     }
 
+    /// Sets [`frame_meta`](Self::frame_meta): per-frame metadata stored beside the array.
+    #[must_use]
+    pub fn frame_meta(mut self, spec: FrameMetaSpec) -> Self {
+        self.frame_meta = Some(spec);
+        self
+    }
+
     /// Sets [`overwrite`](Self::overwrite): replace an existing store at the path.
     #[must_use]
     pub fn overwrite(mut self, overwrite: bool) -> Self {
@@ -225,7 +237,8 @@ mod tests {
             .backpressure(Backpressure::Drop)
             .durability(Durability::None)
             .packing(Packing::Sparse)
-            .overwrite(true);
+            .overwrite(true)
+            .frame_meta(FrameMetaSpec::new().field("t", crate::MetaType::Float64));
         let want = WriterOptions {
             threads: 3,
             pin_threads: false,
@@ -237,6 +250,7 @@ mod tests {
             durability: Durability::None,
             packing: Packing::Sparse,
             overwrite: true,
+            frame_meta: Some(FrameMetaSpec::new().field("t", crate::MetaType::Float64)),
         };
         assert_eq!(o, want);
         assert_eq!(WriterOptions::default().threads(5).threads, 5);

@@ -12,6 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::frame_meta::MetaStore;
 use crate::metadata::{self, Progress};
 use crate::spec::ArraySpec;
 
@@ -28,6 +29,8 @@ pub(crate) struct Published {
 struct Inner {
     attributes: Map<String, Value>,
     last: Option<(u64, Progress)>,
+    /// Per-frame metadata, published right after the array's document.
+    frame_meta: Option<MetaStore>,
 }
 
 impl Published {
@@ -36,6 +39,7 @@ impl Published {
             inner: Mutex::new(Inner {
                 attributes,
                 last: None,
+                frame_meta: None,
             }),
         }
     }
@@ -45,18 +49,29 @@ impl Published {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Publishes `dir/zarr.json` with `shape[0] = shape0` and `progress`.
+    /// Attaches the per-frame metadata, published from now on after each document.
+    pub(crate) fn attach_frame_meta(&self, store: MetaStore) {
+        self.lock().frame_meta = Some(store);
+    }
+
+    /// Publishes `dir/zarr.json` with `shape[0] = shape0` and `progress`, then the
+    /// per-frame metadata of the frames in the `extent0` visible steps of axis 0 (never
+    /// more).
     pub(crate) fn publish(
         &self,
         dir: &Path,
         spec: &ArraySpec,
-        shape0: u64,
+        (shape0, extent0): (u64, u64),
         progress: &Progress,
     ) -> Result<()> {
         let mut inner = self.lock();
         let doc = metadata::array_json_with(spec, shape0, progress, &inner.attributes);
         metadata::publish(dir, &doc)?;
         inner.last = Some((shape0, progress.clone()));
+        if let Some(meta) = &mut inner.frame_meta {
+            // One value per frame: every frame of the visible steps of axis 0.
+            meta.publish(extent0.saturating_mul(spec.frames_per_step()))?;
+        }
         Ok(())
     }
 

@@ -1,0 +1,163 @@
+//! One 1-D metadata array: values appended in memory a chunk at a time, chunk files
+//! written and the array's `zarr.json` published by the finisher.
+
+use std::fs::{self, File};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::metadata;
+
+/// Values per chunk file (32 KiB of 8-byte values; a million frames are 245 files).
+pub(super) const CHUNK: u64 = 4096;
+
+/// A 1-D array of little-endian `item`-byte values.
+#[derive(Debug)]
+pub(super) struct Column {
+    dir: PathBuf,
+    dtype: &'static str,
+    fill: Value,
+    /// One value's fill bytes, padding a partial chunk (the `bytes` codec needs whole
+    /// chunks).
+    fill_bytes: Vec<u8>,
+    item: usize,
+    chunk: u64,
+    /// Values appended.
+    len: u64,
+    /// The bytes of the chunk being filled (values `len - len % chunk ..`).
+    current: Vec<u8>,
+    /// Chunks filled and not yet on disk: (chunk index, bytes).
+    full: Vec<(u64, Vec<u8>)>,
+    /// Values on disk in chunk files (the partial chunk included as last written).
+    written: u64,
+    /// `shape[0]` last published.
+    published: Option<u64>,
+}
+
+impl Column {
+    pub(super) fn new(
+        dir: PathBuf,
+        dtype: &'static str,
+        fill: Value,
+        fill_bytes: Vec<u8>,
+        chunk: u64,
+    ) -> Self {
+        Column {
+            dir,
+            dtype,
+            fill,
+            item: fill_bytes.len(),
+            fill_bytes,
+            chunk,
+            len: 0,
+            current: Vec::new(),
+            full: Vec::new(),
+            written: 0,
+            published: None,
+        }
+    }
+
+    /// Appends one value's little-endian bytes.
+    pub(super) fn push(&mut self, bytes: &[u8]) {
+        debug_assert_eq!(bytes.len(), self.item);
+        self.current.extend_from_slice(bytes);
+        self.len += 1;
+        if self.len.is_multiple_of(self.chunk) {
+            let index = self.len / self.chunk - 1;
+            let filled = std::mem::take(&mut self.current);
+            self.full.push((index, filled));
+        }
+    }
+
+    /// Appends the fill value.
+    pub(super) fn push_fill(&mut self) {
+        let fill = std::mem::take(&mut self.fill_bytes);
+        self.push(&fill);
+        self.fill_bytes = fill;
+    }
+
+    /// Appends `n` bytes of a byte column (`item == 1`).
+    pub(super) fn extend(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(self.chunk as usize) {
+            let room = (self.chunk - self.len % self.chunk) as usize;
+            let (now, rest) = chunk.split_at(room.min(chunk.len()));
+            for part in [now, rest] {
+                if part.is_empty() {
+                    continue;
+                }
+                self.current.extend_from_slice(part);
+                self.len += part.len() as u64;
+                if self.len.is_multiple_of(self.chunk) {
+                    let index = self.len / self.chunk - 1;
+                    let filled = std::mem::take(&mut self.current);
+                    self.full.push((index, filled));
+                }
+            }
+        }
+    }
+
+    /// Writes what is not on disk yet (full chunks, then the partial one) and publishes
+    /// `zarr.json` with `shape = [min(upto, len)]`. Chunk files are flushed before the
+    /// document that makes them visible.
+    pub(super) fn publish(&mut self, upto: u64) -> Result<()> {
+        let shape0 = upto.min(self.len);
+        if self.published == Some(shape0) && self.written == self.len {
+            return Ok(());
+        }
+        let chunks = self.dir.join("c");
+        if !chunks.is_dir() {
+            fs::create_dir_all(&chunks)
+                .map_err(|e| Error::io("create directory", &chunks, e, 0))?;
+        }
+        for (index, bytes) in std::mem::take(&mut self.full) {
+            write_chunk(&chunks, index, &bytes)?;
+        }
+        if !self.len.is_multiple_of(self.chunk) && self.written != self.len {
+            let mut padded = self.current.clone();
+            let missing = (self.chunk - self.len % self.chunk) as usize;
+            for _ in 0..missing {
+                padded.extend_from_slice(&self.fill_bytes);
+            }
+            write_chunk(&chunks, self.len / self.chunk, &padded)?;
+        }
+        self.written = self.len;
+        if self.published != Some(shape0) {
+            metadata::publish(&self.dir, &self.document(shape0))?;
+            self.published = Some(shape0);
+        }
+        Ok(())
+    }
+
+    fn document(&self, shape0: u64) -> Value {
+        json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": [shape0],
+            "data_type": self.dtype,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [self.chunk]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": self.fill,
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "attributes": {},
+        })
+    }
+}
+
+/// Writes chunk `index` through a temporary file, flushed, then renamed, so a reader
+/// sees the old or the new chunk.
+fn write_chunk(dir: &Path, index: u64, bytes: &[u8]) -> Result<()> {
+    let tmp = dir.join(format!(".{index}.tmp"));
+    let dst = dir.join(index.to_string());
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data()
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        Error::io("write", &tmp, e, bytes.len() as u64)
+    })?;
+    fs::rename(&tmp, &dst).map_err(|e| Error::io("rename", &dst, e, 0))
+}

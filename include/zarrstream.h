@@ -200,6 +200,23 @@ int zs_writer_push(struct zs_writer *w,
                    size_t nbytes);
 
 /**
+ * Like `zs_writer_push`, with the frame's metadata: `meta_json` is a JSON object
+ * `{"values": {"timestamp": 0.02, "counter": 7}, "json": {...}}` (both keys optional) for
+ * a writer whose config_json has a "frame_meta" object. The metadata is checked before
+ * the frame is pushed: an unknown field, an integer field given a fraction, JSON for a
+ * writer that stores none, or a `meta_json` that does not parse is
+ * ZS_E_INVALID_ARGUMENT and the frame is not pushed. Otherwise returns what
+ * `zs_writer_push` returns; a dropped frame keeps its metadata.
+ *
+ * # Safety
+ * As `zs_writer_push`; `meta_json` is NULL or NUL-terminated.
+ */
+int zs_writer_push_with(struct zs_writer *w,
+                        const void *frame,
+                        size_t nbytes,
+                        const char *meta_json);
+
+/**
  * Sets the attribute `name` of the array (`group` = 0) or of the OME-Zarr image group
  * (`group` = 1, for a writer created with an "ome" object) to the JSON value
  * `value_json`, replacing an earlier value, at any time during the recording; NULL

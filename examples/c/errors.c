@@ -420,6 +420,35 @@ static void attributes(void)
     CHECK(doc != NULL && strstr(doc, "\"finished\"") != NULL, "finished");
 }
 
+/* Per-frame metadata: stored with the frame, or the frame refused with it. */
+static void frame_meta(void)
+{
+    const char *store = path("meta.zarr");
+    zs_writer *w = create_ok(
+        store, config("\"frame_meta\": {\"fields\": {\"timestamp\": \"float64\","
+                      " \"counter\": \"int64\"}, \"json\": true}"));
+    EXPECT(zs_writer_push_with(w, frame, FRAME_BYTES,
+                               "{\"values\": {\"timestamp\": 0.5, \"counter\": 7},"
+                               " \"json\": {\"laser\": 488}}"),
+           ZS_OK, "");
+    EXPECT(zs_writer_push_with(w, frame, FRAME_BYTES, "{\"values\": {\"exposure\": 1}}"),
+           ZS_E_INVALID_ARGUMENT, "exposure");
+    EXPECT(zs_writer_push_with(w, frame, FRAME_BYTES, "{\"values\": {\"counter\": 1.5}}"),
+           ZS_E_INVALID_ARGUMENT, "counter");
+    EXPECT(zs_writer_push_with(w, frame, FRAME_BYTES, "not json"), ZS_E_INVALID_ARGUMENT,
+           "not JSON");
+    EXPECT(zs_writer_push_with(w, frame, FRAME_BYTES, NULL), ZS_E_INVALID_ARGUMENT,
+           "meta_json is NULL");
+    push_ok(w, 1); /* without metadata: its values read as the fill value */
+    finish_ok(w, 2);
+    char meta[4200];
+    snprintf(meta, sizeof meta, "%s/frame_meta/timestamp/zarr.json", store);
+    const char *doc = read_file(meta);
+    CHECK(doc != NULL && strstr(doc, "\"float64\"") != NULL, "timestamp is a float64 array");
+    CHECK(doc != NULL && strstr(doc, "\"shape\": [\n    2\n  ]") != NULL,
+          "two frames of metadata: %s", doc ? doc : "(none)");
+}
+
 static void basic(void)
 {
     printf("version %s\n", zs_version());
@@ -436,6 +465,7 @@ static void basic(void)
     drop_counts();
     ome_image();
     attributes();
+    frame_meta();
     last_error_is_per_thread();
     writers_in_parallel();
 }

@@ -87,7 +87,9 @@ impl CapiError {
                 E::Io { .. } => ZS_E_IO,
                 E::ArrayFull { .. } => ZS_E_ARRAY_FULL,
                 E::Closed => ZS_E_CLOSED,
-                E::Attribute { .. } | E::NotAnImage(_) => ZS_E_INVALID_ARGUMENT,
+                E::Attribute { .. } | E::NotAnImage(_) | E::FrameMeta { .. } => {
+                    ZS_E_INVALID_ARGUMENT
+                }
                 // Codec failures, dead threads, and variants added later: bugs until
                 // they are given a code of their own.
                 _ => ZS_E_INTERNAL,

@@ -143,6 +143,44 @@ pub unsafe extern "C" fn zs_writer_push(
     })
 }
 
+/// Like `zs_writer_push`, with the frame's metadata: `meta_json` is a JSON object
+/// `{"values": {"timestamp": 0.02, "counter": 7}, "json": {...}}` (both keys optional) for
+/// a writer whose config_json has a "frame_meta" object. The metadata is checked before
+/// the frame is pushed: an unknown field, an integer field given a fraction, JSON for a
+/// writer that stores none, or a `meta_json` that does not parse is
+/// ZS_E_INVALID_ARGUMENT and the frame is not pushed. Otherwise returns what
+/// `zs_writer_push` returns; a dropped frame keeps its metadata.
+///
+/// # Safety
+/// As `zs_writer_push`; `meta_json` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_writer_push_with(
+    w: *mut ZsWriter,
+    frame: *const c_void,
+    nbytes: usize,
+    meta_json: *const c_char,
+) -> c_int {
+    guard("zs_writer_push_with", || {
+        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
+        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: `meta_json` is NULL or NUL-terminated and outlives the call (contract).
+        let text = unsafe { c_str(meta_json, "meta_json") }?;
+        let doc = serde_json::from_slice::<serde_json::Value>(text.to_bytes())
+            .map_err(|_| CapiError::Argument("meta_json is not JSON"))?;
+        let meta = zarrstream::FrameMeta::from_json(&doc)?;
+        handle.call(|writer| {
+            if frame.is_null() {
+                return Err(CapiError::Null("frame"));
+            }
+            ZsWriter::check_size(writer, nbytes)?;
+            // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which
+            // the writer copies before returning (contract).
+            let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
+            ZsWriter::push_with(writer, bytes, &meta)
+        })
+    })
+}
+
 /// Sets the attribute `name` of the array (`group` = 0) or of the OME-Zarr image group
 /// (`group` = 1, for a writer created with an "ome" object) to the JSON value
 /// `value_json`, replacing an earlier value, at any time during the recording; NULL

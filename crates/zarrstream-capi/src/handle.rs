@@ -53,6 +53,20 @@ impl ZsWriter {
         })
     }
 
+    /// Pushes one frame with its metadata; `ZS_DROPPED` if back-pressure dropped it.
+    pub fn push_with(
+        writer: &mut Writer,
+        frame: &[u8],
+        meta: &zarrstream::FrameMeta,
+    ) -> Result<ZsCode, CapiError> {
+        let outcome = writer.push_with(frame, std::time::Instant::now(), meta)?;
+        Ok(if outcome.is_accepted() {
+            ZsCode::ZS_OK
+        } else {
+            ZsCode::ZS_DROPPED
+        })
+    }
+
     /// The error for a frame of `got` bytes, if that is not the frame size. Checked
     /// before the caller's pointer is turned into a slice of `got` bytes, which must not
     /// happen for a length the caller may not own.

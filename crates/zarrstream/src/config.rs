@@ -22,8 +22,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::{
-    ArraySpec, Backpressure, Downsample, Durability, Levels, Ome, OmeError, Omero, OmeroChannel,
-    ParseError, SpecError, Window, Writer, WriterOptions,
+    ArraySpec, Backpressure, Downsample, Durability, FrameMetaSpec, Levels, Ome, OmeError, Omero,
+    OmeroChannel, ParseError, SpecError, Window, Writer, WriterOptions,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -80,6 +80,8 @@ pub struct Config {
     durability: Option<DurabilityKey>,
     packing: Option<String>,
     overwrite: Option<bool>,
+    /// `{"fields": {"name": "float64" | "int64", …}, "json": bool}`.
+    frame_meta: Option<FrameMetaKeys>,
     // Ome: present = an OME-Zarr image (Writer::create_ome)
     ome: Option<OmeKeys>,
 }
@@ -105,6 +107,16 @@ enum DurabilityKey {
 #[serde(deny_unknown_fields)]
 struct PeriodicKeys {
     interval_ms: u64,
+}
+
+/// The `frame_meta` object: the fields of `FrameMetaSpec`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrameMetaKeys {
+    #[serde(default)]
+    fields: Map<String, Value>,
+    #[serde(default)]
+    json: bool,
 }
 
 /// The `ome` object: the options of `Ome`.
@@ -252,6 +264,17 @@ impl Config {
         }
         if let Some(v) = self.overwrite {
             o.overwrite = v;
+        }
+        if let Some(m) = self.frame_meta {
+            let mut spec = FrameMetaSpec::new().json(m.json);
+            for (name, kind) in m.fields {
+                let kind = kind.as_str().ok_or_else(|| ConfigError::Value {
+                    key: "frame_meta.fields",
+                    message: format!("{name}: {kind} is not \"float64\" or \"int64\""),
+                })?;
+                spec = spec.field(name, parsed("frame_meta.fields", kind)?);
+            }
+            o.frame_meta = Some(spec);
         }
         let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
         Ok(Parsed {

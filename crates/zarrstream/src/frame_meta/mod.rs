@@ -122,7 +122,7 @@ impl FrameMetaSpec {
         self.json
     }
 
-    /// Checks field names: non-empty, no `/`, not starting with `.`, not `json_*` (the
+    /// Checks field names: non-empty, no `/`, not starting with `.`, not `json*` (the
     /// JSON arrays' names), no two alike.
     pub(crate) fn validate(&self) -> Result<(), String> {
         let mut seen = std::collections::BTreeSet::new();
@@ -130,12 +130,12 @@ impl FrameMetaSpec {
             if name.is_empty()
                 || name.contains('/')
                 || name.starts_with('.')
-                || name.starts_with("json_")
+                || name.starts_with("json")
                 || name == "c"
                 || name == "zarr.json"
             {
                 return Err(format!(
-                    "field name {name:?} is not a plain array name (nor json_*)"
+                    "field name {name:?} is not a plain array name (nor json*)"
                 ));
             }
             if !seen.insert(name) {
@@ -195,6 +195,49 @@ impl FrameMeta {
     pub fn value(mut self, name: impl Into<String>, value: impl Into<MetaValue>) -> Self {
         self.values.insert(name.into(), value.into());
         self
+    }
+
+    /// The metadata described by a JSON object `{"values": {"name": number, …}, "json":
+    /// any}` (both keys optional), as the C API and the Python package pass it: an
+    /// integer number is a [`MetaValue::Int`], any other a [`MetaValue::Float`].
+    ///
+    /// ```
+    /// use zarrstream::FrameMeta;
+    /// let meta = FrameMeta::from_json(&serde_json::json!(
+    ///     {"values": {"timestamp": 0.5, "counter": 7}, "json": {"laser": "488"}}))?;
+    /// assert_eq!(meta, FrameMeta::new().value("timestamp", 0.5).value("counter", 7i64)
+    ///     .with_json(serde_json::json!({"laser": "488"})));
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn from_json(doc: &Value) -> Result<Self, crate::Error> {
+        let bad = |field: &str, reason: &str| crate::Error::FrameMeta {
+            field: field.to_string(),
+            reason: reason.to_string(),
+        };
+        let Some(object) = doc.as_object() else {
+            return Err(bad("(all)", "is not a JSON object"));
+        };
+        let mut meta = FrameMeta::new();
+        for (key, value) in object {
+            match key.as_str() {
+                "values" => {
+                    let Some(values) = value.as_object() else {
+                        return Err(bad("values", "is not an object of numbers"));
+                    };
+                    for (name, v) in values {
+                        let v = match (v.as_i64(), v.as_f64()) {
+                            (Some(i), _) => MetaValue::Int(i),
+                            (None, Some(f)) => MetaValue::Float(f),
+                            _ => return Err(bad(name, "is not a number")),
+                        };
+                        meta.values.insert(name.clone(), v);
+                    }
+                }
+                "json" => meta.json = Some(value.clone()),
+                other => return Err(bad(other, "is not \"values\" or \"json\"")),
+            }
+        }
+        Ok(meta)
     }
 
     /// Sets the frame's free JSON object.

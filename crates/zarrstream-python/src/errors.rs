@@ -113,7 +113,8 @@ impl From<Error> for Failure {
             | Error::Ome(_)
             | Error::InvalidOption { .. }
             | Error::Attribute { .. }
-            | Error::NotAnImage(_) => Failure::new(Kind::Invalid, message),
+            | Error::NotAnImage(_)
+            | Error::FrameMeta { .. } => Failure::new(Kind::Invalid, message),
             Error::FrameSize { .. } | Error::DataType { .. } => Failure::new(Kind::Frame, message),
             Error::Exists { path } => Failure::new(Kind::Exists, message).at(&path),
             Error::Locked { path } => Failure::new(Kind::Locked, message).at(&path),

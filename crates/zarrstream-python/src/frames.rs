@@ -115,6 +115,40 @@ impl Frames {
         Ok(pushed)
     }
 
+    /// Pushes the one frame of this buffer with `meta` (call with the interpreter lock
+    /// released); a strided frame is gathered into a contiguous copy first.
+    pub(crate) fn push_with(
+        &self,
+        writer: &mut Writer,
+        meta: &zarrstream::FrameMeta,
+    ) -> Result<Pushed, Failure> {
+        if self.frames != 1 {
+            return Err(Failure::new(
+                Kind::Frame,
+                format!(
+                    "metadata goes with one frame, not a stack of {}",
+                    self.frames
+                ),
+            ));
+        }
+        let mut pushed = Pushed::default();
+        let frame_bytes = writer.spec().frame_bytes();
+        let outcome = if self.buf.is_c_contiguous() {
+            // SAFETY: as in `push`: a C-contiguous buffer of `len_bytes()` bytes at
+            // `buf_ptr()`, alive and in place while `self` holds it.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(self.buf.buf_ptr().cast::<u8>(), self.buf.len_bytes())
+            };
+            writer.push_with(bytes, Instant::now(), meta)?
+        } else {
+            let mut copy = vec![0u8; frame_bytes];
+            self.gather(0, &mut copy);
+            writer.push_with(&copy, Instant::now(), meta)?
+        };
+        pushed.count(outcome);
+        Ok(pushed)
+    }
+
     /// Copies frame `f` of a strided buffer into `dest`, row by row.
     fn gather(&self, f: usize, dest: &mut [u8]) {
         let shape = self.buf.shape();

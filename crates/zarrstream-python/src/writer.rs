@@ -86,6 +86,35 @@ impl NativeWriter {
         Ok((pushed.accepted, pushed.dropped))
     }
 
+    /// Pushes one frame (a buffer of exactly one frame) with its metadata, the JSON
+    /// object of `zarrstream::FrameMeta::from_json`; returns `(accepted, dropped)`.
+    fn push_with(
+        &self,
+        py: Python<'_>,
+        frame: &Bound<'_, PyAny>,
+        meta_json: &str,
+    ) -> PyResult<(u64, u64)> {
+        let doc: serde_json::Value = serde_json::from_str(meta_json)
+            .map_err(|e| Failure::new(Kind::Invalid, format!("frame metadata: {e}")))
+            .map_err(|f| f.into_pyerr(py))?;
+        let meta =
+            zarrstream::FrameMeta::from_json(&doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
+        let buf = PyUntypedBuffer::get(frame)?;
+        let frames =
+            Frames::new(buf, self.frame_bytes, self.item_size).map_err(|f| f.into_pyerr(py))?;
+        py.detach(|| {
+            guarded("push_with", || {
+                let mut guard = self.live()?;
+                match guard.as_mut() {
+                    Some(writer) => frames.push_with(writer, &meta),
+                    None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                }
+            })
+        })
+        .map(|p| (p.accepted, p.dropped))
+        .map_err(|f| f.into_pyerr(py))
+    }
+
     /// Counts `n` frames the caller could not deliver as dropped, keeping their places.
     fn skip(&self, py: Python<'_>, n: u64) -> PyResult<()> {
         py.detach(|| {

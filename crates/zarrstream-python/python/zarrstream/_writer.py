@@ -225,6 +225,12 @@ class Writer:
         durability: ``"shard"`` (flush each shard), ``"none"``, or a group-commit
             interval in seconds (or a ``timedelta``).
         packing: ``"compact"`` or ``"sparse"``.
+        frame_meta: Numeric per-frame fields, ``{"timestamp": "float64", "counter":
+            "int64"}``: each becomes a 1-D Zarr array ``<path>/frame_meta/<name>`` with
+            one value per frame (``append(frame, meta={...})``), published never ahead
+            of the frames.
+        frame_meta_json: Also store a free JSON value per frame (``meta_json=``), as the
+            arrays ``frame_meta/json_offset``, ``json_length`` and ``json_bytes``.
         overwrite: Replace an existing store at ``path``.
 
     Raises:
@@ -257,6 +263,8 @@ class Writer:
         backpressure: Literal["block", "drop"] | None = None,
         durability: str | float | datetime.timedelta | None = None,
         packing: Literal["compact", "sparse"] | None = None,
+        frame_meta: Mapping[str, Literal["float64", "int64"]] | None = None,
+        frame_meta_json: bool = False,
         overwrite: bool = False,
     ) -> None:
         self._native: _native.NativeWriter | None = None
@@ -291,6 +299,9 @@ class Writer:
             config["attributes"] = dict(attributes)
         if durability is not None:
             config["durability"] = _durability(durability)
+        if frame_meta is not None or frame_meta_json:
+            config["frame_meta"] = {"fields": dict(frame_meta or {}),
+                                    "json": bool(frame_meta_json)}
         if ome is not None and ome is not False:
             if ome is True:
                 config["ome"] = {}
@@ -417,7 +428,8 @@ class Writer:
                 f"frame shape {a.shape} does not end in the frame shape {self._frame_shape}")
         return a
 
-    def append(self, frames: npt.ArrayLike) -> int:
+    def append(self, frames: npt.ArrayLike, *, meta: Mapping[str, float] | None = None,
+               meta_json: Any = None) -> int:
         """Appends one frame or a stack of frames.
 
         ``frames`` is any numpy array (or object with the buffer protocol) whose trailing
@@ -426,6 +438,11 @@ class Writer:
         is pushed without an intermediate copy; other layouts are copied once. The
         interpreter lock is released while frames are copied and while waiting for a
         free buffer, so other Python threads (the camera's, a GUI) keep running.
+
+        ``meta`` (numeric values of the writer's ``frame_meta`` fields) and ``meta_json``
+        (any JSON value, with ``frame_meta_json=True``) go with a single frame; they are
+        checked before the frame is pushed, so a frame is never stored without the
+        metadata given for it.
 
         Returns the number of frames accepted (fewer than given only with
         ``backpressure="drop"``; drops are counted in :attr:`stats`).
@@ -439,8 +456,30 @@ class Writer:
         a = self._frames(frames)
         if a.size == 0:
             return 0
+        doc: dict[str, Any] | None = None
+        if meta is not None or meta_json is not None:
+            doc = {}
+            if meta is not None:
+                values = {}
+                for name, value in meta.items():
+                    if isinstance(value, bool) or not isinstance(
+                            value, (int, float, np.integer, np.floating)):
+                        raise InvalidFrameError(
+                            f"frame metadata {name}: {value!r} is not a number")
+                    values[str(name)] = (int(value) if isinstance(value, (int, np.integer))
+                                         else float(value))
+                doc["values"] = values
+            if meta_json is not None:
+                doc["json"] = meta_json
         try:
-            accepted, _dropped = native.push(a)
+            if doc is None:
+                accepted, _dropped = native.push(a)
+            else:
+                try:
+                    text = json.dumps(doc, allow_nan=False)
+                except (TypeError, ValueError) as e:
+                    raise InvalidFrameError(f"frame metadata is not JSON: {e}") from e
+                accepted, _dropped = native.push_with(a, text)
         except (InvalidFrameError, ClosedError):
             raise
         except ZarrstreamError as e:

@@ -297,3 +297,43 @@ def test_image_group_attributes(tmp_path: Path) -> None:
     group = zarr.open_group(str(path), mode="r")
     assert group.attrs["acquisition"] == {"operator": "ada"}
     assert "multiscales" in group.attrs["ome"]
+
+
+def test_frame_metadata(tmp_path: Path, rng) -> None:
+    """Per-frame values and JSON, read back by zarr-python as ordinary arrays aligned
+    with the frames; bad metadata refuses its frame."""
+    frames = frames_of(rng, "uint16", (20, 16, 16))
+    path = tmp_path / "fm.zarr"
+    with zarrstream.Writer(path, shape=(None, 16, 16), chunks=(1, 16, 16),
+                           shards=(4, 16, 16),
+                           frame_meta={"timestamp": "float64", "counter": "int64"},
+                           frame_meta_json=True) as w:
+        for i, frame in enumerate(frames):
+            if i == 7:
+                w.append(frame)  # no metadata: fill values
+                continue
+            w.append(frame, meta={"timestamp": i * 0.25, "counter": np.int64(i)},
+                     meta_json={"i": i} if i % 2 else None)
+        with pytest.raises(ValueError, match="exposure"):
+            w.append(frames[0], meta={"exposure": 1.0})
+        with pytest.raises(ValueError, match="counter"):
+            w.append(frames[0], meta={"counter": 1.5})
+        with pytest.raises(ValueError, match="not a number"):
+            w.append(frames[0], meta={"timestamp": "soon"})
+        with pytest.raises(ValueError, match="one frame"):
+            w.append(frames[:2], meta={"timestamp": 1.0})
+        assert w.frames_pushed == 20  # refused frames were not pushed
+    np.testing.assert_array_equal(read_zarr(path), frames)
+    group = zarr.open_group(str(path / "frame_meta"), mode="r")
+    ts = group["timestamp"][...]
+    assert ts.shape == (20,)
+    assert np.isnan(ts[7])
+    np.testing.assert_array_equal(np.delete(ts, 7), np.delete(np.arange(20) * 0.25, 7))
+    assert list(group["counter"][...]) == [i if i != 7 else 0 for i in range(20)]
+    offset, length = group["json_offset"][...], group["json_length"][...]
+    text = bytes(group["json_bytes"][...])
+    for i in range(20):
+        got = text[offset[i]:offset[i] + length[i]]
+        assert (json.loads(got) == {"i": i}) if (i % 2 and i != 7) else got == b""
+    # tensorstore reads the same values.
+    np.testing.assert_array_equal(read_tensorstore(path / "frame_meta" / "timestamp"), ts)

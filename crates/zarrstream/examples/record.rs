@@ -31,7 +31,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use zarrstream::{ArraySpec, Backpressure, Durability, Ome, Omero, Stats, Writer, WriterOptions};
+use zarrstream::{
+    ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MetaType, Ome, Omero, Stats,
+    Writer, WriterOptions,
+};
 
 use crate::args::{Command, OmeArgs, Options, UsageError, join};
 use crate::report::{mib, round};
@@ -172,11 +175,23 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         .durability(opts.durability)
         .packing(opts.packing)
         .overwrite(opts.overwrite);
+    let options = if opts.frame_meta {
+        options.frame_meta(synthetic_meta_spec())
+    } else {
+        options
+    };
     let mut writer = match &opts.ome {
         Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
         None => Writer::create(&opts.out, spec, options)?,
     };
-    let run = acquire(&mut writer, &pool, frames, opts.fps, opts.progress)?;
+    let run = acquire(
+        &mut writer,
+        &pool,
+        frames,
+        opts.fps,
+        opts.progress,
+        opts.frame_meta,
+    )?;
     let stats = writer.finish()?;
     let seconds = run.started.elapsed().as_secs_f64();
 
@@ -478,6 +493,7 @@ fn acquire(
     frames: u64,
     fps: f64,
     progress: bool,
+    frame_meta: bool,
 ) -> Result<Acquisition, Failure> {
     let mut encoded = 0;
     let period = (fps > 0.0).then(|| 1.0 / fps);
@@ -501,7 +517,12 @@ fn acquire(
             None => Instant::now(),
         };
         // A frame dropped under --backpressure drop is counted by the writer.
-        let _ = writer.push_bytes(frame, scheduled)?;
+        if frame_meta {
+            let meta = synthetic_meta(k, scheduled.duration_since(started));
+            let _ = writer.push_with(frame, scheduled, &meta)?;
+        } else {
+            let _ = writer.push_bytes(frame, scheduled)?;
+        }
         if progress {
             let now = writer.frames_encoded();
             if now > encoded {
@@ -515,6 +536,29 @@ fn acquire(
         late_frames,
         max_lateness,
     })
+}
+
+/// The fields `--frame-meta` stores: what a microscope records with each frame.
+fn synthetic_meta_spec() -> FrameMetaSpec {
+    FrameMetaSpec::new()
+        .field("timestamp", MetaType::Float64)
+        .field("exposure_ms", MetaType::Float64)
+        .field("stage_x", MetaType::Float64)
+        .field("stage_y", MetaType::Float64)
+        .field("stage_z", MetaType::Float64)
+        .json(true)
+}
+
+/// Frame `k`'s synthetic metadata: its camera time, a fixed exposure, a stage that
+/// steps in x every frame and in z every 10 frames, and a small JSON object.
+fn synthetic_meta(k: u64, since_start: Duration) -> FrameMeta {
+    FrameMeta::new()
+        .value("timestamp", since_start.as_secs_f64())
+        .value("exposure_ms", 10.0)
+        .value("stage_x", 100.0 + 0.5 * k as f64)
+        .value("stage_y", -20.0)
+        .value("stage_z", (k / 10) as f64 * 0.25)
+        .with_json(serde_json::json!({"frame": k, "shutter": "open"}))
 }
 
 /// Sleeps most of the way to `due`, then spins for the last fraction of a millisecond

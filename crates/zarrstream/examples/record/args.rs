@@ -23,6 +23,9 @@ ARRAY:
                             path is refused unless --overwrite is given
     --overwrite             replace an existing store at --out (a non-empty
                             directory without zarr.json is never removed)
+    --frame-meta            attach synthetic per-frame metadata to every frame
+                            (timestamp s, exposure ms, stage x/y/z um, and a
+                            JSON object), stored under --out/frame_meta/
     --shape D0,...,Y,X      array shape; D0 = 0 is an unbounded append axis
                             [default: 0,2048,2048]
     --chunk C0,...,CY,CX    inner chunk shape, same rank [default: 1,...,1,512,512
@@ -128,6 +131,8 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
 pub(crate) struct Options {
     pub out: PathBuf,
     pub overwrite: bool,
+    /// Attach synthetic per-frame metadata (`--frame-meta`).
+    pub frame_meta: bool,
     pub shape: Vec<u64>,
     pub chunk: Vec<u64>,
     pub shard: Vec<u64>,
@@ -205,6 +210,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
     let mut o = Options {
         out: PathBuf::from("./record.zarr"),
         overwrite: false,
+        frame_meta: false,
         shape: Vec::new(),
         chunk: Vec::new(),
         shard: Vec::new(),
@@ -251,6 +257,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         let flag = |o: &mut Options, raw: &mut Raw| -> Option<()> {
             match name.as_str() {
                 "--overwrite" => o.overwrite = true,
+                "--frame-meta" => o.frame_meta = true,
                 "--no-crc32c" => o.crc32c = false,
                 "--no-pin" => o.pin = false,
                 "--quiet" => o.quiet = true,

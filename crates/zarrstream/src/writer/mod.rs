@@ -12,6 +12,7 @@
 
 mod chain;
 mod dispatch;
+mod engine;
 mod feed;
 mod finisher;
 mod grid;
@@ -40,6 +41,7 @@ pub use pool::PoolBuf;
 
 use self::intake::Frame;
 use self::level::Level;
+use self::start::Workers;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::ome::Ome;
@@ -86,9 +88,10 @@ impl Writer {
         prepare_dir(&dir, options.overwrite)?;
         // A store that could not be set up completely is removed, so a retry (e.g. after
         // freeing space) does not meet a half-made store.
-        let level = Level::start(dir.clone(), spec, options, false).inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&dir);
-        })?;
+        let level =
+            Level::start(dir.clone(), spec, options, false, &Workers::Own).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&dir);
+            })?;
         Ok(Writer { level })
     }
 
@@ -129,7 +132,7 @@ impl Writer {
         ome: &Ome,
         options: WriterOptions,
     ) -> Result<Self> {
-        let level = chain::create_image(path.as_ref(), spec, ome, options)?;
+        let level = chain::create_image(path.as_ref(), spec, ome, options, &Workers::Own, false)?;
         Ok(Writer { level })
     }
 

@@ -2,7 +2,7 @@
 //!
 //! A level owns one ([`Writer`](super::Writer): each level starts its own, as many
 //! workers as its options ask), or shares one with every level of every array of a
-//! recording of several arrays. A job carries what its worker needs for its array
+//! [`Recording`](super::Recording). A job carries what its worker needs for its array
 //! (the array's [`Shared`] and its finisher's sender, in a [`Link`]), so any worker can
 //! encode any array's chunks.
 

@@ -25,6 +25,7 @@ mod outcome;
 mod pool;
 mod preparer;
 mod priority;
+mod recording;
 mod reduction;
 mod shared;
 mod shutdown;
@@ -38,6 +39,7 @@ use std::time::Instant;
 pub use options::{Backpressure, Durability, WriterOptions};
 pub use outcome::PushOutcome;
 pub use pool::PoolBuf;
+pub use recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
 
 use self::intake::Frame;
 use self::level::Level;

@@ -46,8 +46,7 @@ pub(super) enum Workers {
     /// The level starts its own engine, sized by its options (a [`Writer`](super::Writer)).
     Own,
     /// Every level shares `engine` and, for pyramids, the reduction pool `reducers`
-    /// (a recording of several arrays).
-    #[allow(dead_code)] // constructed by the recording (next commit)
+    /// (a [`Recording`](super::Recording)).
     Shared {
         engine: Arc<Engine>,
         reducers: Option<Arc<rayon::ThreadPool>>,

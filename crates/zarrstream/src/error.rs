@@ -257,6 +257,22 @@ pub enum Error {
         /// Frames the array holds.
         frames: u64,
     },
+    /// A [`Recording`](crate::Recording) was given an array key it cannot use: not a
+    /// relative `/` path of plain names (empty, `.`, `..`, `c` or dot-prefixed
+    /// components are refused), a key given twice, or a key inside another array's.
+    #[error("array key {key:?}: {reason}")]
+    ArrayKey {
+        /// The key as given.
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A [`Recording`](crate::Recording) has no array with this key (or index).
+    #[error("the recording has no array {key:?}")]
+    UnknownArray {
+        /// The key (or the index, as text) that was asked for.
+        key: String,
+    },
     /// `push` after `finish`, or after a failure closed the writer.
     #[error("the writer is closed")]
     Closed,

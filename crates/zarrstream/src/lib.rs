@@ -64,4 +64,7 @@ pub use shard::Packing;
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::{LatencySummary, Stats};
-pub use writer::{Backpressure, Durability, PoolBuf, PushOutcome, Writer, WriterOptions};
+pub use writer::{
+    ArrayConfig, ArrayId, Backpressure, Durability, PoolBuf, PushOutcome, Recording,
+    RecordingStats, Writer, WriterOptions,
+};

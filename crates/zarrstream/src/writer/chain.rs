@@ -10,7 +10,7 @@ use super::levels;
 use super::options::{Backpressure, WriterOptions};
 use super::priority;
 use super::reduction::Reduction;
-use super::start::thread_count;
+use super::start::{Workers, thread_count};
 use crate::error::{Error, Result};
 use crate::metadata;
 use crate::ome::Ome;
@@ -18,12 +18,15 @@ use crate::spec::ArraySpec;
 use crate::store::prepare_dir;
 
 /// Creates the image at `root`: the group's `zarr.json`, level 0 at `root/0` and the
-/// levels below it. A store that could not be set up completely is removed.
+/// levels below it. A store that could not be set up completely is removed. `root` is
+/// prepared (made, or replaced with `overwrite`) unless `root_made`: it exists, empty.
 pub(super) fn create_image(
     root: &Path,
     mut spec: ArraySpec,
     ome: &Ome,
     options: WriterOptions,
+    workers: &Workers,
+    root_made: bool,
 ) -> Result<Level> {
     options.validate()?;
     let axes = ome.axes(&spec)?;
@@ -39,12 +42,14 @@ pub(super) fn create_image(
         next.lz4_acceleration = Some(ome.level_acceleration());
         level_specs.push(next);
     }
-    prepare_dir(root, options.overwrite)?;
+    if !root_made {
+        prepare_dir(root, options.overwrite)?;
+    }
     let level0 = root.join(crate::ome::LEVEL0_PATH);
     let made = std::fs::create_dir(&level0)
         .map_err(|e| Error::io("create directory", &level0, e, 0))
-        .and_then(|()| Level::start(level0, spec, options.clone(), n_levels > 1))
-        .and_then(|level| start_levels(level, root, &level_specs[1..], ome, &options))
+        .and_then(|()| Level::start(level0, spec, options.clone(), n_levels > 1, workers))
+        .and_then(|level| start_levels(level, root, &level_specs[1..], ome, &options, workers))
         .and_then(|level| {
             // After the level's zarr.json, so the group never names a missing array.
             metadata::publish(root, &group)?;
@@ -64,19 +69,19 @@ fn start_levels(
     specs: &[ArraySpec],
     ome: &Ome,
     options: &WriterOptions,
+    workers: &Workers,
 ) -> Result<Level> {
     if specs.is_empty() {
         return Ok(level0);
     }
     let threads = thread_count(options.threads);
     let nice = options.background_nice;
-    let reducers = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("zarrstream-reduce-{i}"))
-        .start_handler(move |_| priority::lower_priority(nice))
-        .build()
-        .map_err(|e| Error::Internal(format!("cannot start the reduction workers: {e}")))?;
-    let reducers = Arc::new(reducers);
+    let reducers = match workers {
+        Workers::Shared {
+            reducers: Some(r), ..
+        } => Arc::clone(r),
+        _ => reduction_pool(threads, nice)?,
+    };
     let z = ome.z_axis(&level0.shared.spec)?;
     let opts = level_options(&level0, specs, z, threads, options);
     for k in 1..=specs.len() {
@@ -87,7 +92,7 @@ fn start_levels(
     let mut below: Option<Level> = None;
     for (i, (spec, opts)) in specs.iter().zip(opts).enumerate().rev() {
         let dir = root.join((i + 1).to_string());
-        let mut level = Level::start(dir, spec.clone(), opts, below.is_some())?;
+        let mut level = Level::start(dir, spec.clone(), opts, below.is_some(), workers)?;
         if let Some(b) = below.take() {
             attach(&mut level, b, ome, z, &reducers, nice)?;
         }
@@ -99,7 +104,19 @@ fn start_levels(
     Ok(level0)
 }
 
-/// The options of each level below `level0`, top down.
+/// The rayon pool `zarrstream-reduce-i` that reduces large frames for pyramid threads.
+pub(super) fn reduction_pool(threads: usize, nice: u8) -> Result<Arc<rayon::ThreadPool>> {
+    let reducers = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("zarrstream-reduce-{i}"))
+        .start_handler(move |_| priority::lower_priority(nice))
+        .build()
+        .map_err(|e| Error::Internal(format!("cannot start the reduction workers: {e}")))?;
+    Ok(Arc::new(reducers))
+}
+
+/// The options of each level below `level0`, top down. With a shared engine only their
+/// pool sizes matter.
 fn level_options(
     level0: &Level,
     specs: &[ArraySpec],

@@ -30,7 +30,9 @@ impl Level {
             shard.pending.fetch_add(n, Ordering::Relaxed);
         }
         let gc = Grid::box_of(c, &g.chunk_lead);
-        let jobs = self.jobs.as_ref().ok_or(Error::Closed)?;
+        let (Some(jobs), Some(link)) = (self.jobs.as_ref(), self.link.as_ref()) else {
+            return Err(Error::Closed);
+        };
         for tile in 0..g.tiles {
             let shard = Arc::clone(&set[g.shard_of_tile(tile)]);
             let job = Job {
@@ -38,6 +40,7 @@ impl Level {
                 tile,
                 shard,
                 slot: g.slot(&gc, tile),
+                link: Arc::clone(link),
             };
             jobs.send(job)
                 .map_err(|_| Error::Internal("worker threads are gone".into()))?;
@@ -111,9 +114,9 @@ impl Level {
     /// Releases the pushing thread's token on every shard of set `sc`: no more chunks
     /// can arrive for them.
     pub(super) fn seal_set(&mut self, sc: &[u64]) {
-        if let (Some(set), Some(fin)) = (self.open_sets.remove(sc), self.finisher_tx.as_ref()) {
+        if let (Some(set), Some(fin)) = (self.open_sets.remove(sc), self.link.as_ref()) {
             for shard in set {
-                shard.release(fin);
+                shard.release(&fin.finisher);
             }
         }
     }
@@ -122,8 +125,8 @@ impl Level {
     /// append axis up to `extent0` once they are all finished.
     pub(super) fn seal_row(&mut self, row: u64, extent0: u64) {
         let shards = self.row_shards.remove(&row).unwrap_or(0);
-        if let Some(fin) = &self.finisher_tx {
-            let _ = fin.send(FinisherMsg::RowSealed {
+        if let Some(link) = &self.link {
+            let _ = link.finisher.send(FinisherMsg::RowSealed {
                 row,
                 shards,
                 extent0,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
+use super::engine::Link;
 use super::grid::Grid;
 use super::pool::PoolBuf;
 use super::reduction::Reduction;
@@ -39,4 +40,6 @@ pub(crate) struct Job {
     pub tile: usize,
     pub shard: Arc<OpenShard>,
     pub slot: usize,
+    /// The array (level) the chunk belongs to.
+    pub link: Arc<Link>,
 }

@@ -13,14 +13,14 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 
+use super::engine::{Engine, Link};
 use super::feed::Feed;
 use super::finisher::FinisherReport;
 use super::job::Job;
 use super::options::Backpressure;
 use super::pool::{Pool, PoolBuf};
 use super::preparer::PreparedSet;
-use super::shared::{FinisherMsg, OpenShard, Shared};
-use super::worker::WorkerReport;
+use super::shared::{OpenShard, Shared};
 use crate::error::{Error, Result};
 use crate::metadata::State;
 use crate::store::StoreLock;
@@ -30,9 +30,11 @@ use crate::store::StoreLock;
 pub(super) struct Level {
     pub(super) shared: Arc<Shared>,
     pub(super) jobs: Option<Sender<Job>>,
-    pub(super) finisher_tx: Option<Sender<FinisherMsg>>,
+    /// What each job carries for its worker; also the level's finisher sender.
+    pub(super) link: Option<Arc<Link>>,
+    /// The engine this level started and joins (`None`: a shared one, joined by its owner).
+    pub(super) own_engine: Option<Arc<Engine>>,
     pub(super) prepared: Option<Receiver<Result<PreparedSet>>>,
-    pub(super) workers: Vec<JoinHandle<WorkerReport>>,
     pub(super) preparer: Option<JoinHandle<()>>,
     pub(super) finisher: Option<JoinHandle<FinisherReport>>,
     pub(super) frame_pool: Pool,

@@ -12,6 +12,7 @@
 
 mod chain;
 mod dispatch;
+mod engine;
 mod feed;
 mod finisher;
 mod grid;
@@ -25,6 +26,7 @@ mod pool;
 mod preparer;
 mod priority;
 mod published;
+mod recording;
 mod reduction;
 mod shared;
 mod shutdown;
@@ -38,9 +40,11 @@ use std::time::Instant;
 pub use options::{Backpressure, Durability, WriterOptions};
 pub use outcome::PushOutcome;
 pub use pool::PoolBuf;
+pub use recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
 
 use self::intake::Frame;
 use self::level::Level;
+use self::start::Workers;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::frame_meta::{self, FrameMeta, FrameMetaSpec, MetaRows, Row};
@@ -113,7 +117,7 @@ impl Writer {
         let meta = options.frame_meta.clone();
         // A store that could not be set up completely is removed, so a retry (e.g. after
         // freeing space) does not meet a half-made store.
-        let (level, meta) = Level::start(dir.clone(), spec, options, false)
+        let (level, meta) = Level::start(dir.clone(), spec, options, false, &Workers::Own)
             .and_then(|level| Self::with_frame_meta(level, meta.as_ref()))
             .inspect_err(|_| {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -163,7 +167,7 @@ impl Writer {
         options: WriterOptions,
     ) -> Result<Self> {
         let meta = options.frame_meta.clone();
-        let level = chain::create_image(path.as_ref(), spec, ome, options)?;
+        let level = chain::create_image(path.as_ref(), spec, ome, options, &Workers::Own, false)?;
         let (level, meta) = Self::with_frame_meta(level, meta.as_ref())?;
         Ok(Writer {
             level,

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_channel::Sender;
+use hdrhistogram::Histogram;
 
 use super::grid::Grid;
 use super::options::Durability;
@@ -32,6 +33,9 @@ pub(crate) struct Shared {
     pub unfinished_shards: Arc<AtomicUsize>,
     /// The attributes and the last extent published: every `zarr.json` goes through it.
     pub published: Published,
+    /// From each frame's scheduled time to all its chunks being in their slots,
+    /// recorded by the worker that completes the frame.
+    pub frame_latency: Mutex<Histogram<u64>>,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -60,6 +64,7 @@ impl Shared {
             durability,
             frames_encoded: AtomicU64::new(0),
             unfinished_shards: Arc::new(AtomicUsize::new(0)),
+            frame_latency: Mutex::new(crate::stats::histogram()),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         }
@@ -71,6 +76,20 @@ impl Shared {
             slot.get_or_insert(e);
         }
         self.failed.store(true, Ordering::Release);
+    }
+
+    /// Records the latency of frames scheduled at `times`, completed at `now`.
+    pub(crate) fn record_frame_latency(
+        &self,
+        times: &[std::time::Instant],
+        now: std::time::Instant,
+    ) {
+        if let Ok(mut h) = self.frame_latency.lock() {
+            for t in times {
+                let ns = now.saturating_duration_since(*t).as_nanos();
+                let _ = h.record(u64::try_from(ns).unwrap_or(u64::MAX));
+            }
+        }
     }
 
     pub(crate) fn failed(&self) -> bool {

@@ -124,23 +124,18 @@ impl Level {
     /// order; a panic in any of them fails the writer.
     fn join_threads(&mut self) -> (FinisherReport, Histogram<u64>) {
         self.jobs = None;
-        let mut latency = histogram();
-        for h in self.workers.drain(..) {
-            match h.join() {
-                Ok(r) => {
-                    let _ = latency.add(&r.frame_latency_ns);
-                }
-                Err(p) => self
-                    .shared
-                    .fail(Error::panicked("a worker thread", p.as_ref())),
-            }
+        if let Some(engine) = self.own_engine.take()
+            && let Err(e) = engine.join()
+        {
+            self.shared.fail(e);
         }
         self.prepared = None;
         if let Some(Err(p)) = self.preparer.take().map(JoinHandle::join) {
             self.shared
                 .fail(Error::panicked("the shard preparer", p.as_ref()));
         }
-        self.finisher_tx = None;
+        // The finisher ends once this and every job's link are gone: all chunks written.
+        self.link = None;
         let report = match self.finisher.take().map(JoinHandle::join) {
             Some(Ok(report)) => report,
             Some(Err(p)) => {
@@ -150,6 +145,10 @@ impl Level {
                 FinisherReport::default()
             }
             None => FinisherReport::default(),
+        };
+        let latency = match self.shared.frame_latency.lock() {
+            Ok(h) => h.clone(),
+            Err(_) => histogram(),
         };
         (report, latency)
     }

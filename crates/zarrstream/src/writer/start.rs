@@ -7,16 +7,15 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
+use super::engine::{Engine, Link};
 use super::finisher::{self, FinisherReport};
 use super::grid::Grid;
-use super::job::Job;
 use super::level::Level;
 use super::options::WriterOptions;
 use super::pool::Pool;
 use super::preparer::{self, PreparedSet};
 use super::priority;
 use super::shared::{FinisherMsg, Shared};
-use super::worker::{self, WorkerReport};
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
 use crate::shard::ShardLayout;
@@ -41,19 +40,27 @@ pub(super) fn thread_count(threads: usize) -> usize {
     }
 }
 
-/// The threads of a level, once started.
-struct Threads {
-    workers: Vec<JoinHandle<WorkerReport>>,
-    preparer: JoinHandle<()>,
-    finisher: JoinHandle<FinisherReport>,
+/// Where a level's encoding workers come from.
+#[derive(Clone)]
+pub(super) enum Workers {
+    /// The level starts its own engine, sized by its options (a [`Writer`](super::Writer)).
+    Own,
+    /// Every level shares `engine` and, for pyramids, the reduction pool `reducers`
+    /// (a [`Recording`](super::Recording)).
+    Shared {
+        engine: Arc<Engine>,
+        reducers: Option<Arc<rayon::ThreadPool>>,
+    },
 }
 
-/// The receiving ends the threads take.
-struct Inbound {
-    jobs: Receiver<Job>,
-    finisher: Receiver<FinisherMsg>,
-    finisher_tx: Sender<FinisherMsg>,
-    prepared: Sender<Result<PreparedSet>>,
+/// Encoding workers for `threads` with `sink`: three per thread with the direct sink.
+pub(super) fn worker_count(threads: usize, sink: SinkKind) -> usize {
+    // A direct write holds its worker until the device has the bytes; the other
+    // workers of the thread's core encode meanwhile.
+    match sink {
+        SinkKind::Direct => DIRECT_WORKERS_PER_THREAD * threads,
+        _ => threads,
+    }
 }
 
 impl Level {
@@ -65,43 +72,50 @@ impl Level {
         spec: ArraySpec,
         options: WriterOptions,
         keep_frames: bool,
+        workers: &Workers,
     ) -> Result<Self> {
         let (shared, lock) = open(dir, spec, &options)?;
         let threads = thread_count(options.threads);
-        // A direct write holds its worker until the device has the bytes; the other
-        // workers of the thread's core encode meanwhile.
-        let workers = match shared.sink {
-            SinkKind::Direct => DIRECT_WORKERS_PER_THREAD * threads,
-            _ => threads,
-        };
         let (frame_pool, group_pool) = pools(&shared, &options, threads, keep_frames)?;
-        let g = &shared.grid;
-        // Jobs never outnumber the chunks of all pooled buffers, so a send never waits
-        // longer than the pool already made the caller wait.
-        let pooled = group_pool
-            .as_ref()
-            .map_or(0, |p| p.bytes() / g.chunk_bytes.max(1))
-            + frame_pool.bytes() / shared.spec.frame_bytes.max(1) * g.tiles;
-        let (jobs_tx, jobs_rx) = bounded::<Job>(pooled.max(1));
+        let own_engine = match workers {
+            Workers::Own => {
+                let g = &shared.grid;
+                // Jobs never outnumber the chunks of all pooled buffers, so a send never
+                // waits longer than the pool already made the caller wait.
+                let pooled = group_pool
+                    .as_ref()
+                    .map_or(0, |p| p.bytes() / g.chunk_bytes.max(1))
+                    + frame_pool.bytes() / shared.spec.frame_bytes.max(1) * g.tiles;
+                Some(Engine::start(
+                    worker_count(threads, shared.sink),
+                    options.pin_threads,
+                    options.background_nice,
+                    Some(pooled.max(1)),
+                )?)
+            }
+            Workers::Shared { .. } => None,
+        };
+        let jobs = match (workers, &own_engine) {
+            (_, Some(e)) | (Workers::Shared { engine: e, .. }, None) => e.sender()?,
+            (Workers::Own, None) => unreachable!("an own engine was started"),
+        };
         let (fin_tx, fin_rx) = unbounded::<FinisherMsg>();
         // A rendezvous channel: the preparer holds at most one finished set ahead of need.
         let (prep_tx, prep_rx) = bounded::<Result<PreparedSet>>(0);
-        let inbound = Inbound {
-            jobs: jobs_rx,
-            finisher: fin_rx,
-            finisher_tx: fin_tx.clone(),
-            prepared: prep_tx,
-        };
-        let threads = spawn(&shared, &options, workers, inbound)?;
+        let (preparer, finisher) = spawn(&shared, &options, prep_tx, fin_rx)?;
+        let link = Arc::new(Link {
+            shared: Arc::clone(&shared),
+            finisher: fin_tx,
+        });
 
         Ok(Level {
             shared,
-            jobs: Some(jobs_tx),
-            finisher_tx: Some(fin_tx),
+            jobs: Some(jobs),
+            link: Some(link),
+            own_engine,
             prepared: Some(prep_rx),
-            workers: threads.workers,
-            preparer: Some(threads.preparer),
-            finisher: Some(threads.finisher),
+            preparer: Some(preparer),
+            finisher: Some(finisher),
             frame_pool,
             group_pool,
             lock: Some(lock),
@@ -185,50 +199,28 @@ fn pools(
     Ok((pool(n, shared.spec.frame_bytes)?, groups.transpose()?))
 }
 
-/// Starts `workers` encoding workers, the shard preparer and the finisher.
+/// Starts the shard preparer and the finisher.
 fn spawn(
     shared: &Arc<Shared>,
     options: &WriterOptions,
-    workers: usize,
-    inbound: Inbound,
-) -> Result<Threads> {
-    let cores = if options.pin_threads {
-        core_affinity::get_core_ids().unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    let spawn = |name: String| std::thread::Builder::new().name(name);
+    prep_tx: Sender<Result<PreparedSet>>,
+    fin_rx: Receiver<FinisherMsg>,
+) -> Result<(JoinHandle<()>, JoinHandle<FinisherReport>)> {
+    let spawn = |name: &str| std::thread::Builder::new().name(name.into());
     let nice = options.background_nice;
-    let mut worker_handles = Vec::with_capacity(workers);
-    for i in 0..workers {
-        let (s, rx, ftx) = (
-            Arc::clone(shared),
-            inbound.jobs.clone(),
-            inbound.finisher_tx.clone(),
-        );
-        let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
-        let h = spawn(format!("zarrstream-worker-{i}"))
-            .spawn(move || worker::run(s, rx, ftx, core, nice))
-            .map_err(|e| Error::io("spawn thread", "", e, 0))?;
-        worker_handles.push(h);
-    }
-    let (s, prep_tx) = (Arc::clone(shared), inbound.prepared);
-    let preparer = spawn("zarrstream-preparer".into())
+    let s = Arc::clone(shared);
+    let preparer = spawn("zarrstream-preparer")
         .spawn(move || {
             priority::lower_priority(nice);
             preparer::run(s, prep_tx)
         })
         .map_err(|e| Error::io("spawn thread", "", e, 0))?;
-    let (s, fin_rx) = (Arc::clone(shared), inbound.finisher);
-    let finisher = spawn("zarrstream-finisher".into())
+    let s = Arc::clone(shared);
+    let finisher = spawn("zarrstream-finisher")
         .spawn(move || {
             priority::lower_priority(nice);
             finisher::run(s, fin_rx)
         })
         .map_err(|e| Error::io("spawn thread", "", e, 0))?;
-    Ok(Threads {
-        workers: worker_handles,
-        preparer,
-        finisher,
-    })
+    Ok((preparer, finisher))
 }

@@ -1,57 +1,82 @@
 //! Worker threads: encode one inner chunk per job straight into its shard slot.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender};
-use hdrhistogram::Histogram;
+use crossbeam_channel::Receiver;
 
 use super::job::Job;
-use super::shared::{FinisherMsg, Shared};
+use super::shared::Shared;
 use crate::Error;
-use crate::codec::ChunkEncoder;
+use crate::codec::{Checksum, ChunkEncoder, Codec};
 use crate::sink::Scratch;
 
-pub(crate) struct WorkerReport {
-    pub frame_latency_ns: Histogram<u64>,
+/// What makes two arrays' encoders interchangeable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct EncoderKey {
+    codec: Codec,
+    elem_size: usize,
+    checksum: Checksum,
+    lz4_acceleration: Option<i32>,
 }
 
-pub(crate) fn run(
-    shared: Arc<Shared>,
-    jobs: Receiver<Job>,
-    finisher: Sender<FinisherMsg>,
-    core: Option<core_affinity::CoreId>,
-    nice: u8,
-) -> WorkerReport {
+/// One encoder per kind of array this worker has met (a linear search: a recording has
+/// few kinds).
+#[derive(Default)]
+struct Encoders(Vec<(EncoderKey, ChunkEncoder)>);
+
+impl Encoders {
+    /// The encoder for `shared`'s array; an encoder that cannot be made fails the array.
+    fn get(&mut self, shared: &Shared) -> Option<&mut ChunkEncoder> {
+        let spec = &shared.spec;
+        let key = EncoderKey {
+            codec: spec.codec,
+            elem_size: spec.dtype.size(),
+            checksum: spec.checksum(),
+            lz4_acceleration: spec.lz4_acceleration,
+        };
+        let i = match self.0.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => match ChunkEncoder::new(key.codec, key.elem_size, key.checksum) {
+                Ok(e) => {
+                    let e = match key.lz4_acceleration {
+                        Some(a) => e.lz4_acceleration(a),
+                        None => e,
+                    };
+                    self.0.push((key, e));
+                    self.0.len() - 1
+                }
+                Err(e) => {
+                    shared.fail(e);
+                    return None;
+                }
+            },
+        };
+        Some(&mut self.0[i].1)
+    }
+}
+
+pub(crate) fn run(jobs: Receiver<Job>, core: Option<core_affinity::CoreId>, nice: u8) {
     if let Some(core) = core {
         core_affinity::set_for_current(core);
     }
     super::priority::lower_priority(nice);
-    let mut latency = crate::stats::histogram();
-    let spec = &shared.spec;
-    let mut encoder = match ChunkEncoder::new(spec.codec, spec.dtype.size(), spec.checksum()) {
-        Ok(e) => Some(match spec.lz4_acceleration {
-            Some(a) => e.lz4_acceleration(a),
-            None => e,
-        }),
-        Err(e) => {
-            shared.fail(e);
-            None
-        }
-    };
+    let mut encoders = Encoders::default();
     let mut scratch = Scratch::default();
     for job in jobs {
+        let shared = &*job.link.shared;
         // A panic (a bug, in an encoder or the reduction) must not take the job's
         // bookkeeping below with it: the shard would never be released and a pyramid
-        // would wait forever for the tile's reduction. It fails the writer like an I/O
-        // error instead. The encoder and scratch it may leave half-updated are never used
-        // for output again: every job after a failure skips encoding.
+        // would wait forever for the tile's reduction. It fails the job's array like an
+        // I/O error instead. The encoders and scratch it may have left half-updated are
+        // replaced: other arrays of a recording share this worker.
         let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            encode(&shared, &job, encoder.as_mut(), &mut scratch);
+            encode(shared, &job, &mut encoders, &mut scratch);
         }));
         if let Err(panic) = encoded {
             shared.fail(Error::panicked("a worker thread", panic.as_ref()));
+            encoders = Encoders::default();
+            scratch = Scratch::default();
         }
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(r) = &job.batch.reduction {
@@ -61,30 +86,25 @@ pub(crate) fn run(
                 let n = job.batch.times.len() as u64;
                 shared.frames_encoded.fetch_add(n, Ordering::Release);
             }
-            let now = Instant::now();
-            for t in &job.batch.times {
-                let ns = now.saturating_duration_since(*t).as_nanos();
-                let _ = latency.record(u64::try_from(ns).unwrap_or(u64::MAX));
-            }
+            shared.record_frame_latency(&job.batch.times, Instant::now());
         }
-        let Job { batch, shard, .. } = job;
+        let Job {
+            batch, shard, link, ..
+        } = job;
         drop(batch);
-        shard.release(&finisher);
-    }
-    WorkerReport {
-        frame_latency_ns: latency,
+        shard.release(&link.finisher);
     }
 }
 
 /// Encodes `job`'s chunk into its shard and reduces it into the next pyramid level,
 /// unless the writer has failed.
-fn encode(shared: &Shared, job: &Job, encoder: Option<&mut ChunkEncoder>, scratch: &mut Scratch) {
+fn encode(shared: &Shared, job: &Job, encoders: &mut Encoders, scratch: &mut Scratch) {
     #[cfg(test)]
     test_hooks::maybe_panic(shared);
     let mut reduced = (job.batch.reduction.as_ref())
         .filter(|_| !shared.failed())
         .map(|r| r.tile(shared, &job.batch.buf, job.tile));
-    if let (Some(enc), false) = (encoder, shared.failed()) {
+    if let Some(enc) = (!shared.failed()).then(|| encoders.get(shared)).flatten() {
         let src = job.batch.source(&shared.grid, job.tile);
         let sink = &job.shard.sink;
         // An uncompressed staged chunk is written from the staging buffer itself, one

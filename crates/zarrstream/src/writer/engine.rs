@@ -1,0 +1,105 @@
+//! The encoding engine: a set of worker threads taking chunk jobs from one channel.
+//!
+//! A level owns one ([`Writer`](super::Writer): each level starts its own, as many
+//! workers as its options ask), or shares one with every level of every array of a
+//! [`Recording`](super::Recording). A job carries what its worker needs for its array
+//! (the array's [`Shared`] and its finisher's sender, in a [`Link`]), so any worker can
+//! encode any array's chunks.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Sender, bounded, unbounded};
+
+use super::job::Job;
+use super::shared::{FinisherMsg, Shared};
+use super::worker;
+use crate::error::{Error, Result};
+
+/// What a job's worker needs of its array: the state it shares and where finished
+/// shards go. A level holds one `Arc<Link>` and each of its jobs a clone, so the
+/// finisher's channel disconnects once the level has let go of it and every job is done.
+pub(crate) struct Link {
+    pub shared: Arc<Shared>,
+    pub finisher: Sender<FinisherMsg>,
+}
+
+/// Encoding workers and the sending end of their jobs channel.
+pub(crate) struct Engine {
+    jobs: Mutex<Option<Sender<Job>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Starts `workers` threads `zarrstream-worker-i`, worker `i` pinned to core
+    /// `i mod cores` when `pin`, at niceness `nice`. `bound`: the jobs channel's
+    /// capacity (`None`: unbounded).
+    pub(crate) fn start(
+        workers: usize,
+        pin: bool,
+        nice: u8,
+        bound: Option<usize>,
+    ) -> Result<Arc<Engine>> {
+        let (tx, rx) = match bound {
+            Some(n) => bounded::<Job>(n),
+            None => unbounded::<Job>(),
+        };
+        let cores = if pin {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let engine = Arc::new(Engine {
+            jobs: Mutex::new(Some(tx)),
+            workers: Mutex::new(Vec::with_capacity(workers)),
+        });
+        for i in 0..workers {
+            let rx = rx.clone();
+            let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+            let spawned = std::thread::Builder::new()
+                .name(format!("zarrstream-worker-{i}"))
+                .spawn(move || worker::run(rx, core, nice));
+            match spawned {
+                Ok(h) => lock(&engine.workers).push(h),
+                Err(e) => {
+                    let _ = engine.join();
+                    return Err(Error::io("spawn thread", "", e, 0));
+                }
+            }
+        }
+        Ok(engine)
+    }
+
+    /// A sender of jobs (fails once the engine is joined).
+    pub(crate) fn sender(&self) -> Result<Sender<Job>> {
+        lock(&self.jobs)
+            .clone()
+            .ok_or_else(|| Error::Internal("the encoding workers are gone".into()))
+    }
+
+    /// Drops the engine's sender and joins the workers once every other sender is gone;
+    /// a worker that panicked outside a job is reported.
+    pub(crate) fn join(&self) -> Result<()> {
+        lock(&self.jobs).take();
+        let handles: Vec<_> = lock(&self.workers).drain(..).collect();
+        let mut first = Ok(());
+        for h in handles {
+            if let Err(p) = h.join()
+                && first.is_ok()
+            {
+                first = Err(Error::panicked("a worker thread", p.as_ref()));
+            }
+        }
+        first
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

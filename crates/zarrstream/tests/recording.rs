@@ -266,3 +266,26 @@ fn an_ome_image_in_a_recording() {
     assert_eq!(level1["shape"], serde_json::json!([8, 32, 24]));
     assert_eq!(level1["attributes"]["zarrstream"]["state"], "finished");
 }
+
+#[test]
+fn frame_meta_options_are_refused_not_ignored() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let spec = zarrstream::ArraySpec::builder()
+        .shape([0, 8, 8])
+        .chunk_shape([1, 8, 8])
+        .shard_shape([2, 8, 8])
+        .build()
+        .expect("spec");
+    let options = zarrstream::WriterOptions::default()
+        .frame_meta(zarrstream::FrameMetaSpec::new().field("t", zarrstream::MetaType::Float64));
+    let root = tmp.path().join("r.zarr");
+    let e = zarrstream::Recording::create(
+        &root,
+        vec![zarrstream::ArrayConfig::new("a", spec)],
+        options,
+    )
+    .err()
+    .expect("refused");
+    assert!(matches!(e, zarrstream::Error::FrameMeta { .. }), "{e}");
+    assert!(!root.exists());
+}

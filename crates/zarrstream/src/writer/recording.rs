@@ -214,6 +214,15 @@ impl Recording {
         let root = root.as_ref().to_path_buf();
         options.validate()?;
         check_keys(&arrays)?;
+        if options.frame_meta.is_some() {
+            // Not silently dropped: a recording's arrays do not carry it yet.
+            return Err(Error::FrameMeta {
+                field: "(options)".into(),
+                reason: "per-frame metadata is not available in a Recording yet; use one \
+                         Writer per array"
+                    .into(),
+            });
+        }
         prepare_dir(&root, options.overwrite)?;
         Self::start(&root, arrays, options).inspect_err(|_| {
             let _ = std::fs::remove_dir_all(&root);

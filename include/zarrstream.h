@@ -243,7 +243,7 @@ int zs_writer_set_attribute(struct zs_writer *w,
  * finished), frees the writer, and, if `stats_json` is not NULL, stores the statistics
  * in `*stats_json` as a JSON object (free it with `zs_string_free`; NULL on failure):
  * frames_pushed, frames_written, frames_dropped, bytes_in, bytes_stored, shards,
- * seconds, push_latency_ns and frame_latency_ns ({count, p50, p90, p99, p999, max}),
+ * seconds, push_latency_ns and frame_latency_ns ({count, min, mean, max, p50, p90, p99, p999}),
  * sink, pool_bytes, staging_bytes.
  *
  * The writer is freed whatever the result: never use `w` again. Returns ZS_OK, or the

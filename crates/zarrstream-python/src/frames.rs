@@ -81,20 +81,27 @@ impl Frames {
         })
     }
 
+    /// The buffer's bytes, if it is C-contiguous.
+    fn contiguous(&self) -> Option<&[u8]> {
+        if !self.buf.is_c_contiguous() {
+            return None;
+        }
+        // SAFETY: the buffer is C-contiguous, so its `len_bytes()` bytes start at
+        // `buf_ptr()`; the exporter keeps that memory alive and in place until the
+        // `PyUntypedBuffer` is released, which happens after this borrow ends (`self`
+        // owns it). Python code may write to the memory meanwhile, as it may under any
+        // extension that releases the lock; bytes are plain data, any value is valid.
+        Some(unsafe {
+            std::slice::from_raw_parts(self.buf.buf_ptr().cast::<u8>(), self.buf.len_bytes())
+        })
+    }
+
     /// Pushes every frame; call with the interpreter lock released. Stops at the first
     /// error, with the frames pushed before it counted in the writer.
     pub(crate) fn push(&self, writer: &mut Writer) -> Result<Pushed, Failure> {
         let mut pushed = Pushed::default();
         let frame_bytes = writer.spec().frame_bytes();
-        if self.buf.is_c_contiguous() {
-            // SAFETY: the buffer is C-contiguous, so its `len_bytes()` bytes start at
-            // `buf_ptr()`; the exporter keeps that memory alive and in place until the
-            // `PyUntypedBuffer` is released, which happens after this borrow ends (`self`
-            // owns it). Python code may write to the memory meanwhile, as it may under any
-            // extension that releases the lock; bytes are plain data, any value is valid.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(self.buf.buf_ptr().cast::<u8>(), self.buf.len_bytes())
-            };
+        if let Some(bytes) = self.contiguous() {
             for frame in bytes.chunks_exact(frame_bytes) {
                 pushed.count(writer.push_bytes(frame, Instant::now())?);
             }
@@ -133,12 +140,7 @@ impl Frames {
         }
         let mut pushed = Pushed::default();
         let frame_bytes = writer.spec().frame_bytes();
-        let outcome = if self.buf.is_c_contiguous() {
-            // SAFETY: as in `push`: a C-contiguous buffer of `len_bytes()` bytes at
-            // `buf_ptr()`, alive and in place while `self` holds it.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(self.buf.buf_ptr().cast::<u8>(), self.buf.len_bytes())
-            };
+        let outcome = if let Some(bytes) = self.contiguous() {
             writer.push_with(bytes, Instant::now(), meta)?
         } else {
             let mut copy = vec![0u8; frame_bytes];

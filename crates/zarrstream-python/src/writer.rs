@@ -6,8 +6,8 @@ use std::sync::{Mutex, MutexGuard};
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use zarrstream::Writer;
 use zarrstream::config::Config;
-use zarrstream::{LatencySummary, Stats, Writer};
 
 use crate::errors::{Failure, Kind, guarded};
 use crate::frames::Frames;
@@ -131,12 +131,17 @@ impl NativeWriter {
         .map_err(|f| f.into_pyerr(py))
     }
 
-    /// Finishes the recording and returns its statistics as a dict.
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stats = py
-            .detach(|| guarded("finish", || Ok(self.take()?.finish()?)))
-            .map_err(|f| f.into_pyerr(py))?;
-        stats_dict(py, &stats)
+    /// Finishes the recording and returns its statistics as JSON (the library's
+    /// serialisation of `Stats`, which the C API hands out too).
+    fn finish(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| {
+            guarded("finish", || {
+                let stats = self.take()?.finish()?;
+                serde_json::to_string(&stats)
+                    .map_err(|e| Failure::new(Kind::Internal, e.to_string()))
+            })
+        })
+        .map_err(|f| f.into_pyerr(py))
     }
 
     /// Stops the recording, keeping every frame accepted so far; `zarr.json` records the
@@ -229,34 +234,4 @@ impl NativeWriter {
         }
         Ok(d)
     }
-}
-
-fn latency_dict<'py>(py: Python<'py>, l: &LatencySummary) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("count", l.count)?;
-    d.set_item("min", l.min)?;
-    d.set_item("mean", l.mean)?;
-    d.set_item("max", l.max)?;
-    d.set_item("p50", l.p50)?;
-    d.set_item("p90", l.p90)?;
-    d.set_item("p99", l.p99)?;
-    d.set_item("p999", l.p999)?;
-    Ok(d)
-}
-
-fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("frames_pushed", s.frames_pushed)?;
-    d.set_item("frames_written", s.frames_written)?;
-    d.set_item("frames_dropped", s.frames_dropped)?;
-    d.set_item("bytes_in", s.bytes_in)?;
-    d.set_item("bytes_stored", s.bytes_stored)?;
-    d.set_item("shards", s.shards)?;
-    d.set_item("seconds", s.seconds)?;
-    d.set_item("push_latency_ns", latency_dict(py, &s.push_latency_ns)?)?;
-    d.set_item("frame_latency_ns", latency_dict(py, &s.frame_latency_ns)?)?;
-    d.set_item("sink", s.sink.as_str())?;
-    d.set_item("pool_bytes", s.pool_bytes)?;
-    d.set_item("staging_bytes", s.staging_bytes)?;
-    Ok(d)
 }

@@ -8,8 +8,10 @@ use crate::sink::SinkKind;
 
 /// Statistics returned by [`Writer::finish`](crate::Writer::finish).
 ///
-/// Always `frames_pushed == frames_written + frames_dropped`.
-#[derive(Debug, Clone)]
+/// Always `frames_pushed == frames_written + frames_dropped`. It serialises (serde) to
+/// the object the bindings hand out (the C API's `stats_json`, Python's `Stats`): these
+/// field names, `sink` as its name, latencies as [`LatencySummary`] objects.
+#[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct Stats {
     /// Frames offered to `push`.
@@ -32,6 +34,7 @@ pub struct Stats {
     /// in nanoseconds.
     pub frame_latency_ns: LatencySummary,
     /// The sink used.
+    #[serde(serialize_with = "sink_name")]
     pub sink: SinkKind,
     /// Bytes of the frame pool.
     pub pool_bytes: usize,
@@ -39,7 +42,13 @@ pub struct Stats {
     pub staging_bytes: usize,
 }
 
+fn sink_name<S: serde::Serializer>(sink: &SinkKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(sink.as_str())
+}
+
 /// The distribution of a latency over an acquisition, in nanoseconds.
+///
+/// Serialises (serde) to `{count, min, mean, max, p50, p90, p99, p999}`.
 ///
 /// Values are recorded with 3 significant digits: a quantile is exact to 0.1 % of its
 /// value. With nothing recorded every figure is 0.
@@ -54,7 +63,7 @@ pub struct Stats {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct LatencySummary {
     /// Values recorded.
@@ -75,6 +84,7 @@ pub struct LatencySummary {
     pub p999: u64,
     /// Kept for [`quantile`](Self::quantile); private so that the histogram library is
     /// not part of this crate's API.
+    #[serde(skip)]
     histogram: Histogram<u64>,
 }
 

@@ -521,7 +521,7 @@ class Writer:
             return self._stats
         native = self._live()
         try:
-            self._stats = Stats._from_native(native.finish())
+            self._stats = Stats._from_native(json.loads(native.finish()))
         except ClosedError:
             if self._failure is not None:
                 raise self._failure from None

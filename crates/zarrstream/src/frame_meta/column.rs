@@ -24,8 +24,8 @@ pub(super) struct Column {
     fill_bytes: Vec<u8>,
     item: usize,
     chunk: u64,
-    /// Values appended.
-    len: u64,
+    /// Chunks filled so far (moved to `full` or already on disk).
+    done_chunks: u64,
     /// The bytes of the chunk being filled (values `len - len % chunk ..`).
     current: Vec<u8>,
     /// Chunks filled and not yet on disk: (chunk index, bytes).
@@ -51,7 +51,7 @@ impl Column {
             item: fill_bytes.len(),
             fill_bytes,
             chunk,
-            len: 0,
+            done_chunks: 0,
             current: Vec::new(),
             full: Vec::new(),
             written: 0,
@@ -62,13 +62,7 @@ impl Column {
     /// Appends one value's little-endian bytes.
     pub(super) fn push(&mut self, bytes: &[u8]) {
         debug_assert_eq!(bytes.len(), self.item);
-        self.current.extend_from_slice(bytes);
-        self.len += 1;
-        if self.len.is_multiple_of(self.chunk) {
-            let index = self.len / self.chunk - 1;
-            let filled = std::mem::take(&mut self.current);
-            self.full.push((index, filled));
-        }
+        self.extend(bytes);
     }
 
     /// Appends the fill value.
@@ -78,32 +72,33 @@ impl Column {
         self.fill_bytes = fill;
     }
 
-    /// Appends `n` bytes of a byte column (`item == 1`).
-    pub(super) fn extend(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(self.chunk as usize) {
-            let room = (self.chunk - self.len % self.chunk) as usize;
-            let (now, rest) = chunk.split_at(room.min(chunk.len()));
-            for part in [now, rest] {
-                if part.is_empty() {
-                    continue;
-                }
-                self.current.extend_from_slice(part);
-                self.len += part.len() as u64;
-                if self.len.is_multiple_of(self.chunk) {
-                    let index = self.len / self.chunk - 1;
-                    let filled = std::mem::take(&mut self.current);
-                    self.full.push((index, filled));
-                }
+    /// Appends whole values' bytes, moving each chunk to `full` as it fills.
+    pub(super) fn extend(&mut self, mut bytes: &[u8]) {
+        let chunk_bytes = self.chunk as usize * self.item;
+        while !bytes.is_empty() {
+            let room = chunk_bytes - self.current.len();
+            let (now, rest) = bytes.split_at(room.min(bytes.len()));
+            self.current.extend_from_slice(now);
+            bytes = rest;
+            if self.current.len() == chunk_bytes {
+                self.full
+                    .push((self.done_chunks, std::mem::take(&mut self.current)));
+                self.done_chunks += 1;
             }
         }
+    }
+
+    /// Values appended.
+    fn len(&self) -> u64 {
+        self.done_chunks * self.chunk + (self.current.len() / self.item) as u64
     }
 
     /// Writes what is not on disk yet (full chunks, then the partial one) and publishes
     /// `zarr.json` with `shape = [min(upto, len)]`. Chunk files are flushed before the
     /// document that makes them visible.
     pub(super) fn publish(&mut self, upto: u64) -> Result<()> {
-        let shape0 = upto.min(self.len);
-        if self.published == Some(shape0) && self.written == self.len {
+        let shape0 = upto.min(self.len());
+        if self.published == Some(shape0) && self.written == self.len() {
             return Ok(());
         }
         let chunks = self.dir.join("c");
@@ -114,15 +109,15 @@ impl Column {
         for (index, bytes) in std::mem::take(&mut self.full) {
             write_chunk(&chunks, index, &bytes)?;
         }
-        if !self.len.is_multiple_of(self.chunk) && self.written != self.len {
+        if !self.len().is_multiple_of(self.chunk) && self.written != self.len() {
             let mut padded = self.current.clone();
-            let missing = (self.chunk - self.len % self.chunk) as usize;
+            let missing = (self.chunk - self.len() % self.chunk) as usize;
             for _ in 0..missing {
                 padded.extend_from_slice(&self.fill_bytes);
             }
-            write_chunk(&chunks, self.len / self.chunk, &padded)?;
+            write_chunk(&chunks, self.len() / self.chunk, &padded)?;
         }
-        self.written = self.len;
+        self.written = self.len();
         if self.published != Some(shape0) {
             metadata::publish(&self.dir, &self.document(shape0))?;
             self.published = Some(shape0);

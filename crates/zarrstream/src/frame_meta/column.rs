@@ -1,14 +1,14 @@
 //! One 1-D metadata array: values appended in memory a chunk at a time, chunk files
 //! written and the array's `zarr.json` published by the finisher.
 
-use std::fs::{self, File};
-use std::io::Write as _;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::metadata;
+use crate::store::publish_bytes;
 
 /// Values per chunk file (32 KiB of 8-byte values; a million frames are 245 files).
 pub(super) const CHUNK: u64 = 4096;
@@ -67,9 +67,9 @@ impl Column {
 
     /// Appends the fill value.
     pub(super) fn push_fill(&mut self) {
-        let fill = std::mem::take(&mut self.fill_bytes);
+        // `extend` needs `&mut self`; the fill is one 1- or 8-byte value.
+        let fill = self.fill_bytes.clone();
         self.push(&fill);
-        self.fill_bytes = fill;
     }
 
     /// Appends whole values' bytes, moving each chunk to `full` as it fills.
@@ -110,11 +110,8 @@ impl Column {
             write_chunk(&chunks, index, &bytes)?;
         }
         if !self.len().is_multiple_of(self.chunk) && self.written != self.len() {
-            let mut padded = self.current.clone();
             let missing = (self.chunk - self.len() % self.chunk) as usize;
-            for _ in 0..missing {
-                padded.extend_from_slice(&self.fill_bytes);
-            }
+            let padded = [self.current.as_slice(), &self.fill_bytes.repeat(missing)].concat();
             write_chunk(&chunks, self.len() / self.chunk, &padded)?;
         }
         self.written = self.len();
@@ -140,19 +137,10 @@ impl Column {
     }
 }
 
-/// Writes chunk `index` through a temporary file, flushed, then renamed, so a reader
-/// sees the old or the new chunk.
+/// Writes chunk `index` as `store::publish_bytes` publishes any file (temporary file,
+/// fsync, rename, fsync of the directory), so a reader sees the old or the new chunk and
+/// the `zarr.json` published after it never names a chunk a power loss could take.
 fn write_chunk(dir: &Path, index: u64, bytes: &[u8]) -> Result<()> {
-    let tmp = dir.join(format!(".{index}.tmp"));
-    let dst = dir.join(index.to_string());
-    let write = || -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_data()
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io("write", &tmp, e, bytes.len() as u64)
-    })?;
-    fs::rename(&tmp, &dst).map_err(|e| Error::io("rename", &dst, e, 0))
+    publish_bytes(dir, &index.to_string(), bytes)
+        .map_err(|e| Error::io(e.op, e.path, e.source, bytes.len() as u64))
 }

@@ -16,7 +16,8 @@ use crate::metadata;
 /// The directory of the metadata group under the array.
 pub(crate) const FRAME_META_DIR: &str = "frame_meta";
 
-/// One frame's values, in the spec's field order (`None`: not given, the fill value).
+/// One frame's values, in the spec's field order (`None`: not given, the fill value;
+/// no values at all: a frame pushed without metadata).
 #[derive(Debug)]
 pub(crate) struct Row {
     numbers: Vec<Option<[u8; 8]>>,
@@ -31,10 +32,11 @@ pub(crate) struct MetaRows {
 }
 
 impl MetaRows {
-    /// The row of a frame pushed without metadata.
+    /// The row of a frame pushed without metadata (allocates nothing: it is on the path
+    /// of every plain push).
     pub(crate) fn empty(&self) -> Row {
         Row {
-            numbers: vec![None; self.spec.fields.len()],
+            numbers: Vec::new(),
             json: None,
         }
     }
@@ -43,7 +45,10 @@ impl MetaRows {
     /// type) before the frame is pushed, so a frame is stored with its metadata or
     /// refused with it, never half.
     pub(crate) fn row(&self, meta: &FrameMeta) -> Result<Row> {
-        let mut row = self.empty();
+        let mut row = Row {
+            numbers: vec![None; self.spec.fields.len()],
+            json: None,
+        };
         for (name, value) in &meta.values {
             let Some(i) = self.spec.fields.iter().position(|(n, _)| n == name) else {
                 return Err(Error::FrameMeta {
@@ -105,10 +110,6 @@ pub(crate) struct MetaStore {
 /// Creates the metadata group under `array_dir` (published at once, with empty arrays)
 /// and returns both halves.
 pub(crate) fn open(array_dir: &Path, spec: &FrameMetaSpec) -> Result<(MetaRows, MetaStore)> {
-    spec.validate().map_err(|reason| Error::FrameMeta {
-        field: "(spec)".into(),
-        reason,
-    })?;
     let dir = array_dir.join(FRAME_META_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
     let fields: Vec<Value> = spec
@@ -134,12 +135,18 @@ pub(crate) fn open(array_dir: &Path, spec: &FrameMetaSpec) -> Result<(MetaRows, 
         .map(|(name, kind)| match kind {
             MetaType::Float64 => Column::new(
                 dir.join(name),
-                "float64",
+                kind.zarr_name(),
                 json!("NaN"),
                 f64::NAN.to_le_bytes().to_vec(),
                 CHUNK,
             ),
-            MetaType::Int64 => Column::new(dir.join(name), "int64", json!(0), vec![0; 8], CHUNK),
+            MetaType::Int64 => Column::new(
+                dir.join(name),
+                kind.zarr_name(),
+                json!(0),
+                vec![0; 8],
+                CHUNK,
+            ),
         })
         .collect();
     let json = spec.json.then(|| {
@@ -158,8 +165,8 @@ pub(crate) fn open(array_dir: &Path, spec: &FrameMetaSpec) -> Result<(MetaRows, 
                 vec![0; 8],
                 CHUNK,
             ),
-            // 1 MiB chunks of text.
-            Column::new(dir.join("json_bytes"), "uint8", json!(0), vec![0], 1 << 20),
+            // 64 KiB chunks of text: the partial chunk is rewritten at each publication.
+            Column::new(dir.join("json_bytes"), "uint8", json!(0), vec![0], 1 << 16),
         ]
     });
     let (tx, rx) = unbounded();
@@ -188,9 +195,9 @@ impl MetaStore {
     /// was published with `extent` frames.
     pub(crate) fn publish(&mut self, extent: u64) -> Result<()> {
         while let Ok(row) = self.rx.try_recv() {
-            for (column, value) in self.numbers.iter_mut().zip(&row.numbers) {
-                match value {
-                    Some(bytes) => column.push(bytes),
+            for (i, column) in self.numbers.iter_mut().enumerate() {
+                match row.numbers.get(i).copied().flatten() {
+                    Some(bytes) => column.push(&bytes),
                     None => column.push_fill(),
                 }
             }

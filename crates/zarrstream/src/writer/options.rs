@@ -217,6 +217,13 @@ impl WriterOptions {
                 return Err(Error::InvalidOption { option, value, max });
             }
         }
+        // Before anything is created, so a bad field name leaves nothing behind.
+        if let Some(spec) = &self.frame_meta {
+            spec.validate().map_err(|reason| Error::FrameMeta {
+                field: "(spec)".into(),
+                reason,
+            })?;
+        }
         Ok(())
     }
 }

@@ -232,8 +232,11 @@ impl Recording {
     fn start(root: &Path, arrays: Vec<ArrayConfig>, options: WriterOptions) -> Result<Self> {
         publish_group(root)?;
         let threads = thread_count(options.threads);
+        // Sized like a `Writer`'s: `Auto` resolves per array, to `Direct` on most local
+        // file systems, whose writes hold their worker, so it counts as `Direct` here
+        // (on a file system where it resolves to pwrite the extra workers only wait).
         let kind = match options.sink {
-            SinkChoice::Direct => SinkKind::Direct,
+            SinkChoice::Direct | SinkChoice::Auto => SinkKind::Direct,
             _ => SinkKind::Pwrite,
         };
         let engine = Engine::start(

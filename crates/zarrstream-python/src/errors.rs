@@ -113,9 +113,11 @@ impl From<Error> for Failure {
             | Error::Ome(_)
             | Error::InvalidOption { .. }
             | Error::Attribute { .. }
-            | Error::NotAnImage(_)
-            | Error::FrameMeta { .. } => Failure::new(Kind::Invalid, message),
-            Error::FrameSize { .. } | Error::DataType { .. } => Failure::new(Kind::Frame, message),
+            | Error::NotAnImage(_) => Failure::new(Kind::Invalid, message),
+            // Metadata that does not fit refuses its frame, like a frame of the wrong size.
+            Error::FrameSize { .. } | Error::DataType { .. } | Error::FrameMeta { .. } => {
+                Failure::new(Kind::Frame, message)
+            }
             Error::Exists { path } => Failure::new(Kind::Exists, message).at(&path),
             Error::Locked { path } => Failure::new(Kind::Locked, message).at(&path),
             Error::DiskFull { path, .. } => Failure::new(Kind::DiskFull, message).at(&path),
@@ -131,14 +133,8 @@ impl From<Error> for Failure {
 
 impl From<IoError> for Failure {
     fn from(e: IoError) -> Self {
-        let errno = e.source.raw_os_error();
-        let kind = if matches!(errno, Some(28) | Some(122)) {
-            // ENOSPC, EDQUOT: the same class as the writer's `DiskFull`.
-            Kind::DiskFull
-        } else {
-            Kind::Io
-        };
-        Failure::new(kind, e.to_string()).at(&e.path).errno(errno)
+        // The library's own mapping: ENOSPC/EDQUOT become `DiskFull`.
+        Failure::from(Error::from(e))
     }
 }
 

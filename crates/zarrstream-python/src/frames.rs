@@ -42,6 +42,7 @@ impl Frames {
     pub(crate) fn new(
         buf: PyUntypedBuffer,
         frame_bytes: usize,
+        frame_shape: [usize; 2],
         item_size: usize,
     ) -> Result<Frames, Failure> {
         let len = buf.len_bytes();
@@ -61,16 +62,18 @@ impl Frames {
             ));
         }
         if !buf.is_c_contiguous() {
+            // `gather` walks the last two axes by their strides: they must be the frame's,
+            // and the buffer must be strided (no PIL-style indirection).
             let shape = buf.shape();
-            let trailing = match shape {
-                [.., h, w] => h * w * item_size,
-                _ => 0,
-            };
-            if trailing != frame_bytes {
+            let ok = shape.len() >= 2
+                && shape[shape.len() - 2..] == frame_shape
+                && buf.suboffsets().is_none();
+            if !ok {
                 return Err(Failure::new(
                     Kind::Frame,
                     format!(
-                        "a non-contiguous buffer of shape {shape:?} does not end in the frame's shape"
+                        "a non-contiguous buffer of shape {shape:?} does not end in the frame's \
+                         shape {frame_shape:?} (or is indirect)"
                     ),
                 ));
             }

@@ -1,6 +1,7 @@
 //! `NativeWriter`: one [`zarrstream::Writer`] behind a lock, for the Python `Writer`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::buffer::PyUntypedBuffer;
@@ -17,8 +18,11 @@ use crate::frames::Frames;
 #[pyclass(module = "zarrstream._native", frozen)]
 pub(crate) struct NativeWriter {
     writer: Mutex<Option<Writer>>,
-    path: PathBuf,
+    /// Set once the writer is taken: read without the `Mutex`, which a push waiting on
+    /// back-pressure holds while other Python threads run.
+    closed: AtomicBool,
     frame_bytes: usize,
+    frame_shape: [usize; 2],
     item_size: usize,
 }
 
@@ -35,9 +39,24 @@ impl NativeWriter {
     }
 
     fn take(&self) -> Result<Writer, Failure> {
-        self.live()?
+        let writer = self
+            .live()?
             .take()
-            .ok_or_else(|| Failure::new(Kind::Closed, "the writer is closed"))
+            .ok_or_else(|| Failure::new(Kind::Closed, "the writer is closed"))?;
+        self.closed.store(true, Ordering::Release);
+        Ok(writer)
+    }
+
+    /// Runs `f` on the writer's `Mutex` with the interpreter lock released, so a thread
+    /// waiting here never stops the others.
+    fn locked<T: Send>(&self, py: Python<'_>, f: impl FnOnce(Option<&Writer>) -> T + Send) -> T {
+        py.detach(|| {
+            f(self
+                .writer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref())
+        })
     }
 }
 
@@ -48,21 +67,23 @@ impl NativeWriter {
     #[new]
     fn new(py: Python<'_>, path: PathBuf, config: &str) -> PyResult<Self> {
         let config = config.to_owned();
-        let at = path.clone();
         let writer = py
             .detach(move || {
                 guarded("creating the writer", || {
                     let parsed = Config::parse(&config)?.into_parsed()?;
-                    Ok(parsed.create(&at)?)
+                    Ok(parsed.create(&path)?)
                 })
             })
             .map_err(|f| f.into_pyerr(py))?;
         let spec = writer.spec();
+        let rank = spec.rank();
+        let frame_shape = [spec.shape()[rank - 2], spec.shape()[rank - 1]].map(|v| v as usize);
         Ok(NativeWriter {
             frame_bytes: spec.frame_bytes(),
+            frame_shape,
             item_size: spec.dtype().size(),
             writer: Mutex::new(Some(writer)),
-            path,
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -70,8 +91,8 @@ impl NativeWriter {
     /// frames); returns `(accepted, dropped)`.
     fn push(&self, py: Python<'_>, frames: &Bound<'_, PyAny>) -> PyResult<(u64, u64)> {
         let buf = PyUntypedBuffer::get(frames)?;
-        let frames =
-            Frames::new(buf, self.frame_bytes, self.item_size).map_err(|f| f.into_pyerr(py))?;
+        let frames = Frames::new(buf, self.frame_bytes, self.frame_shape, self.item_size)
+            .map_err(|f| f.into_pyerr(py))?;
         let pushed = py
             .detach(|| {
                 guarded("push", || {
@@ -100,8 +121,8 @@ impl NativeWriter {
         let meta =
             zarrstream::FrameMeta::from_json(&doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
         let buf = PyUntypedBuffer::get(frame)?;
-        let frames =
-            Frames::new(buf, self.frame_bytes, self.item_size).map_err(|f| f.into_pyerr(py))?;
+        let frames = Frames::new(buf, self.frame_bytes, self.frame_shape, self.item_size)
+            .map_err(|f| f.into_pyerr(py))?;
         py.detach(|| {
             guarded("push_with", || {
                 let mut guard = self.live()?;
@@ -187,39 +208,27 @@ impl NativeWriter {
     /// Whether the writer was finished or aborted.
     #[getter]
     fn closed(&self) -> bool {
-        self.writer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
-    }
-
-    /// The store's path.
-    #[getter]
-    fn path(&self) -> PathBuf {
-        self.path.clone()
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Frames offered so far (accepted and dropped); 0 after closing.
     #[getter]
-    fn frames_pushed(&self) -> u64 {
-        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        guard.as_ref().map_or(0, Writer::frames_pushed)
+    fn frames_pushed(&self, py: Python<'_>) -> u64 {
+        self.locked(py, |w| w.map_or(0, Writer::frames_pushed))
     }
 
     /// Frames whose chunks are all encoded so far; 0 after closing.
     #[getter]
-    fn frames_encoded(&self) -> u64 {
-        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        guard.as_ref().map_or(0, Writer::frames_encoded)
+    fn frames_encoded(&self, py: Python<'_>) -> u64 {
+        self.locked(py, |w| w.map_or(0, Writer::frames_encoded))
     }
 
     /// The array as the library built it: shape, chunk and shard shapes, dtype, codec,
     /// fill value, dimension names and the sink in use.
     fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let guard = self.live().map_err(|f| f.into_pyerr(py))?;
+        let spec = self.locked(py, |w| w.map(|w| (w.spec().clone(), w.sink())));
         let d = PyDict::new(py);
-        if let Some(w) = guard.as_ref() {
-            let s = w.spec();
+        if let Some((s, sink)) = spec {
             d.set_item("shape", s.shape().to_vec())?;
             d.set_item("chunk_shape", s.chunk_shape().to_vec())?;
             d.set_item("shard_shape", s.shard_shape().to_vec())?;
@@ -230,7 +239,7 @@ impl NativeWriter {
                 "dimension_names",
                 s.dimension_names().map(<[String]>::to_vec),
             )?;
-            d.set_item("sink", w.sink().as_str())?;
+            d.set_item("sink", sink.as_str())?;
         }
         Ok(d)
     }

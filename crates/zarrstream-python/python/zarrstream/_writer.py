@@ -546,8 +546,13 @@ class Writer:
             return
         if exc_type is None:
             self.close()
-        else:
+            return
+        try:
             self.abort(f"{exc_type.__name__}: {exc}")
+        except ZarrstreamError:
+            # The exception leaving the block (a full disk, say) is the one to see; the
+            # writer already stopped on it and kept what it had accepted.
+            pass
 
     def __del__(self) -> None:
         native = getattr(self, "_native", None)

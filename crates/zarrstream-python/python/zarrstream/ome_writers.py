@@ -390,14 +390,27 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         """
         if self._finalized or not self._writers:
             raise RuntimeError("Cannot write: the backend is not prepared or is finalized.")
+        if self._writers[position_index].closed:
+            # Its writer failed: later frames are refused, not held without bound.
+            raise RuntimeError(f"position {position_index}'s writer has failed or closed")
         linear = self._linear(position_index, index)
         a = np.asarray(frame)
         if a.dtype != self._dtype:
             a = a.astype(self._dtype)  # as ome-writers' zarr backends' assignment casts
         if a.shape != self._frame_shape:
-            a = a.reshape(self._frame_shape)
+            # Only leading axes of size 1 go; any other shape is an error, not a reshape.
+            a = np.squeeze(a, axis=tuple(range(a.ndim - 2))) if a.ndim > 2 else a
+            if a.shape != self._frame_shape:
+                raise ValueError(
+                    f"frame shape {np.shape(frame)} is not the array's frame shape "
+                    f"{self._frame_shape}")
         if linear == self._next[position_index]:
-            self._writers[position_index].append(a)
+            try:
+                self._writers[position_index].append(a)
+            except BaseException:
+                # Stop holding frames for a position whose writer can take no more.
+                self._pending[position_index].clear()
+                raise
             self._next[position_index] += 1
             self._live[position_index].grow(index)
             self._flush(position_index)

@@ -232,3 +232,17 @@ def test_inspect_and_verify(tmp_path: Path, rng) -> None:
         zarrstream.inspect(tmp_path / "none.zarr")
     with pytest.raises(FileNotFoundError):
         zarrstream.verify(tmp_path / "none.zarr")
+
+
+def test_full_disk_inside_a_with_block_raises_the_disk_error(small_disk: Path, rng) -> None:
+    """Leaving the block by the full disk shows that error, not a 'closed' from the
+    abort the context manager attempts."""
+    frames = rng.integers(0, 65535, size=(64, 128, 128), dtype=np.uint16)
+    with pytest.raises(OSError) as info:
+        with zarrstream.Writer(small_disk / "w.zarr", shape=(None, 128, 128),
+                               chunks=(1, 128, 128), shards=(8, 128, 128),
+                               codec="none") as w:
+            for _ in range(20):
+                w.append(frames)
+    assert info.value.errno == errno.ENOSPC
+    assert isinstance(info.value, zarrstream.DiskFullError)

@@ -344,6 +344,7 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                       for w, spec in zip(writers, self._specs)]
         self._next = [0] * n
         self._pending = [{} for _ in range(n)]
+        self._failed: set[int] = set()
         self._arrays = list(self._live)
 
     # -- recording --------------------------------------------------------------------
@@ -390,9 +391,9 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         """
         if self._finalized or not self._writers:
             raise RuntimeError("Cannot write: the backend is not prepared or is finalized.")
-        if self._writers[position_index].closed:
+        if position_index in self._failed:
             # Its writer failed: later frames are refused, not held without bound.
-            raise RuntimeError(f"position {position_index}'s writer has failed or closed")
+            raise RuntimeError(f"position {position_index}'s writer has failed")
         linear = self._linear(position_index, index)
         a = np.asarray(frame)
         if a.dtype != self._dtype:
@@ -409,6 +410,7 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                 self._writers[position_index].append(a)
             except BaseException:
                 # Stop holding frames for a position whose writer can take no more.
+                self._failed.add(position_index)
                 self._pending[position_index].clear()
                 raise
             self._next[position_index] += 1

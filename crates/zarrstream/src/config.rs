@@ -22,8 +22,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::{
-    ArraySpec, Backpressure, Downsample, Durability, FrameMetaSpec, Levels, Ome, OmeError, Omero,
-    OmeroChannel, ParseError, SpecError, Window, Writer, WriterOptions,
+    ArrayConfig, ArraySpec, Backpressure, Downsample, Durability, FrameMetaSpec, Levels, Ome,
+    OmeError, Omero, OmeroChannel, ParseError, Recording, SpecError, Window, Writer, WriterOptions,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -80,6 +80,8 @@ pub struct Config {
     durability: Option<DurabilityKey>,
     packing: Option<String>,
     overwrite: Option<bool>,
+    resume: Option<bool>,
+    existing_group: Option<bool>,
     /// `{"fields": {"name": "float64" | "int64", …}, "json": bool}`.
     frame_meta: Option<FrameMetaKeys>,
     // Ome: present = an OME-Zarr image (Writer::create_ome)
@@ -191,66 +193,77 @@ impl Config {
     }
 
     /// Applies the keys given onto the Rust API's defaults.
-    pub fn into_parsed(self) -> Result<Parsed, ConfigError> {
+    pub fn into_parsed(mut self) -> Result<Parsed, ConfigError> {
+        let spec = self.take_spec()?;
+        let options = self.take_options()?;
+        let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
+        Ok(Parsed { spec, options, ome })
+    }
+
+    /// The array specification from the spec keys (taken out).
+    fn take_spec(&mut self) -> Result<ArraySpec, ConfigError> {
         let mut b = ArraySpec::builder();
-        if let Some(v) = self.shape {
+        if let Some(v) = self.shape.take() {
             b = b.shape(v);
         }
-        if let Some(v) = self.chunk_shape {
+        if let Some(v) = self.chunk_shape.take() {
             b = b.chunk_shape(v);
         }
-        if let Some(v) = self.shard_shape {
+        if let Some(v) = self.shard_shape.take() {
             b = b.shard_shape(v);
         }
-        if let Some(v) = self.dtype {
+        if let Some(v) = self.dtype.take() {
             b = b.dtype(parsed("dtype", &v)?);
         }
-        if let Some(v) = self.fill_value {
+        if let Some(v) = self.fill_value.take() {
             b = b.fill_value(fill_value(&v)?);
         }
-        if let Some(v) = self.dimension_names {
+        if let Some(v) = self.dimension_names.take() {
             b = b.dimension_names(v);
         }
-        if let Some(v) = self.codec {
+        if let Some(v) = self.codec.take() {
             b = b.codec(parsed("codec", &v)?);
         }
-        if let Some(v) = self.crc32c {
+        if let Some(v) = self.crc32c.take() {
             b = b.crc32c(v);
         }
-        if let Some(v) = self.index_location {
+        if let Some(v) = self.index_location.take() {
             b = b.index_location(parsed("index_location", &v)?);
         }
-        if let Some(v) = self.attributes {
+        if let Some(v) = self.attributes.take() {
             b = b.attributes(v);
         }
-        let spec = b.build()?;
+        Ok(b.build()?)
+    }
 
+    /// The writer options from the option keys (taken out).
+    fn take_options(&mut self) -> Result<WriterOptions, ConfigError> {
         let mut o = WriterOptions::default();
-        if let Some(v) = self.threads {
+        if let Some(v) = self.threads.take() {
             o.threads = v;
         }
-        if let Some(v) = self.pin_threads {
+        if let Some(v) = self.pin_threads.take() {
             o.pin_threads = v;
         }
-        if let Some(v) = self.background_nice {
+        if let Some(v) = self.background_nice.take() {
             o.background_nice = v;
         }
-        if let Some(v) = self.sink {
+        if let Some(v) = self.sink.take() {
             o.sink = parsed("sink", &v)?;
         }
-        if let Some(v) = self.pool_frames {
+        if let Some(v) = self.pool_frames.take() {
             o.pool_frames = v;
         }
-        if let Some(v) = self.spare_groups {
+        if let Some(v) = self.spare_groups.take() {
             o.spare_groups = v;
         }
-        if let Some(v) = self.backpressure {
+        if let Some(v) = self.backpressure.take() {
             o.backpressure = match v {
                 BackpressureKey::Block => Backpressure::Block,
                 BackpressureKey::Drop => Backpressure::Drop,
             };
         }
-        if let Some(v) = self.durability {
+        if let Some(v) = self.durability.take() {
             o.durability = match v {
                 DurabilityKey::Shard => Durability::Shard,
                 DurabilityKey::None => Durability::None,
@@ -259,13 +272,19 @@ impl Config {
                 },
             };
         }
-        if let Some(v) = self.packing {
+        if let Some(v) = self.packing.take() {
             o.packing = parsed("packing", &v)?;
         }
-        if let Some(v) = self.overwrite {
+        if let Some(v) = self.overwrite.take() {
             o.overwrite = v;
         }
-        if let Some(m) = self.frame_meta {
+        if let Some(v) = self.resume.take() {
+            o.resume = v;
+        }
+        if let Some(v) = self.existing_group.take() {
+            o.existing_group = v;
+        }
+        if let Some(m) = self.frame_meta.take() {
             let mut spec = FrameMetaSpec::new().json(m.json);
             for (name, kind) in m.fields {
                 let kind = kind.as_str().ok_or_else(|| ConfigError::Value {
@@ -276,12 +295,7 @@ impl Config {
             }
             o.frame_meta = Some(spec);
         }
-        let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
-        Ok(Parsed {
-            spec,
-            options: o,
-            ome,
-        })
+        Ok(o)
     }
 }
 
@@ -397,6 +411,153 @@ fn fill_value(v: &Value) -> Result<f64, ConfigError> {
         key: "fill_value",
         message: format!("{v} is not a number, \"NaN\", \"Infinity\" or \"-Infinity\""),
     })
+}
+
+/// Keys of one array: its specification, its OME settings and its per-frame metadata.
+const ARRAY_KEYS: &[&str] = &[
+    "shape",
+    "chunk_shape",
+    "shard_shape",
+    "dtype",
+    "fill_value",
+    "dimension_names",
+    "codec",
+    "crc32c",
+    "index_location",
+    "attributes",
+    "ome",
+];
+
+/// A [`Recording`] described by one JSON object: the writer option keys of [`Config`]
+/// at the top level (shared by every array; `frame_meta` there is every array's
+/// default), `attributes` for the root group, and `arrays`, a list of objects each with
+/// a `key` and the array keys of [`Config`] (`shape`, …, `attributes`, `ome`,
+/// `frame_meta`). A key in the wrong place is an error that says where it goes.
+///
+/// ```
+/// use zarrstream::config::RecordingConfig;
+/// let config = RecordingConfig::parse(
+///     r#"{"threads": 2, "attributes": {"experiment": "E12"},
+///         "arrays": [
+///           {"key": "cam0", "shape": [0, 64, 64], "chunk_shape": [1, 64, 64],
+///            "shard_shape": [8, 64, 64]},
+///           {"key": "cam1", "shape": [0, 32, 32], "chunk_shape": [1, 32, 32],
+///            "shard_shape": [8, 32, 32], "codec": "zstd:1"}]}"#,
+/// )?;
+/// assert_eq!(config.arrays.len(), 2);
+/// assert_eq!(config.options.threads, 2);
+/// # Ok::<(), zarrstream::config::ConfigError>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RecordingConfig {
+    /// The arrays, in the order given.
+    pub arrays: Vec<ArrayConfig>,
+    /// The options shared by every array.
+    pub options: WriterOptions,
+    /// Attributes set on the root group once it is created.
+    pub attributes: Map<String, Value>,
+}
+
+impl RecordingConfig {
+    /// Parses and checks the text of a recording's configuration.
+    pub fn parse(text: &str) -> Result<RecordingConfig, ConfigError> {
+        let top: Value = serde_json::from_str(text)?;
+        let Value::Object(mut top) = top else {
+            return Err(ConfigError::Value {
+                key: "(top level)",
+                message: "not a JSON object".into(),
+            });
+        };
+        let arrays = match top.remove("arrays") {
+            Some(Value::Array(a)) if !a.is_empty() => a,
+            _ => {
+                return Err(ConfigError::Value {
+                    key: "arrays",
+                    message: "a non-empty list of array objects is required".into(),
+                });
+            }
+        };
+        let attributes = match top.remove("attributes") {
+            None => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => {
+                return Err(ConfigError::Value {
+                    key: "attributes",
+                    message: "not a JSON object".into(),
+                });
+            }
+        };
+        if let Some(k) = ARRAY_KEYS.iter().find(|k| top.contains_key(**k)) {
+            return Err(ConfigError::Value {
+                key: k,
+                message: "is an array key; give it in each entry of `arrays`".into(),
+            });
+        }
+        let options = serde_json::from_value::<Config>(Value::Object(top))?.take_options()?;
+        let arrays = arrays
+            .into_iter()
+            .map(|a| array_config(a, &options))
+            .collect::<Result<_, _>>()?;
+        Ok(RecordingConfig {
+            arrays,
+            options,
+            attributes,
+        })
+    }
+
+    /// Creates the recording at `root` and sets the root group's attributes.
+    pub fn create(self, root: &Path) -> crate::Result<Recording> {
+        let rec = Recording::create(root, self.arrays, self.options)?;
+        for (name, value) in self.attributes {
+            rec.set_root_attribute(&name, value)?;
+        }
+        Ok(rec)
+    }
+}
+
+/// One entry of a recording's `arrays`.
+fn array_config(entry: Value, options: &WriterOptions) -> Result<ArrayConfig, ConfigError> {
+    let Value::Object(mut entry) = entry else {
+        return Err(ConfigError::Value {
+            key: "arrays",
+            message: "every entry must be a JSON object".into(),
+        });
+    };
+    let key = match entry.remove("key") {
+        Some(Value::String(k)) => k,
+        _ => {
+            return Err(ConfigError::Value {
+                key: "arrays",
+                message: "every entry needs a \"key\" string".into(),
+            });
+        }
+    };
+    let allowed = |k: &str| ARRAY_KEYS.contains(&k) || k == "frame_meta";
+    if let Some(k) = entry.keys().find(|k| !allowed(k)) {
+        // Recording options are the recording's; an unknown key is serde's to name.
+        let known = serde_json::from_value::<Config>(Value::Object(
+            std::iter::once((k.clone(), entry[k].clone())).collect(),
+        ))
+        .is_ok();
+        if known {
+            return Err(ConfigError::Value {
+                key: "arrays",
+                message: format!("{key}: {k:?} is a recording option; set it at the top level"),
+            });
+        }
+    }
+    let mut c: Config = serde_json::from_value(Value::Object(entry))?;
+    let spec = c.take_spec()?;
+    let frame_meta = c.take_options()?.frame_meta.or(options.frame_meta.clone());
+    let mut array = ArrayConfig::new(key, spec);
+    if let Some(ome) = c.ome.map(OmeKeys::into_ome).transpose()? {
+        array = array.ome(ome);
+    }
+    if let Some(m) = frame_meta {
+        array = array.frame_meta(m);
+    }
+    Ok(array)
 }
 
 impl Parsed {

@@ -198,6 +198,12 @@ pub enum Error {
         /// The largest accepted value.
         max: usize,
     },
+    /// Resume was asked for an array this version cannot continue.
+    #[error("resume is not supported for {0}")]
+    ResumeUnsupported(&'static str),
+    /// Two writer options that exclude each other were both set.
+    #[error("writer options {0} and {1} cannot be combined")]
+    ConflictingOptions(&'static str, &'static str),
     /// A frame of the wrong byte length was pushed.
     #[error("frame {frame}: expected {expected} bytes, got {got}")]
     FrameSize {
@@ -300,6 +306,38 @@ pub enum Error {
         /// The field (`"json"` for the free JSON object).
         field: String,
         /// What is wrong.
+        reason: String,
+    },
+    /// The path is a Zarr group that zarrstream did not create (no `zarrstream` marker
+    /// in its attributes), or not a Zarr group at all; a [`Recording`](crate::Recording)
+    /// adds arrays to someone else's group only with
+    /// [`WriterOptions::existing_group`](crate::WriterOptions::existing_group).
+    #[error("{path}: {reason}")]
+    NotOwned {
+        /// The group's directory.
+        path: PathBuf,
+        /// What was found there.
+        reason: &'static str,
+    },
+    /// Resume was asked with a specification that differs from the array on disk.
+    #[error("resume {path}: {field} differs: on disk {on_disk}, requested {requested}")]
+    ResumeMismatch {
+        /// The array's directory.
+        path: PathBuf,
+        /// The field that differs (`"codec"`, `"chunk_shape"`, `"dtype"`, …).
+        field: &'static str,
+        /// Its value on disk.
+        on_disk: String,
+        /// Its value in the request.
+        requested: String,
+    },
+    /// The store was left by a writer that did not finish (temporary shards, or state
+    /// `running` with no live writer): run `zarrstream recover` on it first.
+    #[error("{path}: {reason}; run `zarrstream recover` on it first")]
+    NeedsRecovery {
+        /// The array's directory.
+        path: PathBuf,
+        /// What was found.
         reason: String,
     },
     /// The operation needs an OME-Zarr image (a writer made by `Writer::create_ome`).

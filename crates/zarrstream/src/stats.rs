@@ -103,6 +103,14 @@ impl LatencySummary {
         }
     }
 
+    /// The summary of this one's values and `other`'s together.
+    pub(crate) fn merged(&self, other: &LatencySummary) -> LatencySummary {
+        let mut h = self.histogram.clone();
+        // Both come from `histogram()`, with the same bounds: adding cannot fail.
+        let _ = h.add(&other.histogram);
+        LatencySummary::from_histogram(&h)
+    }
+
     /// The value at quantile `q` (0..=1; 0.99 is the 99th percentile): the fraction `q`
     /// of the recorded values are at or below it. 0 if nothing was recorded.
     pub fn quantile(&self, q: f64) -> u64 {

@@ -8,8 +8,8 @@ use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    ArrayConfig, ArraySpec, Backpressure, Codec, DataType, Error, Ome, Recording, SinkChoice,
-    WriterOptions,
+    ArrayConfig, ArraySpec, Backpressure, Codec, DataType, Error, FrameMeta, FrameMetaSpec,
+    MetaType, Ome, Recording, SinkChoice, WriterOptions,
 };
 
 /// The tests count this process's worker threads: one recording at a time.
@@ -268,24 +268,201 @@ fn an_ome_image_in_a_recording() {
 }
 
 #[test]
-fn frame_meta_options_are_refused_not_ignored() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let spec = zarrstream::ArraySpec::builder()
-        .shape([0, 8, 8])
-        .chunk_shape([1, 8, 8])
-        .shard_shape([2, 8, 8])
-        .build()
-        .expect("spec");
-    let options = zarrstream::WriterOptions::default()
-        .frame_meta(zarrstream::FrameMetaSpec::new().field("t", zarrstream::MetaType::Float64));
+fn frame_meta_per_array_reads_back_aligned() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("r.zarr");
-    let e = zarrstream::Recording::create(
+    let meta = FrameMetaSpec::new()
+        .field("t", MetaType::Float64)
+        .json(true);
+    let arrays = vec![
+        ArrayConfig::new("a", spec_a()).frame_meta(meta),
+        // Takes the options' default: an int64 counter, no JSON.
+        ArrayConfig::new("b", spec_b()),
+    ];
+    let opts = options().frame_meta(FrameMetaSpec::new().field("n", MetaType::Int64));
+    let rec = Recording::create(&root, arrays, opts).unwrap();
+    let now = std::time::Instant::now();
+    for k in 0..6 {
+        let m = FrameMeta::new()
+            .value("t", k as f64 * 0.5)
+            .with_json(serde_json::json!({"k": k}));
+        let a = frame_a(k);
+        rec.push_with("a", bytemuck::cast_slice(&a), now, &m)
+            .unwrap();
+        rec.push_with(
+            1,
+            &frame_b(k),
+            now,
+            &FrameMeta::new().value("n", k as i64 * 10),
+        )
+        .unwrap();
+    }
+    // The wrong array's field: refused, frame not pushed.
+    let e = rec
+        .push_with("b", &frame_b(9), now, &FrameMeta::new().value("t", 1.0))
+        .unwrap_err();
+    assert!(matches!(e, Error::FrameMeta { .. }), "{e}");
+    assert_eq!(rec.frames_pushed("b").unwrap(), 6);
+    rec.finish().unwrap();
+    let t: Vec<f64> = read(&root, "a/frame_meta/t", vec![6]);
+    assert_eq!(t, [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
+    let n: Vec<i64> = read(&root, "b/frame_meta/n", vec![6]);
+    assert_eq!(n, [0, 10, 20, 30, 40, 50]);
+    assert!(!root.join("b/frame_meta/json_bytes").exists());
+    let len: Vec<u64> = read(&root, "a/frame_meta/json_length", vec![6]);
+    assert_eq!(len, [7; 6]); // {"k":0}
+}
+
+#[test]
+fn attributes_of_arrays_images_and_the_root() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r.zarr");
+    let arrays = vec![
+        ArrayConfig::new("plain", spec_a()),
+        ArrayConfig::new("img", spec_a()).ome(Ome::new().levels(zarrstream::Levels::Count(1))),
+    ];
+    let rec = Recording::create(&root, arrays, options()).unwrap();
+    rec.set_root_attribute("acquisition", serde_json::json!({"operator": "ada"}))
+        .unwrap();
+    rec.set_attribute("plain", "stage", serde_json::json!({"x": 1.5}))
+        .unwrap();
+    rec.set_group_attribute("img", "well", serde_json::json!("B3"))
+        .unwrap();
+    let e = rec
+        .set_group_attribute("plain", "well", serde_json::json!("B3"))
+        .unwrap_err();
+    assert!(matches!(e, Error::NotAnImage(_)), "{e}");
+    let e = rec
+        .set_root_attribute("zarrstream", serde_json::json!(1))
+        .unwrap_err();
+    assert!(matches!(e, Error::Attribute { .. }), "{e}");
+    rec.push("plain", &frame_a(0)).unwrap();
+    rec.push("img", &frame_a(0)).unwrap();
+    rec.finish().unwrap();
+    // zarrs opens each node with the attributes set.
+    let store = Arc::new(FilesystemStore::new(&root).unwrap());
+    let g = zarrs::group::Group::open(store.clone(), "/").unwrap();
+    assert_eq!(g.attributes()["acquisition"]["operator"], "ada");
+    assert_eq!(
+        g.attributes()["zarrstream"]["recording"]["arrays"],
+        serde_json::json!(["plain", "img"])
+    );
+    let a = Array::open(store.clone(), "/plain").unwrap();
+    assert_eq!(a.attributes()["stage"]["x"], 1.5);
+    let img = zarrs::group::Group::open(store, "/img").unwrap();
+    assert_eq!(img.attributes()["well"], "B3");
+    assert!(img.attributes().contains_key("ome"));
+}
+
+/// A group someone else made (here: by hand, with attributes of its own).
+fn foreign_group(root: &Path) {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(
+        root.join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "group", "attributes": {"ome": {"version": "0.5", "plate": {"name": "p"}}, "theirs": 1}}"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_foreign_group_is_joined_only_when_asked_and_never_rewritten() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("plate.zarr");
+    foreign_group(&root);
+    let before = std::fs::read(root.join("zarr.json")).unwrap();
+    let e = Recording::create(&root, vec![ArrayConfig::new("A/1/0", spec_a())], options())
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::NotOwned { .. }), "{e}");
+    // Overwrite alone never replaces a group that is not ours... as long as
+    // existing_group is set; without it, overwrite replaces the path as it always has.
+    let rec = Recording::create(
         &root,
-        vec![zarrstream::ArrayConfig::new("a", spec)],
-        options,
+        vec![ArrayConfig::new("A/1/0", spec_a())],
+        options().existing_group(true),
+    )
+    .unwrap();
+    rec.push(0, &frame_a(0)).unwrap();
+    rec.finish().unwrap();
+    assert_eq!(std::fs::read(root.join("zarr.json")).unwrap(), before);
+    let row = json(&root.join("A/zarr.json"));
+    assert_eq!(row["node_type"], "group");
+    let got: Vec<u16> = read(&root, "A/1/0", vec![1, 64, 48]);
+    assert_eq!(got, frame_a(0));
+    // A second recording into the same group: an existing array is refused, a new
+    // one is added next to it.
+    let e = Recording::create(
+        &root,
+        vec![ArrayConfig::new("A/1/0", spec_a())],
+        options().existing_group(true),
     )
     .err()
-    .expect("refused");
-    assert!(matches!(e, zarrstream::Error::FrameMeta { .. }), "{e}");
-    assert!(!root.exists());
+    .unwrap();
+    assert!(matches!(e, Error::Exists { .. }), "{e}");
+    let rec = Recording::create(
+        &root,
+        vec![ArrayConfig::new("A/2/0", spec_a())],
+        options().existing_group(true),
+    )
+    .unwrap();
+    rec.set_root_attribute("acq", serde_json::json!(2)).unwrap();
+    rec.finish().unwrap();
+    let doc = json(&root.join("zarr.json"));
+    assert_eq!(doc["attributes"]["theirs"], 1);
+    assert_eq!(doc["attributes"]["ome"]["plate"]["name"], "p");
+    assert_eq!(doc["attributes"]["acq"], 2);
+    assert!(root.join("A/1/0/zarr.json").exists());
+    // A file where a group should be: never taken.
+    let file = tmp.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let e = Recording::create(
+        &file,
+        vec![ArrayConfig::new("a", spec_a())],
+        options().existing_group(true),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(e, Error::NotOwned { .. }), "{e}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
+#[test]
+fn overwrite_refuses_a_recording_a_live_writer_holds_deep_inside() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r.zarr");
+    let live = Recording::create(
+        &root,
+        vec![
+            ArrayConfig::new("pos/0/img", spec_a())
+                .ome(Ome::new().levels(zarrstream::Levels::Count(1))),
+        ],
+        options(),
+    )
+    .unwrap();
+    let e = Recording::create(
+        &root,
+        vec![ArrayConfig::new("a", spec_a())],
+        options().overwrite(true),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    live.push(0, &frame_a(1)).unwrap();
+    live.finish().unwrap();
+    let got: Vec<u16> = read(&root, "pos/0/img/0", vec![1, 64, 48]);
+    assert_eq!(got, frame_a(1));
+    // Once it is done, overwrite replaces it.
+    Recording::create(
+        &root,
+        vec![ArrayConfig::new("a", spec_a())],
+        options().overwrite(true),
+    )
+    .unwrap()
+    .finish()
+    .unwrap();
+    assert!(!root.join("pos").exists());
 }

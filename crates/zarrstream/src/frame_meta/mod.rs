@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::error::ParseError;
 
-pub(crate) use store::{MetaRows, MetaStore, Row, open};
+pub(crate) use store::{FRAME_META_DIR, MetaRows, MetaStore, Row, open};
 
 /// The type of a numeric per-frame field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

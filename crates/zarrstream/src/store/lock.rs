@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{FlockOperation, flock};
 
-use super::contract::{LOCK_FILE, PARTIAL_DIR};
+use super::contract::{CHUNK_DIR, LOCK_FILE, PARTIAL_DIR};
 use crate::error::{Error, Result};
 
 /// An exclusive lock on a store's temporary directory; released on drop.
@@ -45,17 +45,33 @@ impl StoreLock {
     }
 }
 
+/// How deep below a store [`refuse_live`] looks for live arrays: a recording's keys
+/// and an image's levels sit a few directories down, never this far.
+const LIVE_DEPTH: usize = 8;
+
 /// Fails with [`Error::Locked`] if a live writer holds the lock of the array at `dir`
-/// or of an array directly below it (the level arrays of an OME-Zarr image).
+/// or of any array below it (an OME-Zarr image's levels, a recording's arrays).
 pub(crate) fn refuse_live(dir: &Path) -> Result<()> {
-    let children = std::fs::read_dir(dir)
-        .map_err(|e| Error::io("read directory", dir, e, 0))?
-        .flatten()
-        .map(|e| e.path());
-    for array in std::iter::once(dir.to_path_buf()).chain(children) {
-        let tmp = array.join(PARTIAL_DIR);
-        if tmp.is_dir() {
-            StoreLock::acquire(&tmp)?.release();
+    refuse_live_below(dir, LIVE_DEPTH)
+}
+
+fn refuse_live_below(dir: &Path, depth: usize) -> Result<()> {
+    let tmp = dir.join(PARTIAL_DIR);
+    if tmp.is_dir() {
+        StoreLock::acquire(&tmp)?.release();
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("read directory", dir, e, 0))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        // Chunks and temporary files hold no arrays; symbolic links are not followed.
+        if name == CHUNK_DIR || name.as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            refuse_live_below(&entry.path(), depth - 1)?;
         }
     }
     Ok(())
@@ -71,7 +87,7 @@ pub(crate) fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
         }
         Ok(m) if m.is_dir() => {
             // Never delete a store another live process is still recording into: an
-            // array's lock is in the store, an OME image's in its level arrays.
+            // array's lock is in the store, an image's or a recording's below it.
             refuse_live(dir)?;
             std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
         }

@@ -29,6 +29,7 @@
 
 mod check;
 mod contract;
+mod group;
 mod key;
 mod lock;
 mod progress;
@@ -48,9 +49,11 @@ pub use contract::{
     CHUNK_DIR, CREATING_EXTENSION, LOCK_FILE, METADATA_FILE, PARTIAL_DIR, PARTIAL_SUFFIX,
     REBUILD_SUFFIX, UNRECOVERABLE_SUFFIX, is_leftover, partial_file_name, partial_key,
 };
+pub(crate) use group::{GroupState, group_state, plain_group, recording_group};
 pub use key::{parse_shard_key, shard_key};
 pub use lock::StoreLock;
 pub(crate) use lock::prepare_dir;
+pub(crate) use lock::refuse_live;
 pub(crate) use publish::{create_dirs, prune_empty_dirs};
 pub use publish::{publish_bytes, sync_dir};
 pub use reader::{Shard, StoreError, StoreReader};

@@ -42,21 +42,33 @@ pub(super) fn create_image(
         next.lz4_acceleration = Some(ome.level_acceleration());
         level_specs.push(next);
     }
-    if !root_made {
+    if options.resume && n_levels > 1 {
+        return Err(Error::ResumeUnsupported("an OME-Zarr image with a pyramid"));
+    }
+    if !root_made && !options.resume {
         prepare_dir(root, options.overwrite)?;
     }
     let level0 = root.join(crate::ome::LEVEL0_PATH);
-    let made = std::fs::create_dir(&level0)
-        .map_err(|e| Error::io("create directory", &level0, e, 0))
+    let made = if options.resume {
+        Ok(())
+    } else {
+        std::fs::create_dir(&level0).map_err(|e| Error::io("create directory", &level0, e, 0))
+    };
+    let made = made
         .and_then(|()| Level::start(level0, spec, options.clone(), n_levels > 1, workers))
         .and_then(|level| start_levels(level, root, &level_specs[1..], ome, &options, workers))
         .and_then(|level| {
-            // After the level's zarr.json, so the group never names a missing array.
-            metadata::publish(root, &group)?;
+            // After the level's zarr.json, so the group never names a missing array. A
+            // resumed image keeps its group document (and whatever others added to it).
+            if !options.resume {
+                metadata::publish(root, &group)?;
+            }
             Ok(level)
         });
     made.inspect_err(|_| {
-        let _ = std::fs::remove_dir_all(root);
+        if !options.resume {
+            let _ = std::fs::remove_dir_all(root);
+        }
     })
 }
 

@@ -50,9 +50,12 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(1);
 const WRITEBACK_WINDOW: usize = 4;
 
 pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherReport {
-    let mut report = FinisherReport::default();
+    let mut report = FinisherReport {
+        visible_extent0: shared.start.extent0,
+        ..FinisherReport::default()
+    };
     let mut rows: BTreeMap<u64, Row> = BTreeMap::new();
-    let mut next_row = 0u64;
+    let mut next_row = shared.start.first_row(&shared.grid);
     let mut pending = Pending {
         files: Vec::new(),
         dirs: BTreeSet::new(),
@@ -172,7 +175,7 @@ fn commit(shared: &Shared, pending: &mut Pending, report: &mut FinisherReport) {
         let progress = Progress {
             state: State::Running,
             frames_committed: extent0 * shared.spec.frames_per_step(),
-            frames_dropped: 0,
+            frames_dropped: shared.start.dropped,
             error: None,
         };
         if let Err(e) = publish(shared, extent0, &progress) {

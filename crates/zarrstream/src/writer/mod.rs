@@ -28,6 +28,7 @@ mod priority;
 mod published;
 mod recording;
 mod reduction;
+mod resume;
 mod shared;
 mod shutdown;
 mod start;
@@ -93,12 +94,36 @@ impl Writer {
         level: Level,
         spec: Option<&FrameMetaSpec>,
     ) -> Result<(Level, Option<MetaRows>)> {
+        let resumed = level.shared.start.store.is_some();
+        let on_disk = level.shared.dir.join(frame_meta::FRAME_META_DIR).exists();
         let Some(spec) = spec else {
+            if resumed && on_disk {
+                return Err(Error::ResumeMismatch {
+                    path: level.shared.dir.clone(),
+                    field: "frame_meta",
+                    on_disk: "present".into(),
+                    requested: "none".into(),
+                });
+            }
             return Ok((level, None));
         };
+        if resumed {
+            return Err(Error::ResumeUnsupported("per-frame metadata"));
+        }
         let (rows, store) = frame_meta::open(&level.shared.dir, spec)?;
         level.shared.published.attach_frame_meta(store);
         Ok((level, Some(rows)))
+    }
+
+    /// The writer of a started level (and its image group, if any), with per-frame
+    /// metadata when `meta` asks for it.
+    fn from_level(
+        level: Level,
+        image: Option<PathBuf>,
+        meta: Option<&FrameMetaSpec>,
+    ) -> Result<Self> {
+        let (level, meta) = Self::with_frame_meta(level, meta)?;
+        Ok(Writer { level, image, meta })
     }
 
     /// Sends the row of a frame the writer took (accepted or dropped).
@@ -113,14 +138,19 @@ impl Writer {
     pub fn create(path: impl AsRef<Path>, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
         let dir = path.as_ref().to_path_buf();
         options.validate()?;
-        prepare_dir(&dir, options.overwrite)?;
+        let resume = options.resume;
+        if !resume {
+            prepare_dir(&dir, options.overwrite)?;
+        }
         let meta = options.frame_meta.clone();
         // A store that could not be set up completely is removed, so a retry (e.g. after
-        // freeing space) does not meet a half-made store.
+        // freeing space) does not meet a half-made store; a resumed one is never removed.
         let (level, meta) = Level::start(dir.clone(), spec, options, false, &Workers::Own)
             .and_then(|level| Self::with_frame_meta(level, meta.as_ref()))
             .inspect_err(|_| {
-                let _ = std::fs::remove_dir_all(&dir);
+                if !resume {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
             })?;
         Ok(Writer {
             level,

@@ -97,6 +97,16 @@ pub struct WriterOptions {
     /// Per-frame metadata to store beside the array (`frame_meta/`), pushed with
     /// [`Writer::push_with`](super::Writer::push_with); `None` stores none.
     pub frame_meta: Option<FrameMetaSpec>,
+    /// Continue an array that zarrstream finished (or that `zarrstream recover`
+    /// repaired) instead of creating one: the first frame pushed follows the last one
+    /// committed, with the same specification (checked, [`Error::ResumeMismatch`]).
+    /// For a [`Recording`](super::Recording), every array is resumed.
+    pub resume: bool,
+    /// Let a [`Recording`](super::Recording) add its arrays to an existing Zarr group it
+    /// did not create (refused otherwise, [`Error::NotOwned`]); that group's `zarr.json`
+    /// is never rewritten, except by an explicit
+    /// [`set_root_attribute`](super::Recording::set_root_attribute).
+    pub existing_group: bool,
 }
 
 impl Default for WriterOptions {
@@ -113,6 +123,8 @@ impl Default for WriterOptions {
             packing: Packing::Compact,
             overwrite: false,
             frame_meta: None,
+            resume: false,
+            existing_group: false,
         }
     }
 }
@@ -202,6 +214,21 @@ impl WriterOptions {
         self.overwrite = overwrite;
         self
     }
+
+    /// Sets [`resume`](Self::resume): continue the finished array at the path.
+    #[must_use]
+    pub fn resume(mut self, resume: bool) -> Self {
+        self.resume = resume;
+        self
+    }
+
+    /// Sets [`existing_group`](Self::existing_group): add a recording's arrays to an
+    /// existing Zarr group zarrstream did not create.
+    #[must_use]
+    pub fn existing_group(mut self, existing_group: bool) -> Self {
+        self.existing_group = existing_group;
+        self
+    }
 }
 
 impl WriterOptions {
@@ -216,6 +243,9 @@ impl WriterOptions {
             if value > max {
                 return Err(Error::InvalidOption { option, value, max });
             }
+        }
+        if self.resume && self.overwrite {
+            return Err(Error::ConflictingOptions("resume", "overwrite"));
         }
         // Before anything is created, so a bad field name leaves nothing behind.
         if let Some(spec) = &self.frame_meta {
@@ -245,7 +275,9 @@ mod tests {
             .durability(Durability::None)
             .packing(Packing::Sparse)
             .overwrite(true)
-            .frame_meta(FrameMetaSpec::new().field("t", crate::MetaType::Float64));
+            .frame_meta(FrameMetaSpec::new().field("t", crate::MetaType::Float64))
+            .resume(true)
+            .existing_group(true);
         let want = WriterOptions {
             threads: 3,
             pin_threads: false,
@@ -258,6 +290,8 @@ mod tests {
             packing: Packing::Sparse,
             overwrite: true,
             frame_meta: Some(FrameMetaSpec::new().field("t", crate::MetaType::Float64)),
+            resume: true,
+            existing_group: true,
         };
         assert_eq!(o, want);
         assert_eq!(WriterOptions::default().threads(5).threads, 5);

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
+use super::grid::Grid;
 use super::options::Durability;
 use super::shared::{OpenShard, Shared};
 use crate::error::Result;
@@ -36,7 +37,9 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
         .zip(&g.shard_lead)
         .map(|(e, s)| e.div_ceil(*s))
         .collect();
-    let mut coords = vec![0u64; counts.len()];
+    // A resumed array starts at the shard set holding its next frame.
+    let mut coords = Grid::box_of(&g.coords(shared.start.frame), &g.shard_lead);
+    let first_row = coords[0];
     // Sets that must be open together, plus a few finished ones waiting for the finisher.
     let max_unfinished = (g.max_open_boxes(&g.shard_lead) + SPARE_UNFINISHED_SETS) * g.shard_tiles;
     while coords[0] < counts[0] {
@@ -45,7 +48,7 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
         while shared.unfinished_shards.load(Ordering::Acquire) >= max_unfinished {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let set = open_set(&shared, &coords);
+        let set = open_set(&shared, &coords, coords[0] == first_row);
         let shards = match set {
             Ok(shards) => shards,
             Err(e) => {
@@ -76,8 +79,9 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
 }
 
 /// Creates, reserves and maps the shards of the set at leading shard coordinates
-/// `coords`, counting each in `shared.unfinished_shards`.
-fn open_set(shared: &Shared, coords: &[u64]) -> Result<Vec<Arc<OpenShard>>> {
+/// `coords`, counting each in `shared.unfinished_shards`. In the `first_row` of a
+/// resumed array, each shard starts with the chunks of the finished shard it replaces.
+fn open_set(shared: &Shared, coords: &[u64], first_row: bool) -> Result<Vec<Arc<OpenShard>>> {
     let g = &shared.grid;
     let n = shared.spec.chunks_per_shard;
     (0..g.shard_tiles)
@@ -96,7 +100,13 @@ fn open_set(shared: &Shared, coords: &[u64]) -> Result<Vec<Arc<OpenShard>>> {
             let path = shared.tmp_dir.join(crate::store::partial_file_name(&key));
             let sink = sink::open(shared.sink, &path, shared.layout)?;
             shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
-            Ok(Arc::new(OpenShard::new(sink, n, key, coords[0], shared)))
+            let shard = OpenShard::new(sink, n, key, coords[0], shared);
+            if first_row {
+                shared
+                    .start
+                    .carry_over(g, &shard.key, shard.sink.as_ref(), &shard.entries)?;
+            }
+            Ok(Arc::new(shard))
         })
         .collect()
 }

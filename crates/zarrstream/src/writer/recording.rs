@@ -5,20 +5,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
+use serde_json::Value;
+
+use super::Writer;
 use super::chain;
 use super::engine::Engine;
-use super::intake::Frame;
 use super::level::Level;
 use super::options::WriterOptions;
 use super::outcome::PushOutcome;
+use super::published::{self, OURS};
 use super::start::{Workers, thread_count, worker_count};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
+use crate::frame_meta::{FrameMeta, FrameMetaSpec};
+use crate::metadata;
 use crate::ome::Ome;
 use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
 use crate::stats::Stats;
-use crate::store::{self, prepare_dir};
+use crate::store::{self, GroupState, group_state, prepare_dir, refuse_live};
 
 /// One array of a [`Recording`]: where it goes in the group, its specification and,
 /// for an OME-Zarr image (a group with its levels at `<key>/0`, `<key>/1`, …), its
@@ -32,6 +37,9 @@ pub struct ArrayConfig {
     pub spec: ArraySpec,
     /// OME-Zarr image settings; `None` writes a plain array.
     pub ome: Option<Ome>,
+    /// Per-frame metadata stored beside the array (of level 0 for an image); `None`
+    /// takes the recording options' [`frame_meta`](WriterOptions::frame_meta).
+    pub frame_meta: Option<FrameMetaSpec>,
 }
 
 impl ArrayConfig {
@@ -41,7 +49,16 @@ impl ArrayConfig {
             key: key.into(),
             spec,
             ome: None,
+            frame_meta: None,
         }
+    }
+
+    /// Stores per-frame metadata beside this array (pushed with
+    /// [`Recording::push_with`]).
+    #[must_use]
+    pub fn frame_meta(mut self, spec: FrameMetaSpec) -> Self {
+        self.frame_meta = Some(spec);
+        self
     }
 
     /// Makes the array an OME-Zarr image with `ome`'s settings.
@@ -92,23 +109,27 @@ impl ArrayId for String {
 }
 
 /// Statistics of a finished [`Recording`]: per array (in the order given) and in total.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct RecordingStats {
     /// Each array's key and statistics.
     pub arrays: Vec<(String, Stats)>,
-    /// Counters, bytes and pool sizes summed over the arrays; `seconds` is the longest
-    /// array's, the latency summaries and `sink` are the first array's.
+    /// Counters, bytes and pool sizes summed over the arrays, latencies over every
+    /// array's frames; `seconds` is the longest array's and `sink` the first array's.
     pub total: Stats,
 }
 
 /// Records frames into several arrays of one Zarr v3 group at once (several cameras,
 /// stage positions, …), with **one** set of encoding workers (`options.threads`, 0 = one
-/// per core; three per thread with [`SinkChoice::Direct`]) and one memory budget shared
-/// by all arrays.
+/// per core; three per thread with the direct sink) and one memory budget shared by
+/// all arrays.
 ///
-/// - `root/zarr.json` is a group; each array (or OME-Zarr image group) is at
-///   `root/<key>`, and the groups between them get a group `zarr.json`.
+/// - `root/zarr.json` is a group marked as zarrstream's
+///   (`attributes.zarrstream.recording`); each array (or OME-Zarr image group) is at
+///   `root/<key>`, and the groups between them get a group `zarr.json` if they have
+///   none. An existing group zarrstream did not make is refused ([`Error::NotOwned`])
+///   unless [`existing_group`](WriterOptions::existing_group) is set; its `zarr.json`
+///   is then left as it is.
 /// - `options.pool_frames` (0 = `2 × threads + 2` frames of the largest array) is the
 ///   **total** frame budget: each array gets `max(2, budget / Σ frame bytes)` frames of
 ///   its own, so back-pressure and drop counts stay exact per array.
@@ -118,6 +139,8 @@ pub struct RecordingStats {
 ///   per-array lock, uncontended when each array has one pushing thread).
 /// - An array that fails does not stop the others: its error comes back from its next
 ///   push and from [`finish`](Self::finish).
+/// - With [`resume`](WriterOptions::resume), every array is continued where it ended
+///   (see [`Writer`]'s resume).
 ///
 /// ```no_run
 /// use zarrstream::{ArrayConfig, ArraySpec, DataType, Recording, WriterOptions};
@@ -148,8 +171,10 @@ pub struct RecordingStats {
 pub struct Recording {
     root: PathBuf,
     keys: Vec<String>,
-    arrays: Vec<Mutex<Option<Level>>>,
+    arrays: Vec<Mutex<Option<Writer>>>,
     engine: Option<Arc<Engine>>,
+    /// Held while the root group's document is rewritten.
+    root_doc: Mutex<()>,
 }
 
 /// Checks every key: a relative path of plain names, given once, never inside another.
@@ -191,21 +216,92 @@ fn check_keys(arrays: &[ArrayConfig]) -> Result<()> {
     Ok(())
 }
 
-/// A minimal Zarr v3 group document.
-const GROUP_JSON: &[u8] = br#"{"zarr_format":3,"node_type":"group","attributes":{}}"#;
-
-fn publish_group(dir: &Path) -> Result<()> {
-    store::publish_bytes(dir, "zarr.json", GROUP_JSON).map_err(Error::from)
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn lock(m: &Mutex<Option<Level>>) -> MutexGuard<'_, Option<Level>> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+/// Makes (or, as the options allow, takes) the recording's root group. Returns whether
+/// this call created it (and so may remove it on failure).
+fn claim_root(root: &Path, keys: &[String], options: &WriterOptions) -> Result<bool> {
+    let not_owned = |reason| Error::NotOwned {
+        path: root.to_path_buf(),
+        reason,
+    };
+    let create = |overwrite| -> Result<bool> {
+        prepare_dir(root, overwrite)?;
+        metadata::publish(root, &store::recording_group(keys))?;
+        Ok(true)
+    };
+    match group_state(root) {
+        GroupState::Absent if options.resume => Err(Error::io(
+            "resume",
+            root,
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+            0,
+        )),
+        GroupState::Absent => create(false),
+        GroupState::NotAGroup if options.resume || options.existing_group => {
+            Err(not_owned("not a Zarr v3 group"))
+        }
+        _ if options.overwrite && !options.existing_group => create(true),
+        GroupState::Ours if options.resume || options.existing_group => Ok(false),
+        GroupState::Foreign if options.resume || options.existing_group => Ok(false),
+        GroupState::Foreign => Err(not_owned(
+            "a Zarr group zarrstream did not create (set existing_group to add arrays to it)",
+        )),
+        GroupState::Ours | GroupState::NotAGroup => Err(Error::Exists {
+            path: root.to_path_buf(),
+        }),
+    }
+}
+
+/// Gives every directory between `root` and `dir` a group document if it has none.
+fn groups_between(root: &Path, key: &str) -> Result<()> {
+    let mut parent = root.to_path_buf();
+    let parts: Vec<&str> = key.split('/').collect();
+    for part in &parts[..parts.len() - 1] {
+        parent.push(part);
+        match group_state(&parent) {
+            GroupState::Absent => {
+                std::fs::create_dir_all(&parent)
+                    .map_err(|e| Error::io("create directory", &parent, e, 0))?;
+                metadata::publish(&parent, &store::plain_group())?;
+            }
+            GroupState::Ours | GroupState::Foreign => {}
+            GroupState::NotAGroup => {
+                return Err(Error::NotOwned {
+                    path: parent,
+                    reason: "not a Zarr v3 group, so an array key cannot pass through it",
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Makes the (empty) directory of a new array, replacing one with `overwrite`.
+fn array_dir(dir: &Path, overwrite: bool) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) if !overwrite => {
+            return Err(Error::Exists {
+                path: dir.to_path_buf(),
+            });
+        }
+        Ok(m) if m.is_dir() => {
+            refuse_live(dir)?;
+            std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
+        }
+        Ok(_) => std::fs::remove_file(dir).map_err(|e| Error::io("remove", dir, e, 0))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("stat", dir, e, 0)),
+    }
+    std::fs::create_dir(dir).map_err(|e| Error::io("create directory", dir, e, 0))
 }
 
 impl Recording {
     /// Creates the group at `root` (replaced with `options.overwrite`), every array in
-    /// it, and starts the shared workers. Keys are checked before anything is written
-    /// ([`Error::ArrayKey`]). A recording that could not be set up completely is removed.
+    /// it, and starts the shared workers. Keys and options are checked before anything
+    /// is written ([`Error::ArrayKey`]). On failure, what this call created is removed.
     pub fn create(
         root: impl AsRef<Path>,
         arrays: Vec<ArrayConfig>,
@@ -214,23 +310,34 @@ impl Recording {
         let root = root.as_ref().to_path_buf();
         options.validate()?;
         check_keys(&arrays)?;
-        if options.frame_meta.is_some() {
-            // Not silently dropped: a recording's arrays do not carry it yet.
-            return Err(Error::FrameMeta {
-                field: "(options)".into(),
-                reason: "per-frame metadata is not available in a Recording yet; use one \
-                         Writer per array"
-                    .into(),
-            });
+        for a in &arrays {
+            if let Some(spec) = &a.frame_meta {
+                spec.validate().map_err(|reason| Error::FrameMeta {
+                    field: format!("(spec of {})", a.key),
+                    reason,
+                })?;
+            }
         }
-        prepare_dir(&root, options.overwrite)?;
-        Self::start(&root, arrays, options).inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&root);
+        let keys: Vec<String> = arrays.iter().map(|a| a.key.clone()).collect();
+        let made_root = claim_root(&root, &keys, &options)?;
+        let mut made = Vec::new();
+        Self::start(&root, arrays, options, &mut made).inspect_err(|_| {
+            if made_root {
+                let _ = std::fs::remove_dir_all(&root);
+            } else {
+                for dir in &made {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
         })
     }
 
-    fn start(root: &Path, arrays: Vec<ArrayConfig>, options: WriterOptions) -> Result<Self> {
-        publish_group(root)?;
+    fn start(
+        root: &Path,
+        arrays: Vec<ArrayConfig>,
+        options: WriterOptions,
+        made: &mut Vec<PathBuf>,
+    ) -> Result<Self> {
         let threads = thread_count(options.threads);
         // Sized like a `Writer`'s: `Auto` resolves per array, to `Direct` on most local
         // file systems, whose writes hold their worker, so it counts as `Direct` here
@@ -272,32 +379,34 @@ impl Recording {
             keys: Vec::with_capacity(arrays.len()),
             arrays: Vec::with_capacity(arrays.len()),
             engine: Some(engine),
+            root_doc: Mutex::new(()),
         };
         for a in arrays {
             let dir = root.join(&a.key);
-            // Groups between the root and the array.
-            let mut parent = root.to_path_buf();
-            let parts: Vec<&str> = a.key.split('/').collect();
-            for part in &parts[..parts.len() - 1] {
-                parent.push(part);
-                if !parent.join("zarr.json").exists() {
-                    std::fs::create_dir_all(&parent)
-                        .map_err(|e| Error::io("create directory", &parent, e, 0))?;
-                    publish_group(&parent)?;
-                }
+            groups_between(root, &a.key)?;
+            if !options.resume {
+                array_dir(&dir, options.overwrite)?;
+                made.push(dir.clone());
             }
-            std::fs::create_dir(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
             let opts = WriterOptions {
                 pool_frames: per_array,
                 overwrite: false,
                 ..options.clone()
             };
-            let level = match &a.ome {
-                Some(ome) => chain::create_image(&dir, a.spec, ome, opts, &workers, true)?,
-                None => Level::start(dir, a.spec, opts, false, &workers)?,
+            let meta = a.frame_meta.as_ref().or(options.frame_meta.as_ref());
+            let writer = match &a.ome {
+                Some(ome) => {
+                    let level = chain::create_image(&dir, a.spec, ome, opts, &workers, true)?;
+                    Writer::from_level(level, Some(dir), meta)?
+                }
+                None => Writer::from_level(
+                    Level::start(dir, a.spec, opts, false, &workers)?,
+                    None,
+                    meta,
+                )?,
             };
             rec.keys.push(a.key);
-            rec.arrays.push(Mutex::new(Some(level)));
+            rec.arrays.push(Mutex::new(Some(writer)));
         }
         Ok(rec)
     }
@@ -312,21 +421,24 @@ impl Recording {
         self.keys.iter().map(String::as_str)
     }
 
-    /// Runs `f` on the array's level (or [`Error::Closed`] once finished).
-    fn with<R>(&self, a: impl ArrayId, f: impl FnOnce(&mut Level) -> Result<R>) -> Result<R> {
+    /// The index of the array with key `key` (its place in [`keys`](Self::keys)).
+    pub fn index(&self, key: &str) -> Result<usize> {
+        key.index_in(&self.keys)
+    }
+
+    /// Runs `f` on the array's writer (or [`Error::Closed`] once finished). The array's
+    /// lock is held meanwhile: a push waiting for a free buffer holds it.
+    fn with<R>(&self, a: impl ArrayId, f: impl FnOnce(&mut Writer) -> Result<R>) -> Result<R> {
         let i = a.index_in(&self.keys)?;
-        let mut level = lock(&self.arrays[i]);
-        f(level.as_mut().ok_or(Error::Closed)?)
+        let mut writer = lock(&self.arrays[i]);
+        f(writer.as_mut().ok_or(Error::Closed)?)
     }
 
     /// Pushes one frame into array `a` (one copy into its pool). Returns
     /// [`PushOutcome::Dropped`] if the array's pool was empty under
     /// [`Backpressure::Drop`](crate::Backpressure::Drop).
     pub fn push<T: Element>(&self, a: impl ArrayId, frame: &[T]) -> Result<PushOutcome> {
-        let bytes = bytemuck::cast_slice(frame);
-        self.with(a, |l| {
-            l.push_frame(T::DTYPE, Frame::Borrowed(bytes), Instant::now())
-        })
+        self.with(a, |w| w.push(frame))
     }
 
     /// Pushes one frame of raw little-endian bytes into array `a`, with its scheduled
@@ -337,26 +449,85 @@ impl Recording {
         frame: &[u8],
         scheduled: Instant,
     ) -> Result<PushOutcome> {
-        self.with(a, |l| {
-            let dtype = l.shared.spec.dtype;
-            l.push_frame(dtype, Frame::Borrowed(frame), scheduled)
-        })
+        self.with(a, |w| w.push_bytes(frame, scheduled))
+    }
+
+    /// Pushes one frame of raw bytes into array `a` with its metadata, as
+    /// [`Writer::push_with`] (the array's [`ArrayConfig::frame_meta`], or the options').
+    pub fn push_with(
+        &self,
+        a: impl ArrayId,
+        frame: &[u8],
+        scheduled: Instant,
+        meta: &FrameMeta,
+    ) -> Result<PushOutcome> {
+        self.with(a, |w| w.push_with(frame, scheduled, meta))
     }
 
     /// Counts a frame of array `a` the caller could not push as dropped (its place
     /// reads as the fill value).
     pub fn skip(&self, a: impl ArrayId) -> Result<()> {
-        self.with(a, Level::skip)
+        self.with(a, Writer::skip)
     }
 
     /// Frames offered to array `a` so far (written + dropped).
     pub fn frames_pushed(&self, a: impl ArrayId) -> Result<u64> {
-        self.with(a, |l| Ok(l.next_frame))
+        self.with(a, |w| Ok(w.frames_pushed()))
+    }
+
+    /// Frames of array `a` whose chunks are all encoded into their shard slots (see
+    /// [`Writer::frames_encoded`]).
+    pub fn frames_encoded(&self, a: impl ArrayId) -> Result<u64> {
+        self.with(a, |w| Ok(w.frames_encoded()))
     }
 
     /// The specification of array `a` (of level 0 for an image).
     pub fn spec(&self, a: impl ArrayId) -> Result<ArraySpec> {
-        self.with(a, |l| Ok(l.shared.spec.clone()))
+        self.with(a, |w| Ok(w.spec().clone()))
+    }
+
+    /// Sets the attribute `name` of array `a` (level 0 for an image), as
+    /// [`Writer::set_attribute`].
+    pub fn set_attribute(&self, a: impl ArrayId, name: &str, value: Value) -> Result<()> {
+        self.with(a, |w| w.set_attribute(name, value))
+    }
+
+    /// Removes the attribute `name` of array `a`.
+    pub fn remove_attribute(&self, a: impl ArrayId, name: &str) -> Result<()> {
+        self.with(a, |w| w.remove_attribute(name))
+    }
+
+    /// Sets the attribute `name` of the image group of array `a`, as
+    /// [`Writer::set_group_attribute`] ([`Error::NotAnImage`] for a plain array).
+    pub fn set_group_attribute(&self, a: impl ArrayId, name: &str, value: Value) -> Result<()> {
+        self.with(a, |w| w.set_group_attribute(name, value))
+    }
+
+    /// Removes the attribute `name` of the image group of array `a`.
+    pub fn remove_group_attribute(&self, a: impl ArrayId, name: &str) -> Result<()> {
+        self.with(a, |w| w.remove_group_attribute(name))
+    }
+
+    /// Sets the attribute `name` of the recording's root group, keeping every other key
+    /// of its `zarr.json` (also of a group someone else made, joined with
+    /// [`existing_group`](WriterOptions::existing_group)), published atomically.
+    /// `"zarrstream"` is the recording's own and refused ([`Error::Attribute`]).
+    ///
+    /// ```no_run
+    /// # fn run(rec: &zarrstream::Recording) -> zarrstream::Result<()> {
+    /// rec.set_root_attribute("acquisition", serde_json::json!({"operator": "ada"}))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn set_root_attribute(&self, name: &str, value: Value) -> Result<()> {
+        let _doc = lock(&self.root_doc);
+        published::set_group_attribute(&self.root, name, Some(value), OURS)
+    }
+
+    /// Removes the attribute `name` of the recording's root group.
+    pub fn remove_root_attribute(&self, name: &str) -> Result<()> {
+        let _doc = lock(&self.root_doc);
+        published::set_group_attribute(&self.root, name, None, OURS)
     }
 
     /// Finishes every array (each even if another fails), then stops the workers.
@@ -365,10 +536,10 @@ impl Recording {
         let mut first = None;
         let mut arrays = Vec::with_capacity(self.keys.len());
         for (key, slot) in self.keys.iter().zip(&self.arrays) {
-            let Some(level) = lock(slot).take() else {
+            let Some(writer) = lock(slot).take() else {
                 continue;
             };
-            match level.finish() {
+            match writer.finish() {
                 Ok(s) => arrays.push((key.clone(), s)),
                 Err(e) => {
                     first.get_or_insert(e);
@@ -385,14 +556,14 @@ impl Recording {
         Ok(RecordingStats { arrays, total })
     }
 
-    /// Stops every array at once (as [`Writer::abort`](crate::Writer::abort)), then the
-    /// workers. Returns the first error met.
+    /// Stops every array at once (as [`Writer::abort`]), then the workers. Returns the
+    /// first error met.
     pub fn abort(mut self, reason: impl Into<String>) -> Result<()> {
         let reason = reason.into();
         let mut first = None;
         for slot in &self.arrays {
-            if let Some(level) = lock(slot).take()
-                && let Err(e) = level.abort(reason.clone())
+            if let Some(writer) = lock(slot).take()
+                && let Err(e) = writer.abort(reason.clone())
             {
                 first.get_or_insert(e);
             }
@@ -411,7 +582,7 @@ impl Recording {
 impl Drop for Recording {
     fn drop(&mut self) {
         for slot in &self.arrays {
-            // Dropping a level finishes it.
+            // Dropping a writer finishes it.
             drop(lock(slot).take());
         }
         let _ = self.join();
@@ -432,6 +603,8 @@ fn total(arrays: &[(String, Stats)]) -> Option<Stats> {
         t.seconds = t.seconds.max(s.seconds);
         t.pool_bytes += s.pool_bytes;
         t.staging_bytes += s.staging_bytes;
+        t.push_latency_ns = t.push_latency_ns.merged(&s.push_latency_ns);
+        t.frame_latency_ns = t.frame_latency_ns.merged(&s.frame_latency_ns);
     }
     Some(t)
 }

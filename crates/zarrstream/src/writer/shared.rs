@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use super::grid::Grid;
 use super::options::Durability;
 use super::published::Published;
+use super::resume::Start;
 use crate::error::Error;
 use crate::shard::{IndexEntries, Packing, ShardLayout};
 use crate::sink::{SinkKind, SlotSink};
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     /// From each frame's scheduled time to all its chunks being in their slots,
     /// recorded by the worker that completes the frame.
     pub frame_latency: Mutex<Histogram<u64>>,
+    /// Where this writer starts: frame 0, or after the frames of the array it resumes.
+    pub start: Start,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -51,9 +54,11 @@ impl Shared {
         sink: SinkKind,
         packing: Packing,
         durability: Durability,
+        (start, attributes): (Start, serde_json::Map<String, serde_json::Value>),
     ) -> Self {
         Shared {
-            published: Published::new(spec.attributes.clone()),
+            published: Published::new(attributes),
+            start,
             spec,
             grid,
             layout,

@@ -26,7 +26,7 @@ impl Level {
         }
         let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
         Ok(Stats {
-            frames_pushed: self.next_frame,
+            frames_pushed: self.next_frame - self.shared.start.frame,
             frames_written: self.written,
             frames_dropped: self.dropped,
             bytes_in: self.written * self.shared.spec.frame_bytes as u64,
@@ -167,8 +167,9 @@ impl Level {
             let steps = report.visible_extent0;
             let progress = Progress {
                 state: State::Aborted,
-                frames_committed: (steps * self.shared.spec.frames_per_step()).min(self.written),
-                frames_dropped: self.dropped,
+                frames_committed: (steps * self.shared.spec.frames_per_step())
+                    .min(self.shared.start.written + self.written),
+                frames_dropped: self.shared.start.dropped + self.dropped,
                 error: Some(format!(
                     "{}; unfinished shards are kept in {PARTIAL_DIR} for `zarrstream recover`",
                     error.as_deref().unwrap_or("a writer thread failed")
@@ -181,8 +182,8 @@ impl Level {
         } else {
             let progress = Progress {
                 state,
-                frames_committed: self.written,
-                frames_dropped: self.dropped,
+                frames_committed: self.shared.start.written + self.written,
+                frames_dropped: self.shared.start.dropped + self.dropped,
                 error,
             };
             if let Err(e) = finisher::publish(&self.shared, extent0, &progress) {

@@ -15,6 +15,7 @@ use super::options::WriterOptions;
 use super::pool::Pool;
 use super::preparer::{self, PreparedSet};
 use super::priority;
+use super::resume::{self, Start};
 use super::shared::{FinisherMsg, Shared};
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
@@ -108,6 +109,7 @@ impl Level {
             finisher: fin_tx,
         });
 
+        let next_frame = shared.start.frame;
         Ok(Level {
             shared,
             jobs: Some(jobs),
@@ -122,7 +124,7 @@ impl Level {
             open_sets: HashMap::new(),
             open_groups: HashMap::new(),
             row_shards: BTreeMap::new(),
-            next_frame: 0,
+            next_frame,
             written: 0,
             dropped: 0,
             backpressure: options.backpressure,
@@ -142,6 +144,11 @@ fn open(
     spec: ArraySpec,
     options: &WriterOptions,
 ) -> Result<(Arc<Shared>, StoreLock)> {
+    let start = if options.resume {
+        resume::open(&dir, &spec)?
+    } else {
+        (Start::default(), spec.attributes.clone())
+    };
     let tmp_dir = dir.join(PARTIAL_DIR);
     std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
     let lock = StoreLock::acquire(&tmp_dir)?;
@@ -157,14 +164,16 @@ fn open(
         sink,
         options.packing,
         options.durability,
+        start,
     ));
+    let s = &shared.start;
     let progress = Progress {
         state: State::Running,
-        frames_committed: 0,
-        frames_dropped: 0,
+        frames_committed: s.written,
+        frames_dropped: s.dropped,
         error: None,
     };
-    finisher::publish(&shared, 0, &progress)?;
+    finisher::publish(&shared, s.extent0, &progress)?;
     Ok((shared, lock))
 }
 

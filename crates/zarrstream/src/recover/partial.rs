@@ -233,8 +233,25 @@ fn recover_partial(
     }
     let (kept, rejected) = keep_verified(&file, len, &entries, store.spec(), layout, &mut recovery);
     if recovery.chunks_kept > 0 {
+        // A resumed writer's first shards replace finished ones it started from: the
+        // finished shard's chunks that the temporary one lacks (a crash while they were
+        // being carried over) are kept too, so recovery never loses what was finished.
+        let finished = finished_chunks(store, key);
+        let sources: Vec<Option<(&File, u64, u64)>> = kept
+            .iter()
+            .enumerate()
+            .map(|(i, k)| match (k, &finished) {
+                (Some((at, n)), _) => Some((&file, *at, *n)),
+                (None, Some((f, index))) => {
+                    index.get(i).copied().flatten().map(|(at, n)| (f, at, n))
+                }
+                (None, None) => None,
+            })
+            .collect();
+        recovery.chunks_kept +=
+            sources.iter().flatten().count() as u64 - kept.iter().flatten().count() as u64;
         let rebuilt = tmp_dir.join(format!("{name}{REBUILD_SUFFIX}"));
-        recovery.bytes = write_shard(&file, &rebuilt, layout, &kept)?;
+        recovery.bytes = write_shard(&rebuilt, layout, &sources)?;
         install(&rebuilt, &store.root().join(key))?;
         recovery.outcome = ShardOutcome::Rebuilt;
     }
@@ -307,6 +324,16 @@ fn keep_verified(
     (kept, rejected)
 }
 
+/// The finished shard at `key` and its index, if there is one whose index reads and
+/// checks (a damaged one has nothing to add).
+fn finished_chunks(store: &StoreReader, key: &str) -> Option<(File, Vec<Option<(u64, u64)>>)> {
+    let shard = store.shard(key).ok()?;
+    let file = store.open_shard(&shard).ok()?;
+    let index = store.read_index(&shard, &file).ok()?;
+    let ok = |&(at, n): &(u64, u64)| in_file(at, n, shard.len);
+    index.iter().flatten().all(ok).then_some((file, index))
+}
+
 fn in_file(at: u64, nbytes: u64, len: u64) -> bool {
     at.checked_add(nbytes).is_some_and(|e| e <= len)
 }
@@ -326,16 +353,17 @@ fn install(rebuilt: &Path, dst: &Path) -> Result<(), RecoverError> {
     Ok(())
 }
 
-/// Writes the finished shard for the `kept` chunks (source offsets in `src`) to `to`
-/// the way the finisher lays it out (compact packing, final index and crc32c), and
-/// flushes it. Returns its length.
+/// Writes the finished shard for the `kept` chunks (each read from its file at its
+/// offset) to `to` the way the finisher lays it out (compact packing, final index and
+/// crc32c), and flushes it. Returns its length.
 fn write_shard(
-    src: &File,
     to: &Path,
     layout: &ShardLayout,
-    kept: &[Option<(u64, u64)>],
+    kept: &[Option<(&File, u64, u64)>],
 ) -> Result<u64, RecoverError> {
-    let fin = plan(layout, kept, Packing::Compact);
+    let entries: Vec<Option<(u64, u64)>> =
+        kept.iter().map(|k| k.map(|(_, at, n)| (at, n))).collect();
+    let fin = plan(layout, &entries, Packing::Compact);
     let out = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -343,7 +371,7 @@ fn write_shard(
         .map_err(IoError::with("create", to))?;
     let mut buf = Vec::new();
     for (from, dst) in kept.iter().zip(&fin.entries) {
-        if let (Some((at, nbytes)), Some((offset, _))) = (from, dst) {
+        if let (Some((src, at, nbytes)), Some((offset, _))) = (from, dst) {
             buf.resize(*nbytes as usize, 0);
             src.read_exact_at(&mut buf, *at)
                 .map_err(IoError::with("read", to))?;

@@ -423,3 +423,39 @@ fn recovery_finds_what_the_writer_names() {
     assert!(r.skipped_files.is_empty(), "{:?}", r.skipped_files);
     assert!(!creating.exists());
 }
+
+/// A resumed writer's first temporary shard replaces the finished shard it started
+/// from; a crash while it was carrying the finished chunks over leaves a temporary
+/// shard with only some of them. Recovery keeps both.
+#[test]
+fn a_crashed_resume_keeps_the_finished_chunks_it_had_not_carried_over() {
+    for location in [IndexLocation::End, IndexLocation::Start] {
+        // The resumed writer got as far as frame 2's chunks (8..12) and chunk 0.
+        let s = crashed(spec(Codec::zstd(1), true, location), &[0, 8, 9, 10, 11]);
+        let l = s.layout;
+        // The finished shard of the first session: frames 0 and 1 (chunks 0..8).
+        let old: Vec<Option<(u64, u64)>> = (0..16)
+            .map(|i| (i < 8).then(|| (0, encoded(&s.spec, 0, i).len() as u64)))
+            .collect();
+        let fin = plan(&l, &old, Packing::Compact);
+        let mut data = vec![0u8; fin.len as usize];
+        for (i, e) in fin.entries.iter().enumerate() {
+            if let Some((at, n)) = e {
+                data[*at as usize..(*at + *n) as usize].copy_from_slice(&encoded(&s.spec, 0, i));
+            }
+        }
+        let mut idx = vec![0u8; l.index_size as usize];
+        encode_index(&fin.entries, &mut idx);
+        data[fin.index_at as usize..][..idx.len()].copy_from_slice(&idx);
+        fs::create_dir_all(s.path.join("c/0/0")).unwrap();
+        fs::write(s.path.join("c/0/0/0"), &data).unwrap();
+
+        let r = recover_store(&s.path).unwrap();
+        assert_eq!(r.chunks_kept, 12, "{location:?}: {:?}", r.rejected);
+        let got = read_back(&s);
+        for (i, c) in got.iter().enumerate() {
+            let want = (i < 12).then(|| chunk_data(0, i));
+            assert_eq!(c.as_deref(), want.as_deref(), "{location:?} chunk {i}");
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Resume: an array zarrstream finished (or `recover` repaired) is continued along axis
+//! 0; read back with the `zarrs` crate, the result equals one uninterrupted recording.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use zarrs::array::{Array, ArraySubset};
+use zarrs::filesystem::FilesystemStore;
+use zarrstream::store::StoreReader;
+use zarrstream::{
+    ArrayConfig, ArraySpec, Codec, DataType, Error, Ome, Packing, Recording, SinkChoice, Writer,
+    WriterOptions,
+};
+
+fn spec(shape: &[u64], chunk: &[u64], shard: &[u64], codec: Codec) -> ArraySpec {
+    ArraySpec::builder()
+        .shape(shape)
+        .chunk_shape(chunk)
+        .shard_shape(shard)
+        .dtype(DataType::UInt16)
+        .codec(codec)
+        .build()
+        .unwrap()
+}
+
+/// (t, y, x), one frame per chunk, 4 frames per shard, two shards across x.
+fn spec3() -> ArraySpec {
+    spec(
+        &[0, 32, 40],
+        &[1, 16, 20],
+        &[4, 32, 20],
+        Codec::blosc_lz4(1),
+    )
+}
+
+fn frame(k: u64, n: usize) -> Vec<u16> {
+    (0..n).map(|i| (i as u64 * 7 + k * 1013) as u16).collect()
+}
+
+/// Deterministic slot order (one worker, mmap slots, compacted), so chunk bytes and
+/// shard layouts can be compared between two runs.
+fn options() -> WriterOptions {
+    WriterOptions::default()
+        .threads(1)
+        .pin_threads(false)
+        .sink(SinkChoice::Mmap)
+        .packing(Packing::Compact)
+}
+
+fn record(dir: &Path, spec: &ArraySpec, frames: std::ops::Range<u64>, options: WriterOptions) {
+    let mut w = Writer::create(dir, spec.clone(), options).unwrap();
+    let n = spec.frame_bytes() / 2;
+    for k in frames {
+        assert!(w.push(&frame(k, n)).unwrap().is_accepted());
+    }
+    w.finish().unwrap();
+}
+
+fn read_all(dir: &Path) -> (Vec<u64>, Vec<u16>) {
+    let store = Arc::new(FilesystemStore::new(dir).unwrap());
+    let array = Array::open(store, "/").unwrap();
+    let shape = array.shape().to_vec();
+    let data = array
+        .retrieve_array_subset::<Vec<u16>>(&ArraySubset::new_with_shape(shape.clone()))
+        .unwrap();
+    (shape, data)
+}
+
+fn doc(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("zarr.json")).unwrap()).unwrap()
+}
+
+/// Every shard's chunks, byte for byte, by index entry.
+fn chunks(dir: &Path) -> Vec<(String, Vec<Option<Vec<u8>>>)> {
+    let store = StoreReader::open(dir).unwrap();
+    store
+        .shards()
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            let f = store.open_shard(&s).unwrap();
+            let index = store.read_index(&s, &f).unwrap();
+            let bytes = index
+                .iter()
+                .map(|e| e.map(|(o, n)| zarrstream::store::read_chunk(&f, o, n).unwrap()))
+                .collect();
+            (s.key, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn resumed_array_equals_one_uninterrupted_recording() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.zarr"), tmp.path().join("b.zarr"));
+    let s = spec3();
+    // 10 frames end in the middle of the third shard row.
+    record(&a, &s, 0..10, options());
+    let mut w = Writer::create(&a, s.clone(), options().resume(true)).unwrap();
+    assert_eq!(w.frames_pushed(), 10);
+    let n = s.frame_bytes() / 2;
+    for k in 10..17 {
+        assert!(w.push(&frame(k, n)).unwrap().is_accepted());
+    }
+    let stats = w.finish().unwrap();
+    assert_eq!((stats.frames_pushed, stats.frames_written), (7, 7));
+    record(&b, &s, 0..17, options());
+
+    let (shape, got) = read_all(&a);
+    assert_eq!(shape, [17, 32, 40]);
+    let want: Vec<u16> = (0..17).flat_map(|k| frame(k, n)).collect();
+    assert_eq!(got, want);
+    // The chunks of the partly filled shard were kept, not re-encoded: every shard holds
+    // the same bytes as the uninterrupted run's.
+    assert_eq!(chunks(&a), chunks(&b));
+    let p = &doc(&a)["attributes"]["zarrstream"];
+    assert_eq!(p["state"], "finished");
+    assert_eq!(p["frames_committed"], 17);
+    assert!(!a.join(zarrstream::store::PARTIAL_DIR).exists());
+}
+
+#[test]
+fn resume_with_other_sinks_and_threads_reads_back_the_same() {
+    for sink in [SinkChoice::Pwrite, SinkChoice::Direct, SinkChoice::Auto] {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("a.zarr");
+        let s = spec3();
+        let o = WriterOptions::default()
+            .threads(2)
+            .pin_threads(false)
+            .sink(sink);
+        record(&a, &s, 0..6, o.clone());
+        record(&a, &s, 6..9, o.clone().resume(true));
+        record(&a, &s, 9..14, o.resume(true));
+        let n = s.frame_bytes() / 2;
+        let (shape, got) = read_all(&a);
+        assert_eq!(shape, [14, 32, 40], "{sink}");
+        assert_eq!(got, (0..14).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_partial_last_step_reads_as_fill_and_the_next_step_follows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    // (t, c, y, x) with 2 channels: 5 frames end after channel 0 of t = 2.
+    let s = spec(
+        &[0, 2, 16, 16],
+        &[1, 1, 16, 16],
+        &[2, 2, 16, 16],
+        Codec::zstd(1),
+    );
+    let n = s.frame_bytes() / 2;
+    record(&a, &s, 0..5, options());
+    let mut w = Writer::create(&a, s.clone(), options().resume(true)).unwrap();
+    // The rest of step 2 was never recorded: the next frame starts step 3.
+    assert_eq!(w.frames_pushed(), 6);
+    for k in 6..8 {
+        let _ = w.push(&frame(k, n)).unwrap();
+    }
+    w.finish().unwrap();
+    let (shape, got) = read_all(&a);
+    assert_eq!(shape, [4, 2, 16, 16]);
+    for k in 0..8u64 {
+        let plane = &got[k as usize * n..][..n];
+        if k == 5 {
+            assert!(plane.iter().all(|&v| v == 0), "frame 5 reads as fill");
+        } else {
+            assert_eq!(plane, frame(k, n), "frame {k}");
+        }
+    }
+}
+
+#[test]
+fn a_bounded_array_resumes_up_to_its_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    let s = spec(&[9, 32, 40], &[1, 16, 20], &[4, 32, 20], Codec::none());
+    record(&a, &s, 0..5, options());
+    let mut w = Writer::create(&a, s.clone(), options().resume(true)).unwrap();
+    let n = s.frame_bytes() / 2;
+    for k in 5..9 {
+        let _ = w.push(&frame(k, n)).unwrap();
+    }
+    let e = w.push(&frame(9, n)).unwrap_err();
+    assert!(matches!(e, Error::ArrayFull { frames: 9 }), "{e}");
+    w.finish().unwrap();
+    let (shape, got) = read_all(&a);
+    assert_eq!(shape, [9, 32, 40]);
+    assert_eq!(got, (0..9).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
+    // Another bound is a different array.
+    let other = spec(&[12, 32, 40], &[1, 16, 20], &[4, 32, 20], Codec::none());
+    let e = Writer::create(&a, other, options().resume(true))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::ResumeMismatch {
+                field: "shape[0]",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn deep_chunks_resume_at_a_chunk_boundary_and_refuse_inside_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = spec(&[0, 16, 16], &[4, 16, 16], &[8, 16, 16], Codec::zstd(1));
+    let n = s.frame_bytes() / 2;
+    let a = tmp.path().join("a.zarr");
+    record(&a, &s, 0..12, options());
+    record(&a, &s, 12..19, options().resume(true));
+    let (shape, got) = read_all(&a);
+    assert_eq!(shape, [19, 16, 16]);
+    assert_eq!(got, (0..19).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
+    // 19 frames end inside a 4-deep chunk: continuing would re-encode it.
+    let before = std::fs::read(a.join("zarr.json")).unwrap();
+    let e = Writer::create(&a, s, options().resume(true)).err().unwrap();
+    assert!(matches!(e, Error::ResumeUnsupported(_)), "{e}");
+    // Refusing left the array as it was.
+    assert_eq!(std::fs::read(a.join("zarr.json")).unwrap(), before);
+    assert!(!a.join(zarrstream::store::PARTIAL_DIR).exists());
+}
+
+#[test]
+fn a_different_spec_is_refused_naming_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    record(&a, &spec3(), 0..3, options());
+    let before = std::fs::read(a.join("zarr.json")).unwrap();
+    let cases = [
+        (
+            spec(&[0, 32, 40], &[1, 16, 20], &[4, 32, 20], Codec::zstd(1)),
+            "codec",
+        ),
+        (
+            spec(
+                &[0, 32, 40],
+                &[1, 32, 20],
+                &[4, 32, 20],
+                Codec::blosc_lz4(1),
+            ),
+            "chunk_shape",
+        ),
+        (
+            spec(
+                &[0, 32, 40],
+                &[1, 16, 20],
+                &[8, 32, 20],
+                Codec::blosc_lz4(1),
+            ),
+            "shard_shape",
+        ),
+        (
+            spec(
+                &[0, 32, 20],
+                &[1, 16, 20],
+                &[4, 32, 20],
+                Codec::blosc_lz4(1),
+            ),
+            "shape after axis 0",
+        ),
+    ];
+    for (s, field) in cases {
+        let e = Writer::create(&a, s, options().resume(true)).err().unwrap();
+        match &e {
+            Error::ResumeMismatch { field: f, .. } => assert_eq!(*f, field),
+            other => panic!("{other}"),
+        }
+        assert!(e.to_string().contains(field), "{e}");
+    }
+    let e = Writer::create(
+        &a,
+        ArraySpec::builder()
+            .shape([0, 32, 40])
+            .chunk_shape([1, 16, 20])
+            .shard_shape([4, 32, 20])
+            .dtype(DataType::UInt8)
+            .codec(Codec::blosc_lz4(1))
+            .build()
+            .unwrap(),
+        options().resume(true),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string()
+            .contains("dtype differs: on disk uint16, requested uint8"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(a.join("zarr.json")).unwrap(), before);
+    let e = Writer::create(&a, spec3(), options().resume(true).overwrite(true))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::ConflictingOptions(..)), "{e}");
+    let e = Writer::create(tmp.path().join("none"), spec3(), options().resume(true))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+}
+
+#[test]
+fn a_live_store_is_locked_and_a_crashed_one_needs_recovery_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    let s = spec3();
+    let n = s.frame_bytes() / 2;
+    let mut live = Writer::create(&a, s.clone(), options()).unwrap();
+    let _ = live.push(&frame(0, n)).unwrap();
+    let e = Writer::create(&a, s.clone(), options().resume(true))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    live.finish().unwrap();
+
+    // A writer that never finished: state `running` in zarr.json.
+    let mut d = doc(&a);
+    d["attributes"]["zarrstream"]["state"] = "running".into();
+    std::fs::write(a.join("zarr.json"), d.to_string()).unwrap();
+    let e = Writer::create(&a, s.clone(), options().resume(true))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::NeedsRecovery { .. }), "{e}");
+    assert!(e.to_string().contains("zarrstream recover"), "{e}");
+    zarrstream::recover::recover_store(&a).unwrap();
+    assert_eq!(doc(&a)["attributes"]["zarrstream"]["state"], "recovered");
+    record(&a, &s, 1..4, options().resume(true));
+    let (shape, got) = read_all(&a);
+    assert_eq!(shape, [4, 32, 40]);
+    assert_eq!(got, (0..4).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
+
+    // Temporary shards a crashed writer left behind.
+    let tmp_dir = a.join(zarrstream::store::PARTIAL_DIR);
+    std::fs::create_dir(&tmp_dir).unwrap();
+    std::fs::write(tmp_dir.join("c.1.0.0.partial"), b"x").unwrap();
+    let e = Writer::create(&a, s, options().resume(true)).err().unwrap();
+    assert!(matches!(e, Error::NeedsRecovery { .. }), "{e}");
+}
+
+#[test]
+fn attributes_set_before_are_kept_and_counts_add_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    let s = spec3().clone();
+    let n = s.frame_bytes() / 2;
+    let mut w = Writer::create(&a, s.clone(), options()).unwrap();
+    w.set_attribute("stage", serde_json::json!({"x": 1}))
+        .unwrap();
+    for k in 0..3 {
+        let _ = w.push(&frame(k, n)).unwrap();
+    }
+    w.skip().unwrap();
+    w.finish().unwrap();
+    let mut w = Writer::create(&a, s, options().resume(true)).unwrap();
+    assert_eq!(w.frames_pushed(), 4);
+    let _ = w.push(&frame(4, n)).unwrap();
+    w.finish().unwrap();
+    let d = doc(&a);
+    assert_eq!(d["attributes"]["stage"]["x"], 1);
+    assert_eq!(d["attributes"]["zarrstream"]["frames_committed"], 4);
+    assert_eq!(d["attributes"]["zarrstream"]["frames_dropped"], 1);
+    assert_eq!(d["shape"][0], 5);
+}
+
+#[test]
+fn a_recording_and_an_ome_image_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r.zarr");
+    let s = spec3();
+    let n = s.frame_bytes() / 2;
+    let arrays = || {
+        vec![
+            ArrayConfig::new("cam0", s.clone()),
+            ArrayConfig::new("cam1", s.clone())
+                .ome(Ome::new().levels(zarrstream::Levels::Count(1))),
+        ]
+    };
+    let opts = WriterOptions::default().threads(2).pin_threads(false);
+    let rec = Recording::create(&root, arrays(), opts.clone()).unwrap();
+    for k in 0..5 {
+        let _ = rec.push("cam0", &frame(k, n)).unwrap();
+        let _ = rec.push("cam1", &frame(k + 100, n)).unwrap();
+    }
+    rec.set_group_attribute("cam1", "note", serde_json::json!("kept"))
+        .unwrap();
+    rec.finish().unwrap();
+    let rec = Recording::create(&root, arrays(), opts.resume(true)).unwrap();
+    assert_eq!(rec.frames_pushed("cam1").unwrap(), 5);
+    for k in 5..11 {
+        let _ = rec.push("cam0", &frame(k, n)).unwrap();
+        let _ = rec.push("cam1", &frame(k + 100, n)).unwrap();
+    }
+    rec.finish().unwrap();
+    let (shape, got) = read_all(&root.join("cam0"));
+    assert_eq!(shape, [11, 32, 40]);
+    assert_eq!(got, (0..11).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
+    let (shape, got) = read_all(&root.join("cam1/0"));
+    assert_eq!(shape, [11, 32, 40]);
+    assert_eq!(
+        got,
+        (100..111).flat_map(|k| frame(k, n)).collect::<Vec<_>>()
+    );
+    let group: Value =
+        serde_json::from_slice(&std::fs::read(root.join("cam1/zarr.json")).unwrap()).unwrap();
+    assert_eq!(group["attributes"]["note"], "kept");
+    // A pyramid is not resumed (its lower levels would need their partial rows).
+    let e = Writer::create_ome(
+        tmp.path().join("p.zarr"),
+        s,
+        &Ome::new().levels(zarrstream::Levels::Count(2)),
+        options().resume(true),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(e, Error::ResumeUnsupported(_)), "{e}");
+}

@@ -802,4 +802,50 @@ mod tests {
         let empty = Config::parse("").unwrap_err().to_string();
         assert!(empty.contains("EOF while parsing"), "{empty}");
     }
+
+    #[test]
+    fn a_recording_config_puts_each_key_in_its_place() {
+        let arrays = r#""arrays": [
+            {"key": "cam0", "shape": [0, 8, 8], "chunk_shape": [1, 8, 8], "shard_shape": [2, 8, 8],
+             "attributes": {"camera": 0}},
+            {"key": "cam1", "shape": [0, 4, 4], "chunk_shape": [1, 4, 4], "shard_shape": [2, 4, 4],
+             "dtype": "uint8", "ome": {"levels": 1},
+             "frame_meta": {"fields": {"x": "int64"}}}]"#;
+        let c = RecordingConfig::parse(&format!(
+            r#"{{"threads": 2, "resume": true, "existing_group": true,
+                "frame_meta": {{"fields": {{"t": "float64"}}}},
+                "attributes": {{"plate": "P1"}}, {arrays}}}"#
+        ))
+        .unwrap();
+        assert_eq!(c.options.threads, 2);
+        assert!(c.options.resume && c.options.existing_group);
+        assert_eq!(c.attributes["plate"], "P1");
+        let [a, b] = &c.arrays[..] else {
+            panic!("two arrays")
+        };
+        assert_eq!((a.key.as_str(), b.key.as_str()), ("cam0", "cam1"));
+        assert_eq!(a.spec.frame_bytes(), 128);
+        assert_eq!(a.spec.attributes["camera"], 0);
+        assert!(a.ome.is_none() && b.ome.is_some());
+        // The top level's frame_meta is the default; an array's own replaces it.
+        assert_eq!(a.frame_meta.as_ref().unwrap().fields()[0].0, "t");
+        assert_eq!(b.frame_meta.as_ref().unwrap().fields()[0].0, "x");
+
+        let bad = |text: &str| RecordingConfig::parse(text).unwrap_err().to_string();
+        assert!(bad(r#"{"threads": 2}"#).contains("arrays"));
+        assert!(bad(r#"{"arrays": []}"#).contains("non-empty"));
+        let e = bad(r#"{"shape": [0, 8, 8], "arrays": [{"key": "a"}]}"#);
+        assert!(e.contains("shape") && e.contains("each entry"), "{e}");
+        let e = bad(
+            r#"{"arrays": [{"key": "a", "threads": 2, "shape": [0, 8, 8],
+                "chunk_shape": [1, 8, 8], "shard_shape": [2, 8, 8]}]}"#,
+        );
+        assert!(e.contains("\"threads\" is a recording option"), "{e}");
+        let e = bad(r#"{"arrays": [{"shape": [0, 8, 8]}]}"#);
+        assert!(e.contains("key"), "{e}");
+        let e = bad(r#"{"arrays": [{"key": "a", "shap": [0, 8, 8]}]}"#);
+        assert!(e.contains("shap"), "{e}");
+        let e = bad(r#"{"thread": 1, "arrays": [{"key": "a"}]}"#);
+        assert!(e.contains("thread"), "{e}");
+    }
 }

@@ -288,15 +288,17 @@ fn frame_meta_per_array_reads_back_aligned() {
             .value("t", k as f64 * 0.5)
             .with_json(serde_json::json!({"k": k}));
         let a = frame_a(k);
-        rec.push_with("a", bytemuck::cast_slice(&a), now, &m)
+        let _ = rec
+            .push_with("a", bytemuck::cast_slice(&a), now, &m)
             .unwrap();
-        rec.push_with(
-            1,
-            &frame_b(k),
-            now,
-            &FrameMeta::new().value("n", k as i64 * 10),
-        )
-        .unwrap();
+        let _ = rec
+            .push_with(
+                1,
+                &frame_b(k),
+                now,
+                &FrameMeta::new().value("n", k as i64 * 10),
+            )
+            .unwrap();
     }
     // The wrong array's field: refused, frame not pushed.
     let e = rec
@@ -338,8 +340,8 @@ fn attributes_of_arrays_images_and_the_root() {
         .set_root_attribute("zarrstream", serde_json::json!(1))
         .unwrap_err();
     assert!(matches!(e, Error::Attribute { .. }), "{e}");
-    rec.push("plain", &frame_a(0)).unwrap();
-    rec.push("img", &frame_a(0)).unwrap();
+    let _ = rec.push("plain", &frame_a(0)).unwrap();
+    let _ = rec.push("img", &frame_a(0)).unwrap();
     rec.finish().unwrap();
     // zarrs opens each node with the attributes set.
     let store = Arc::new(FilesystemStore::new(&root).unwrap());
@@ -385,7 +387,7 @@ fn a_foreign_group_is_joined_only_when_asked_and_never_rewritten() {
         options().existing_group(true),
     )
     .unwrap();
-    rec.push(0, &frame_a(0)).unwrap();
+    let _ = rec.push(0, &frame_a(0)).unwrap();
     rec.finish().unwrap();
     assert_eq!(std::fs::read(root.join("zarr.json")).unwrap(), before);
     let row = json(&root.join("A/zarr.json"));
@@ -451,7 +453,7 @@ fn overwrite_refuses_a_recording_a_live_writer_holds_deep_inside() {
     .err()
     .unwrap();
     assert!(matches!(e, Error::Locked { .. }), "{e}");
-    live.push(0, &frame_a(1)).unwrap();
+    let _ = live.push(0, &frame_a(1)).unwrap();
     live.finish().unwrap();
     let got: Vec<u16> = read(&root, "pos/0/img/0", vec![1, 64, 48]);
     assert_eq!(got, frame_a(1));

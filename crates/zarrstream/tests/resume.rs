@@ -418,3 +418,105 @@ fn a_recording_and_an_ome_image_resume() {
     .unwrap();
     assert!(matches!(e, Error::ResumeUnsupported(_)), "{e}");
 }
+
+fn read_column<T: zarrs::array::ElementOwned>(dir: &Path, name: &str) -> Vec<T> {
+    let store = Arc::new(FilesystemStore::new(dir).unwrap());
+    let array = Array::open(store, &format!("/frame_meta/{name}")).unwrap();
+    let shape = array.shape().to_vec();
+    array
+        .retrieve_array_subset::<Vec<T>>(&ArraySubset::new_with_shape(shape))
+        .unwrap()
+}
+
+#[test]
+fn per_frame_metadata_continues_aligned_with_the_frames() {
+    use zarrstream::{FrameMeta, FrameMetaSpec, MetaType};
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    // (t, c, y, x), 2 channels: 5 frames end inside step 2.
+    let s = spec(
+        &[0, 2, 16, 16],
+        &[1, 1, 16, 16],
+        &[2, 2, 16, 16],
+        Codec::zstd(1),
+    );
+    let n = s.frame_bytes() / 2;
+    let meta = FrameMetaSpec::new()
+        .field("t", MetaType::Float64)
+        .json(true);
+    let push = |w: &mut Writer, k: u64| {
+        let f = frame(k, n);
+        let m = FrameMeta::new()
+            .value("t", k as f64)
+            .with_json(serde_json::json!({"k": k}));
+        let _ = w
+            .push_with(bytemuck::cast_slice(&f), std::time::Instant::now(), &m)
+            .unwrap();
+    };
+    let mut w = Writer::create(&a, s.clone(), options().frame_meta(meta.clone())).unwrap();
+    for k in 0..5 {
+        push(&mut w, k);
+    }
+    w.finish().unwrap();
+    let mut w = Writer::create(
+        &a,
+        s.clone(),
+        options().frame_meta(meta.clone()).resume(true),
+    )
+    .unwrap();
+    for k in 6..9 {
+        push(&mut w, k);
+    }
+    w.finish().unwrap();
+    let t: Vec<f64> = read_column(&a, "t");
+    assert_eq!(t.len(), 9);
+    for (k, v) in t.iter().enumerate() {
+        if k == 5 {
+            assert!(v.is_nan(), "frame 5 was never recorded");
+        } else {
+            assert_eq!(*v, k as f64);
+        }
+    }
+    let offsets: Vec<u64> = read_column(&a, "json_offset");
+    let lengths: Vec<u64> = read_column(&a, "json_length");
+    let text: Vec<u8> = read_column(&a, "json_bytes");
+    for k in 0..9usize {
+        let s = &text[offsets[k] as usize..][..lengths[k] as usize];
+        if k == 5 {
+            assert!(s.is_empty());
+        } else {
+            assert_eq!(s, format!("{{\"k\":{k}}}").as_bytes());
+        }
+    }
+    // Other fields, or none, are a different array.
+    let e = Writer::create(
+        &a,
+        s.clone(),
+        options()
+            .frame_meta(FrameMetaSpec::new().field("x", MetaType::Float64))
+            .resume(true),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::ResumeMismatch {
+                field: "frame_meta",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = Writer::create(&a, s, options().resume(true)).err().unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::ResumeMismatch {
+                field: "frame_meta",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

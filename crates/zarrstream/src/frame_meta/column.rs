@@ -59,6 +59,44 @@ impl Column {
         }
     }
 
+    /// The column at `dir` as an earlier writer left it, keeping its first `keep`
+    /// values (at most its published length): the partial last chunk is read back, so
+    /// the next value lands after them. Returns the column and its published length.
+    pub(super) fn reopen(
+        dir: PathBuf,
+        dtype: &'static str,
+        fill: Value,
+        fill_bytes: Vec<u8>,
+        chunk: u64,
+        keep: u64,
+    ) -> Result<(Self, u64)> {
+        let meta = dir.join(crate::store::METADATA_FILE);
+        let text = fs::read(&meta).map_err(|e| Error::io("read", &meta, e, 0))?;
+        let shape0 = serde_json::from_slice::<Value>(&text)
+            .ok()
+            .and_then(|d| d.pointer("/shape/0").and_then(Value::as_u64))
+            .ok_or_else(|| Error::NeedsRecovery {
+                path: meta.clone(),
+                reason: "per-frame metadata array without a readable shape".into(),
+            })?;
+        let mut column = Column::new(dir, dtype, fill, fill_bytes, chunk);
+        let keep = keep.min(shape0);
+        column.done_chunks = keep / chunk;
+        let rest = (keep % chunk) as usize * column.item;
+        if rest > 0 {
+            let path = column.dir.join("c").join(column.done_chunks.to_string());
+            let bytes = fs::read(&path).map_err(|e| Error::io("read", &path, e, 0))?;
+            let kept = bytes.get(..rest).ok_or_else(|| Error::NeedsRecovery {
+                path: path.clone(),
+                reason: "per-frame metadata chunk shorter than its array says".into(),
+            })?;
+            column.current = kept.to_vec();
+        }
+        column.written = keep;
+        column.published = Some(shape0);
+        Ok((column, shape0))
+    }
+
     /// Appends one value's little-endian bytes.
     pub(super) fn push(&mut self, bytes: &[u8]) {
         debug_assert_eq!(bytes.len(), self.item);
@@ -89,7 +127,7 @@ impl Column {
     }
 
     /// Values appended.
-    fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.done_chunks * self.chunk + (self.current.len() / self.item) as u64
     }
 

@@ -107,109 +107,174 @@ pub(crate) struct MetaStore {
     text_published: u64,
 }
 
-/// Creates the metadata group under `array_dir` (published at once, with empty arrays)
-/// and returns both halves.
-pub(crate) fn open(array_dir: &Path, spec: &FrameMetaSpec) -> Result<(MetaRows, MetaStore)> {
-    let dir = array_dir.join(FRAME_META_DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
-    let fields: Vec<Value> = spec
-        .fields
-        .iter()
-        .map(|(n, t)| json!({"name": n, "data_type": t.zarr_name()}))
-        .collect();
-    metadata::publish(
-        &dir,
-        &json!({
-            "zarr_format": 3,
-            "node_type": "group",
-            "attributes": {"zarrstream_frame_meta": {
-                "fields": fields,
-                "json": spec.json,
-                "aligned_with": "axis 0 of the array one level up",
-            }},
-        }),
-    )?;
+/// The columns' fixed parameters: directory name, dtype, fill value and its bytes,
+/// values per chunk.
+type ColumnKind = (String, &'static str, Value, Vec<u8>, u64);
+
+fn column_kinds(spec: &FrameMetaSpec) -> (Vec<ColumnKind>, Option<[ColumnKind; 3]>) {
     let numbers = spec
         .fields
         .iter()
         .map(|(name, kind)| match kind {
-            MetaType::Float64 => Column::new(
-                dir.join(name),
+            MetaType::Float64 => (
+                name.clone(),
                 kind.zarr_name(),
                 json!("NaN"),
                 f64::NAN.to_le_bytes().to_vec(),
                 CHUNK,
             ),
-            MetaType::Int64 => Column::new(
-                dir.join(name),
-                kind.zarr_name(),
-                json!(0),
-                vec![0; 8],
-                CHUNK,
-            ),
+            MetaType::Int64 => (name.clone(), kind.zarr_name(), json!(0), vec![0; 8], CHUNK),
         })
         .collect();
     let json = spec.json.then(|| {
         [
-            Column::new(
-                dir.join("json_offset"),
-                "uint64",
-                json!(0),
-                vec![0; 8],
-                CHUNK,
-            ),
-            Column::new(
-                dir.join("json_length"),
-                "uint64",
-                json!(0),
-                vec![0; 8],
-                CHUNK,
-            ),
+            ("json_offset".into(), "uint64", json!(0), vec![0; 8], CHUNK),
+            ("json_length".into(), "uint64", json!(0), vec![0; 8], CHUNK),
             // 64 KiB chunks of text: the partial chunk is rewritten at each publication.
-            Column::new(dir.join("json_bytes"), "uint8", json!(0), vec![0], 1 << 16),
+            ("json_bytes".into(), "uint8", json!(0), vec![0], 1 << 16),
         ]
     });
+    (numbers, json)
+}
+
+/// The group document, naming the fields.
+fn group_document(spec: &FrameMetaSpec) -> Value {
+    let fields: Vec<Value> = spec
+        .fields
+        .iter()
+        .map(|(n, t)| json!({"name": n, "data_type": t.zarr_name()}))
+        .collect();
+    json!({
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {"zarrstream_frame_meta": {
+            "fields": fields,
+            "json": spec.json,
+            "aligned_with": "axis 0 of the array one level up",
+        }},
+    })
+}
+
+/// Creates the metadata group under `array_dir` (published at once, with empty arrays)
+/// and returns both halves. With `resume = Some(frame)`, continues the group an earlier
+/// writer left instead (its fields must be `spec`'s, [`Error::ResumeMismatch`]): its
+/// values for frames before `frame` are kept and the frames it lacks read as fill.
+pub(crate) fn open(
+    array_dir: &Path,
+    spec: &FrameMetaSpec,
+    resume: Option<u64>,
+) -> Result<(MetaRows, MetaStore)> {
+    let dir = array_dir.join(FRAME_META_DIR);
+    let group = group_document(spec);
+    let (numbers, json) = column_kinds(spec);
     let (tx, rx) = unbounded();
+    let rows = MetaRows {
+        spec: spec.clone(),
+        tx,
+    };
+    let Some(frame) = resume else {
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
+        metadata::publish(&dir, &group)?;
+        let new = |(name, dtype, fill, bytes, chunk): ColumnKind| {
+            Column::new(dir.join(name), dtype, fill, bytes, chunk)
+        };
+        let mut store = MetaStore {
+            rx,
+            numbers: numbers.into_iter().map(new).collect(),
+            json: json.map(|j| j.map(new)),
+            bytes_so_far: 0,
+            rows: 0,
+            ends: std::collections::VecDeque::new(),
+            text_published: 0,
+        };
+        store.publish(0)?;
+        return Ok((rows, store));
+    };
+    let path = dir.join(crate::store::METADATA_FILE);
+    let on_disk = std::fs::read(&path)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<Value>(&t).ok());
+    let attrs = |d: &Value| d.pointer("/attributes/zarrstream_frame_meta").cloned();
+    if on_disk.as_ref().and_then(attrs) != attrs(&group) {
+        let describe = |v: Option<Value>| v.map_or_else(|| "none".into(), |v| v.to_string());
+        return Err(Error::ResumeMismatch {
+            path: array_dir.to_path_buf(),
+            field: "frame_meta",
+            on_disk: describe(on_disk.as_ref().and_then(attrs)),
+            requested: describe(attrs(&group)),
+        });
+    }
+    let reopen = |(name, dtype, fill, bytes, chunk): ColumnKind, keep| {
+        Column::reopen(dir.join(name), dtype, fill, bytes, chunk, keep)
+    };
+    let mut columns = Vec::with_capacity(numbers.len());
+    for kind in numbers {
+        columns.push(reopen(kind, frame)?.0);
+    }
+    let (json, bytes_so_far) = match json {
+        None => (None, 0),
+        Some([offset, length, bytes]) => {
+            let (offset, _) = reopen(offset, frame)?;
+            let (length, _) = reopen(length, frame)?;
+            // All the text published: the frames kept reference no more.
+            let (bytes, text) = reopen(bytes, u64::MAX)?;
+            (Some([offset, length, bytes]), text)
+        }
+    };
+    // Every column kept the same frames: those published before (at most `frame`).
+    let kept = columns
+        .iter()
+        .map(Column::len)
+        .chain(json.iter().map(|[o, _, _]| o.len()))
+        .min()
+        .unwrap_or(frame)
+        .min(frame);
     let mut store = MetaStore {
         rx,
-        numbers,
+        numbers: columns,
         json,
-        bytes_so_far: 0,
-        rows: 0,
+        bytes_so_far,
+        rows: kept,
         ends: std::collections::VecDeque::new(),
-        text_published: 0,
+        text_published: bytes_so_far,
     };
-    store.publish(0)?;
-    Ok((
-        MetaRows {
-            spec: spec.clone(),
-            tx,
-        },
-        store,
-    ))
+    // Frames the earlier writer never described (a partial last step, values a crash
+    // lost) read as fill, so the next row is frame `frame`'s.
+    for _ in kept..frame {
+        store.append(Row {
+            numbers: Vec::new(),
+            json: None,
+        });
+    }
+    Ok((rows, store))
 }
 
 impl MetaStore {
+    /// Appends one frame's row to the columns (in memory until published).
+    fn append(&mut self, row: Row) {
+        for (i, column) in self.numbers.iter_mut().enumerate() {
+            match row.numbers.get(i).copied().flatten() {
+                Some(bytes) => column.push(&bytes),
+                None => column.push_fill(),
+            }
+        }
+        if let Some([offset, length, bytes]) = &mut self.json {
+            let text = row.json.unwrap_or_default();
+            offset.push(&self.bytes_so_far.to_le_bytes());
+            length.push(&(text.len() as u64).to_le_bytes());
+            bytes.extend(&text);
+            self.bytes_so_far += text.len() as u64;
+            self.ends.push_back(self.bytes_so_far);
+        }
+        self.rows += 1;
+    }
+
     /// Takes the rows sent so far, writes them and publishes every metadata array with
     /// `shape[0] = min(extent, rows)`: called right after the array's own `zarr.json`
     /// was published with `extent` frames.
     pub(crate) fn publish(&mut self, extent: u64) -> Result<()> {
         while let Ok(row) = self.rx.try_recv() {
-            for (i, column) in self.numbers.iter_mut().enumerate() {
-                match row.numbers.get(i).copied().flatten() {
-                    Some(bytes) => column.push(&bytes),
-                    None => column.push_fill(),
-                }
-            }
-            if let Some([offset, length, bytes]) = &mut self.json {
-                let text = row.json.unwrap_or_default();
-                offset.push(&self.bytes_so_far.to_le_bytes());
-                length.push(&(text.len() as u64).to_le_bytes());
-                bytes.extend(&text);
-                self.bytes_so_far += text.len() as u64;
-                self.ends.push_back(self.bytes_so_far);
-            }
-            self.rows += 1;
+            self.append(row);
         }
         for column in &mut self.numbers {
             column.publish(extent)?;

@@ -324,9 +324,12 @@ fn keep_verified(
     (kept, rejected)
 }
 
+/// A shard index: `(offset, nbytes)` per inner chunk, `None` for an absent one.
+type Index = Vec<Option<(u64, u64)>>;
+
 /// The finished shard at `key` and its index, if there is one whose index reads and
 /// checks (a damaged one has nothing to add).
-fn finished_chunks(store: &StoreReader, key: &str) -> Option<(File, Vec<Option<(u64, u64)>>)> {
+fn finished_chunks(store: &StoreReader, key: &str) -> Option<(File, Index)> {
     let shard = store.shard(key).ok()?;
     let file = store.open_shard(&shard).ok()?;
     let index = store.read_index(&shard, &file).ok()?;

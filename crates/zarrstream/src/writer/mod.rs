@@ -107,10 +107,8 @@ impl Writer {
             }
             return Ok((level, None));
         };
-        if resumed {
-            return Err(Error::ResumeUnsupported("per-frame metadata"));
-        }
-        let (rows, store) = frame_meta::open(&level.shared.dir, spec)?;
+        let start = resumed.then_some(level.shared.start.frame);
+        let (rows, store) = frame_meta::open(&level.shared.dir, spec, start)?;
         level.shared.published.attach_frame_meta(store);
         Ok((level, Some(rows)))
     }

@@ -154,7 +154,7 @@ pub(crate) fn open(dir: &Path, spec: &ArraySpec) -> Result<(Start, Map<String, V
         (written + dropped).div_ceil(fps.max(1)) * fps
     };
     let t = grid.coords(frame)[0];
-    if grid.chunk_lead[0] > 1 && t % grid.chunk_lead[0] != 0 {
+    if grid.chunk_lead[0] > 1 && !t.is_multiple_of(grid.chunk_lead[0]) {
         return Err(Error::ResumeUnsupported(
             "an inner chunk deeper than one step of axis 0 that is partly written",
         ));

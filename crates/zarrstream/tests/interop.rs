@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArraySpec, Codec, DataType, Durability, IndexLocation, Packing, SinkChoice, SinkKind, Writer,
-    WriterOptions,
+    ArrayConfig, ArraySpec, Codec, DataType, Durability, IndexLocation, Packing, Recording,
+    SinkChoice, SinkKind, Stats, Writer, WriterOptions,
 };
 
 // ---------------------------------------------------------------- environment
@@ -204,6 +204,10 @@ struct Case {
     /// Frames given to `Writer::skip` (counted as dropped; they read as fill).
     skipped: &'static [u64],
     dims: Option<Vec<&'static str>>,
+    /// Recorded in two sessions: finished after this many frames, then resumed.
+    resume_at: Option<u64>,
+    /// Recorded as array `cam` of a `Recording` (beside a second, smaller array).
+    recording: bool,
 }
 
 fn case(name: &'static str, shape: &[u64], chunk: &[u64], shard: &[u64], frames: u64) -> Case {
@@ -229,6 +233,8 @@ fn case(name: &'static str, shape: &[u64], chunk: &[u64], shard: &[u64], frames:
         frames,
         skipped: &[],
         dims: Some(dims.to_vec()),
+        resume_at: None,
+        recording: false,
     }
 }
 
@@ -312,16 +318,50 @@ impl Case {
     /// Writes the array with the library into `dir/<name>.zarr` and the expected raw
     /// array beside it; returns its manifest entry.
     fn write(&self, dir: &Path) -> Value {
-        let path = dir.join(format!("{}.zarr", self.name));
+        let root = dir.join(format!("{}.zarr", self.name));
         let options = WriterOptions::default()
             .threads(self.threads)
             .pin_threads(false)
             .sink(self.sink)
             .packing(self.packing)
             .durability(self.durability);
-        let mut w = Writer::create(&path, self.spec(), options)
+        let sessions = match self.resume_at {
+            Some(r) => vec![0..r, r..self.frames],
+            None => vec![0..self.frames],
+        };
+        let (mut written, mut dropped) = (0, 0);
+        for (i, frames) in sessions.into_iter().enumerate() {
+            let options = options.clone().resume(i > 0);
+            let stats = if self.recording {
+                self.record_in_recording(&root, frames, options)
+            } else {
+                self.record(&root, frames, options)
+            };
+            if self.sink == SinkChoice::Direct {
+                assert_eq!(stats.sink, SinkKind::Direct, "{}: fell back", self.name);
+            }
+            written += stats.frames_written;
+            dropped += stats.frames_dropped;
+        }
+        let path = if self.recording {
+            root.join("cam")
+        } else {
+            root
+        };
+        let skipped = self.skipped.len() as u64;
+        assert_eq!(written, self.frames - skipped, "{}", self.name);
+        assert_eq!(dropped, skipped, "{}", self.name);
+        let expected = dir.join(format!("{}.expected.raw", self.name));
+        fs::write(&expected, self.expected()).expect("write expected");
+        self.manifest_entry(&path, &expected)
+    }
+
+    /// One session of a plain writer: `frames` into the array at `path`.
+    fn record(&self, path: &Path, frames: std::ops::Range<u64>, options: WriterOptions) -> Stats {
+        let mut w = Writer::create(path, self.spec(), options)
             .unwrap_or_else(|e| panic!("{}: create: {e}", self.name));
-        for k in 0..self.frames {
+        assert_eq!(w.frames_pushed(), frames.start, "{}: resumed at", self.name);
+        for k in frames {
             if self.skipped.contains(&k) {
                 w.skip()
                     .unwrap_or_else(|e| panic!("{}: skip frame {k}: {e}", self.name));
@@ -333,18 +373,51 @@ impl Case {
                 .is_accepted();
             assert!(accepted, "{}: frame {k} dropped", self.name);
         }
-        let stats = w
+        w.finish()
+            .unwrap_or_else(|e| panic!("{}: finish: {e}", self.name))
+    }
+
+    /// One session of a recording: `frames` into its array `cam`, each followed by a
+    /// frame of the small array `side` (so the two share the workers all along).
+    fn record_in_recording(
+        &self,
+        root: &Path,
+        frames: std::ops::Range<u64>,
+        options: WriterOptions,
+    ) -> Stats {
+        let side = ArraySpec::builder()
+            .shape([0, 16, 16])
+            .chunk_shape([1, 16, 16])
+            .shard_shape([8, 16, 16])
+            .codec(Codec::zstd(1))
+            .build()
+            .expect("side spec");
+        let arrays = vec![
+            ArrayConfig::new("cam", self.spec()),
+            ArrayConfig::new("side", side),
+        ];
+        let rec = Recording::create(root, arrays, options)
+            .unwrap_or_else(|e| panic!("{}: create: {e}", self.name));
+        assert_eq!(rec.frames_pushed("cam").expect("cam"), frames.start);
+        for k in frames {
+            if self.skipped.contains(&k) {
+                rec.skip("cam")
+                    .unwrap_or_else(|e| panic!("{}: skip frame {k}: {e}", self.name));
+            } else {
+                let accepted = rec
+                    .push_bytes("cam", &self.frame(k), Instant::now())
+                    .unwrap_or_else(|e| panic!("{}: push frame {k}: {e}", self.name))
+                    .is_accepted();
+                assert!(accepted, "{}: frame {k} dropped", self.name);
+            }
+            let _ = rec
+                .push("side", &[k as u16; 256])
+                .unwrap_or_else(|e| panic!("{}: push side {k}: {e}", self.name));
+        }
+        let stats = rec
             .finish()
             .unwrap_or_else(|e| panic!("{}: finish: {e}", self.name));
-        if self.sink == SinkChoice::Direct {
-            assert_eq!(stats.sink, SinkKind::Direct, "{}: fell back", self.name);
-        }
-        let skipped = self.skipped.len() as u64;
-        assert_eq!(stats.frames_written, self.frames - skipped, "{}", self.name);
-        assert_eq!(stats.frames_dropped, skipped, "{}", self.name);
-        let expected = dir.join(format!("{}.expected.raw", self.name));
-        fs::write(&expected, self.expected()).expect("write expected");
-        self.manifest_entry(&path, &expected)
+        stats.arrays.into_iter().next().expect("cam").1
     }
 
     fn manifest_entry(&self, path: &Path, expected: &Path) -> Value {
@@ -419,6 +492,33 @@ fn matrix() -> Vec<Case> {
     use IndexLocation::Start;
     let nan = f64::NAN;
     vec![
+        // issue 17: resumed mid-shard (3 + 7 frames; the second session completes the
+        // shard the first left partly filled, keeping its chunks), and two arrays of one
+        // recording, also resumed, with a dropped frame in each session.
+        Case {
+            resume_at: Some(3),
+            ..case(
+                "r3_u16_lz4_resumed_midshard",
+                &[0, 100, 70],
+                &[1, 32, 32],
+                &[4, 64, 64],
+                10,
+            )
+        },
+        Case {
+            resume_at: Some(6),
+            recording: true,
+            codec: Codec::zstd(1),
+            sink: SinkChoice::Pwrite,
+            skipped: &[2, 9],
+            ..case(
+                "r4_u16_zstd_recording_resumed",
+                &[0, 3, 48, 40],
+                &[1, 1, 16, 40],
+                &[2, 3, 48, 40],
+                15,
+            )
+        },
         // rank 3 -------------------------------------------------------------------
         // 10 frames into shards of 4: stops mid-shard.
         case(

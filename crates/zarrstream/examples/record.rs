@@ -322,7 +322,9 @@ fn ome_options(a: &OmeArgs) -> Ome {
 }
 
 /// What the frames go to: one array (the path without `--arrays`), or the arrays
-/// `cam0..` of one recording.
+/// `cam0..` of one recording. There is one per run, so its size does not matter; the
+/// writer stays unboxed so that the single-array push loop is exactly as before.
+#[allow(clippy::large_enum_variant)]
 enum Target {
     One(Writer),
     Many(Recording),
@@ -707,10 +709,14 @@ impl Pacer {
     }
 }
 
-/// Where camera `a` of `n` starts in the shared pool of `len` frames: `a / n` of the
-/// way into it (each camera sees different frames without a pool of its own).
-fn camera_offset(a: usize, n: usize, len: usize) -> u64 {
-    (a * len / n.max(1)) as u64
+/// Where camera `a` of `o.arrays` starts in the shared pool of `len` frames: a
+/// synthetic camera `a / n` of the way into it (each camera sees different frames
+/// without a pool of its own); with `--input`, every array gets the input's frames.
+fn camera_offset(o: &Options, a: usize, len: usize) -> u64 {
+    if o.input.is_some() {
+        return 0;
+    }
+    (a * len / o.arrays.unwrap_or(1).max(1)) as u64
 }
 
 /// Pushes frame `k` of array `a` (with its synthetic metadata under `--frame-meta`).
@@ -753,7 +759,7 @@ fn acquire_round_robin(
 ) -> Result<Acquisition, Failure> {
     let n = o.arrays.unwrap_or(1);
     let len = pool.len() as u64;
-    let offsets: Vec<u64> = (0..n).map(|a| camera_offset(a, n, pool.len())).collect();
+    let offsets: Vec<u64> = (0..n).map(|a| camera_offset(o, a, pool.len())).collect();
     let mut encoded = vec![0; n];
     let mut pacer = Pacer::new(Instant::now(), o.fps);
     for k in 0..frames {
@@ -790,7 +796,7 @@ fn acquire_threads(
     let failed = AtomicBool::new(false);
     let started = Instant::now();
     let camera = |a: usize| -> zarrstream::Result<Pacer> {
-        let off = camera_offset(a, n, pool.len());
+        let off = camera_offset(o, a, pool.len());
         let mut pacer = Pacer::new(started, o.fps);
         let mut encoded = 0;
         for k in 0..frames {

@@ -417,7 +417,7 @@ fn check_report_path(path: &Path) -> Result<(), Failure> {
 /// that is not a Zarr store (the writer would delete it recursively).
 fn check_out_path(o: &Options) -> Result<(), Failure> {
     let meta = match std::fs::symlink_metadata(&o.out) {
-        Ok(_) if o.resume => return Ok(()),
+        Ok(_) if o.resume => return check_resumable(o),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && o.resume => {
             return Err(Failure::Usage(format!(
                 "--resume: {} does not exist",
@@ -443,6 +443,36 @@ fn check_out_path(o: &Options) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// `--resume`: refuses, as a usage error, a store at `--out` that is not what the
+/// options describe (a recording's group without `--arrays`, a missing array with it),
+/// before the library meets it.
+fn check_resumable(o: &Options) -> Result<(), Failure> {
+    let node_type = |dir: &Path| -> Option<String> {
+        let text = std::fs::read(dir.join("zarr.json")).ok()?;
+        let doc: Value = serde_json::from_slice(&text).ok()?;
+        doc.get("node_type")?.as_str().map(str::to_owned)
+    };
+    match o.arrays {
+        None if o.ome.is_none() && node_type(&o.out).as_deref() == Some("group") => {
+            Err(Failure::Usage(format!(
+                "--resume: {} is a group, not an array (recorded with --arrays or --ome?)",
+                o.out.display()
+            )))
+        }
+        None => Ok(()),
+        Some(n) => match (0..n)
+            .map(|k| o.out.join(array_key(k)))
+            .find(|d| !d.exists())
+        {
+            Some(missing) => Err(Failure::Usage(format!(
+                "--resume --arrays {n}: {} does not exist",
+                missing.display()
+            ))),
+            None => Ok(()),
+        },
+    }
 }
 
 /// An opened `--input` file holding `frames` whole frames of `frame_bytes`.

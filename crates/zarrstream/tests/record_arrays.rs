@@ -322,3 +322,54 @@ fn record_refusals() {
     assert!(err.contains("does not exist"), "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn record_resume_of_the_wrong_layout_is_a_usage_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let group = tmp.path().join("group.zarr");
+    ok(&["--arrays", "2", "--frames", "3", "--out", s(&group)]);
+    let err = refused(&["--resume", "--frames", "3", "--out", s(&group)]);
+    assert!(err.contains("is a group, not an array"), "{err}");
+    let err = refused(&["--resume", "--arrays", "3", "--out", s(&group)]);
+    assert!(err.contains("cam2 does not exist"), "{err}");
+    for a in 0..2 {
+        assert_eq!(frames_of(&group, &format!("cam{a}")).len(), 3);
+    }
+}
+
+#[test]
+fn record_resume_of_a_live_or_crashed_array_fails_with_exit_1() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("rec.zarr");
+    // 20 s of frames at 10 fps: still recording when the resume is tried.
+    // Killed however the test ends.
+    struct Live(std::process::Child);
+    impl Drop for Live {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let live = Command::new(record())
+        .args(GEOMETRY)
+        .args(["--threads", "1", "--no-pin", "--quiet", "--progress"])
+        .args(["--frames", "200", "--fps", "10", "--out", s(&out)])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start record");
+    let mut live = Live(live);
+    // The first encoded frame: the writer is up and holds its lock.
+    let mut stderr = std::io::BufReader::new(live.0.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).expect("progress");
+    assert!(line.starts_with("encoded"), "{line}");
+    let out_live = run(&["--resume", "--frames", "2", "--out", s(&out)]);
+    drop(live);
+    assert_eq!(out_live.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out_live.stderr);
+    assert!(err.contains("locked"), "{err}");
+    let crashed = run(&["--resume", "--frames", "2", "--out", s(&out)]);
+    assert_eq!(crashed.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&crashed.stderr);
+    assert!(err.contains("zarrstream recover"), "{err}");
+}

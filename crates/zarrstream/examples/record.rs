@@ -13,7 +13,9 @@
 //! `--durability`). With `--fps F`, frame k is due at t0 + k/F on a camera clock: the
 //! pusher waits until then, and the frame latency is measured from that scheduled time,
 //! so a stall of the writer shows up in the latency of every frame it delays (open loop).
-//! `--help` lists every option.
+//! `--arrays N` records N cameras (`cam0..`) into one group with a `Recording`, from one
+//! thread or (`--camera-threads`) one thread per camera; `--resume` continues a finished
+//! array or recording. `--help` lists every option.
 
 #[path = "record/args.rs"]
 mod args;

@@ -13,7 +13,9 @@
 //! `--durability`). With `--fps F`, frame k is due at t0 + k/F on a camera clock: the
 //! pusher waits until then, and the frame latency is measured from that scheduled time,
 //! so a stall of the writer shows up in the latency of every frame it delays (open loop).
-//! `--help` lists every option.
+//! `--arrays N` records N cameras (`cam0..`) into one group with a `Recording`, from one
+//! thread or (`--camera-threads`) one thread per camera; `--resume` continues a finished
+//! array or recording. `--help` lists every option.
 
 #[path = "record/args.rs"]
 mod args;
@@ -32,8 +34,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MetaType, Ome, Omero, Stats,
-    Writer, WriterOptions,
+    ArrayConfig, ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MetaType, Ome,
+    Omero, Recording, Stats, Writer, WriterOptions,
 };
 
 use crate::args::{Command, OmeArgs, Options, UsageError, join};
@@ -59,6 +61,11 @@ impl From<zarrstream::Error> for Failure {
         match e {
             zarrstream::Error::Exists { path } => Failure::Usage(exists_message(&path)),
             zarrstream::Error::Spec(s) => Failure::Usage(format!("invalid array: {s}")),
+            // What --resume found differs from the options, or cannot be continued.
+            e @ (zarrstream::Error::ResumeMismatch { .. }
+            | zarrstream::Error::ResumeUnsupported(_)
+            | zarrstream::Error::ConflictingOptions(..)
+            | zarrstream::Error::NotOwned { .. }) => Failure::Usage(e.to_string()),
             e => Failure::Run(Box::new(e)),
         }
     }
@@ -145,10 +152,31 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
             join(spec.shape())
         )));
     }
+    // --resume opens the store first: where it ends decides which synthetic frames
+    // come next (and whether --frames still fits).
+    let (early, resumed_from) = if opts.resume {
+        let target = open_target(&opts, &spec)?;
+        let counts = target.frames_pushed()?;
+        if let Some(&done) = counts.iter().max()
+            && spec.shape()[0] != 0
+            && done.saturating_add(frames) > capacity
+        {
+            return Err(Failure::Usage(format!(
+                "--frames {frames} after the {done} frames recorded exceeds the array's capacity of {capacity} frames (--shape {})",
+                join(spec.shape())
+            )));
+        }
+        (Some(target), Some(counts))
+    } else {
+        (None, None)
+    };
     let prep = Instant::now();
     let (pool, source) = match input {
         Some(i) => load_input(i, frames)?,
-        None => render_frames(&opts, &spec, frames)?,
+        None => {
+            let first = resumed_from.as_ref().map_or(0, |c| c[0]);
+            render_frames(&opts, &spec, frames, first)?
+        }
     };
     let prep_seconds = prep.elapsed().as_secs_f64();
     if let Some(path) = &opts.save_frames {
@@ -166,33 +194,32 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
     let peak_reset = report::reset_peak_rss();
     let baseline_rss_kib = report::proc_status_kib("VmRSS");
 
-    let options = WriterOptions::default()
-        .threads(opts.threads)
-        .pin_threads(opts.pin)
-        .sink(opts.sink)
-        .pool_frames(opts.pool_frames)
-        .backpressure(opts.backpressure)
-        .durability(opts.durability)
-        .packing(opts.packing)
-        .overwrite(opts.overwrite);
-    let options = if opts.frame_meta {
-        options.frame_meta(synthetic_meta_spec())
-    } else {
-        options
+    let target = match early {
+        Some(t) => t,
+        None => open_target(&opts, &spec)?,
     };
-    let mut writer = match &opts.ome {
-        Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
-        None => Writer::create(&opts.out, spec, options)?,
+    let (run, stats, arrays) = match target {
+        Target::One(mut writer) => {
+            let run = acquire(
+                &mut writer,
+                &pool,
+                frames,
+                opts.fps,
+                opts.progress,
+                opts.frame_meta,
+            )?;
+            (run, writer.finish()?, None)
+        }
+        Target::Many(rec) => {
+            let run = if opts.camera_threads {
+                acquire_threads(&rec, &pool, frames, &opts)?
+            } else {
+                acquire_round_robin(&rec, &pool, frames, &opts)?
+            };
+            let stats = rec.finish()?;
+            (run, stats.total, Some(stats.arrays))
+        }
     };
-    let run = acquire(
-        &mut writer,
-        &pool,
-        frames,
-        opts.fps,
-        opts.progress,
-        opts.frame_meta,
-    )?;
-    let stats = writer.finish()?;
     let seconds = run.started.elapsed().as_secs_f64();
 
     let peak_rss_kib = report::proc_status_kib("VmHWM");
@@ -203,8 +230,23 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
     } else {
         opts.threads
     };
+    let arrays = match arrays {
+        Some(list) => {
+            let mut with_usage = Vec::with_capacity(list.len());
+            for (key, stats) in list {
+                let dir = opts.out.join(&key);
+                let usage = report::disk_usage(&dir)
+                    .map_err(io_failure(format!("measure {}", dir.display())))?;
+                with_usage.push((key, stats, usage));
+            }
+            Some(with_usage)
+        }
+        None => None,
+    };
     let measured = Measured {
         stats,
+        arrays,
+        resumed_from,
         seconds,
         usage,
         threads,
@@ -281,6 +323,76 @@ fn ome_options(a: &OmeArgs) -> Ome {
     ome.downsample_z(a.downsample_z)
 }
 
+/// What the frames go to: one array (the path without `--arrays`), or the arrays
+/// `cam0..` of one recording. There is one per run, so its size does not matter; the
+/// writer stays unboxed so that the single-array push loop is exactly as before.
+#[allow(clippy::large_enum_variant)]
+enum Target {
+    One(Writer),
+    Many(Recording),
+}
+
+impl Target {
+    /// Frames each array holds so far (before the first push: what a resumed array
+    /// already had).
+    fn frames_pushed(&self) -> Result<Vec<u64>, Failure> {
+        Ok(match self {
+            Target::One(w) => vec![w.frames_pushed()],
+            Target::Many(r) => (0..r.keys().count())
+                .map(|a| r.frames_pushed(a))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// The key of array `k` with `--arrays`.
+fn array_key(k: usize) -> String {
+    format!("cam{k}")
+}
+
+/// Creates (or with `--resume`, reopens) the writer or recording at `--out`.
+fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
+    let options = WriterOptions::default()
+        .threads(opts.threads)
+        .pin_threads(opts.pin)
+        .sink(opts.sink)
+        .pool_frames(opts.pool_frames)
+        .backpressure(opts.backpressure)
+        .durability(opts.durability)
+        .packing(opts.packing)
+        .overwrite(opts.overwrite);
+    let options = if opts.resume {
+        options.resume(true)
+    } else {
+        options
+    };
+    let Some(n) = opts.arrays else {
+        let options = if opts.frame_meta {
+            options.frame_meta(synthetic_meta_spec())
+        } else {
+            options
+        };
+        let spec = spec.clone();
+        return Ok(Target::One(match &opts.ome {
+            Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
+            None => Writer::create(&opts.out, spec, options)?,
+        }));
+    };
+    let arrays = (0..n)
+        .map(|k| {
+            let mut a = ArrayConfig::new(array_key(k), spec.clone());
+            if let Some(o) = &opts.ome {
+                a = a.ome(ome_options(o));
+            }
+            if opts.frame_meta {
+                a = a.frame_meta(synthetic_meta_spec());
+            }
+            a
+        })
+        .collect();
+    Ok(Target::Many(Recording::create(&opts.out, arrays, options)?))
+}
+
 /// Fails before the acquisition, not after it, if the report cannot be written there.
 fn check_report_path(path: &Path) -> Result<(), Failure> {
     let parent = match path.parent() {
@@ -307,6 +419,13 @@ fn check_report_path(path: &Path) -> Result<(), Failure> {
 /// that is not a Zarr store (the writer would delete it recursively).
 fn check_out_path(o: &Options) -> Result<(), Failure> {
     let meta = match std::fs::symlink_metadata(&o.out) {
+        Ok(_) if o.resume => return check_resumable(o),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && o.resume => {
+            return Err(Failure::Usage(format!(
+                "--resume: {} does not exist",
+                o.out.display()
+            )));
+        }
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_failure(format!("inspect {}", o.out.display()))(e)),
@@ -326,6 +445,36 @@ fn check_out_path(o: &Options) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// `--resume`: refuses, as a usage error, a store at `--out` that is not what the
+/// options describe (a recording's group without `--arrays`, a missing array with it),
+/// before the library meets it.
+fn check_resumable(o: &Options) -> Result<(), Failure> {
+    let node_type = |dir: &Path| -> Option<String> {
+        let text = std::fs::read(dir.join("zarr.json")).ok()?;
+        let doc: Value = serde_json::from_slice(&text).ok()?;
+        doc.get("node_type")?.as_str().map(str::to_owned)
+    };
+    match o.arrays {
+        None if o.ome.is_none() && node_type(&o.out).as_deref() == Some("group") => {
+            Err(Failure::Usage(format!(
+                "--resume: {} is a group, not an array (recorded with --arrays or --ome?)",
+                o.out.display()
+            )))
+        }
+        None => Ok(()),
+        Some(n) => match (0..n)
+            .map(|k| o.out.join(array_key(k)))
+            .find(|d| !d.exists())
+        {
+            Some(missing) => Err(Failure::Usage(format!(
+                "--resume --arrays {n}: {} does not exist",
+                missing.display()
+            ))),
+            None => Ok(()),
+        },
+    }
 }
 
 /// An opened `--input` file holding `frames` whole frames of `frame_bytes`.
@@ -412,13 +561,20 @@ fn synthetic_camera(o: &Options) -> Result<camera::Camera, Failure> {
 
 /// Renders at most `SYNTHETIC_POOL_BYTES` of distinct synthetic frames (cycled while
 /// pushing). Returns them and a description.
+///
+/// The camera's frame `g` is its frame `g % P` (`P` frames fit in the pool): what the
+/// pool of a recording of any length holds at the index frame `g` is pushed from. So a
+/// recording resumed after `first` frames starts at the camera's frame `first`, and
+/// continues an uninterrupted one exactly.
 fn render_frames(
     o: &Options,
     spec: &ArraySpec,
     frames: u64,
+    first: u64,
 ) -> Result<(Vec<Vec<u8>>, String), Failure> {
     let fb = spec.frame_bytes() as u64;
-    let distinct = frames.clamp(1, (SYNTHETIC_POOL_BYTES / fb).max(1)) as usize;
+    let period = (SYNTHETIC_POOL_BYTES / fb).max(1);
+    let distinct = frames.clamp(1, period) as usize;
     let cam = synthetic_camera(o)?;
     if !o.quiet {
         eprintln!(
@@ -429,14 +585,26 @@ fn render_frames(
             mib(distinct as u64 * fb)
         );
     }
-    let pool = cam.render(distinct);
+    let pool = if first == 0 {
+        cam.render(distinct)
+    } else {
+        let at: Vec<u64> = (0..distinct as u64)
+            .map(|j| (first % period + j) % period)
+            .collect();
+        cam.render_at(&at)
+    };
     let cycled = if frames > distinct as u64 {
         ", cycled"
     } else {
         ""
     };
+    let from = if first == 0 {
+        String::new()
+    } else {
+        format!(", from frame {first}")
+    };
     let desc = format!(
-        "synthetic camera, seed {}, {} blobs{cycled}",
+        "synthetic camera, seed {}, {} blobs{from}{cycled}",
         cam.seed, cam.blobs
     );
     Ok((pool, desc))
@@ -538,6 +706,186 @@ fn acquire(
     })
 }
 
+/// The camera clock of one pushing thread: frame `k` is due at `started + k / fps`.
+struct Pacer {
+    started: Instant,
+    period: Option<f64>,
+    late_frames: u64,
+    max_lateness: Duration,
+}
+
+impl Pacer {
+    fn new(started: Instant, fps: f64) -> Self {
+        Pacer {
+            started,
+            period: (fps > 0.0).then(|| 1.0 / fps),
+            late_frames: 0,
+            max_lateness: Duration::ZERO,
+        }
+    }
+
+    /// Waits until frame `k` is due (when paced) and returns its scheduled time.
+    fn wait(&mut self, k: u64) -> Instant {
+        let Some(p) = self.period else {
+            return Instant::now();
+        };
+        // Camera clock: computed from t0 so rounding never accumulates.
+        let due = self.started + Duration::from_secs_f64(k as f64 * p);
+        wait_until(due);
+        let lateness = Instant::now().saturating_duration_since(due);
+        self.max_lateness = self.max_lateness.max(lateness);
+        if lateness.as_secs_f64() > p {
+            self.late_frames += 1;
+        }
+        due
+    }
+}
+
+/// Where camera `a` of `o.arrays` starts in the shared pool of `len` frames: a
+/// synthetic camera `a / n` of the way into it (each camera sees different frames
+/// without a pool of its own); with `--input`, every array gets the input's frames.
+fn camera_offset(o: &Options, a: usize, len: usize) -> u64 {
+    if o.input.is_some() {
+        return 0;
+    }
+    (a * len / o.arrays.unwrap_or(1).max(1)) as u64
+}
+
+/// Pushes frame `k` of array `a` (with its synthetic metadata under `--frame-meta`).
+fn push_array(
+    rec: &Recording,
+    a: usize,
+    frame: &[u8],
+    k: u64,
+    scheduled: Instant,
+    started: Instant,
+    frame_meta: bool,
+) -> zarrstream::Result<()> {
+    // A frame dropped under --backpressure drop is counted by the recording.
+    if frame_meta {
+        let meta = synthetic_meta(k, scheduled.duration_since(started));
+        let _ = rec.push_with(a, frame, scheduled, &meta)?;
+    } else {
+        let _ = rec.push_bytes(a, frame, scheduled)?;
+    }
+    Ok(())
+}
+
+/// `--progress` with `--arrays`: prints `encoded KEY N` when array `a`'s count grew.
+fn report_progress(rec: &Recording, a: usize, seen: &mut u64) -> zarrstream::Result<()> {
+    let now = rec.frames_encoded(a)?;
+    if now > *seen {
+        *seen = now;
+        eprintln!("encoded {} {now}", array_key(a));
+    }
+    Ok(())
+}
+
+/// `--arrays` from one thread: frame `k` of every array in turn (all due at the same
+/// camera time), `frames` rounds.
+fn acquire_round_robin(
+    rec: &Recording,
+    pool: &[Vec<u8>],
+    frames: u64,
+    o: &Options,
+) -> Result<Acquisition, Failure> {
+    let n = o.arrays.unwrap_or(1);
+    let len = pool.len() as u64;
+    let offsets: Vec<u64> = (0..n).map(|a| camera_offset(o, a, pool.len())).collect();
+    let mut encoded = vec![0; n];
+    let mut pacer = Pacer::new(Instant::now(), o.fps);
+    for k in 0..frames {
+        let scheduled = pacer.wait(k);
+        for (a, off) in offsets.iter().enumerate() {
+            let frame = &pool[((k + off) % len) as usize];
+            push_array(rec, a, frame, k, scheduled, pacer.started, o.frame_meta)?;
+        }
+        if o.progress {
+            for (a, seen) in encoded.iter_mut().enumerate() {
+                report_progress(rec, a, seen)?;
+            }
+        }
+    }
+    Ok(Acquisition {
+        started: pacer.started,
+        late_frames: pacer.late_frames,
+        max_lateness: pacer.max_lateness,
+    })
+}
+
+/// `--arrays --camera-threads`: one thread per array, each pushing its array on its
+/// own camera clock (all started at the same time). The first failure stops the
+/// other threads.
+fn acquire_threads(
+    rec: &Recording,
+    pool: &[Vec<u8>],
+    frames: u64,
+    o: &Options,
+) -> Result<Acquisition, Failure> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let n = o.arrays.unwrap_or(1);
+    let len = pool.len() as u64;
+    let failed = AtomicBool::new(false);
+    let started = Instant::now();
+    let camera = |a: usize| -> zarrstream::Result<Pacer> {
+        let off = camera_offset(o, a, pool.len());
+        let mut pacer = Pacer::new(started, o.fps);
+        let mut encoded = 0;
+        for k in 0..frames {
+            if failed.load(Ordering::Relaxed) {
+                break;
+            }
+            let scheduled = pacer.wait(k);
+            let frame = &pool[((k + off) % len) as usize];
+            push_array(rec, a, frame, k, scheduled, started, o.frame_meta)
+                .and_then(|()| {
+                    if o.progress {
+                        report_progress(rec, a, &mut encoded)
+                    } else {
+                        Ok(())
+                    }
+                })
+                .inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
+        }
+        Ok(pacer)
+    };
+    let results: Vec<zarrstream::Result<Pacer>> = std::thread::scope(|s| {
+        let camera = &camera;
+        let handles: Vec<_> = (0..n)
+            .map(|a| {
+                std::thread::Builder::new()
+                    .name(format!("record-{}", array_key(a)))
+                    .spawn_scoped(s, move || camera(a))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(e) => {
+                    failed.store(true, Ordering::Relaxed);
+                    Err(zarrstream::Error::Internal(format!(
+                        "start a camera thread: {e}"
+                    )))
+                }
+            })
+            .collect()
+    });
+    let mut run = Acquisition {
+        started,
+        late_frames: 0,
+        max_lateness: Duration::ZERO,
+    };
+    for r in results {
+        let pacer = r?;
+        run.late_frames += pacer.late_frames;
+        run.max_lateness = run.max_lateness.max(pacer.max_lateness);
+    }
+    Ok(run)
+}
+
 /// The fields `--frame-meta` stores: what a microscope records with each frame.
 fn synthetic_meta_spec() -> FrameMetaSpec {
     FrameMetaSpec::new()
@@ -580,7 +928,12 @@ fn wait_until(due: Instant) {
 }
 
 struct Measured {
+    /// The array's, or with `--arrays` the recording's total.
     stats: Stats,
+    /// With `--arrays`: each array's key, statistics and disk usage.
+    arrays: Option<Vec<(String, Stats, report::DiskUsage)>>,
+    /// With `--resume`: the frames each array held before this run.
+    resumed_from: Option<Vec<u64>>,
     seconds: f64,
     usage: report::DiskUsage,
     threads: usize,
@@ -619,7 +972,7 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         (Some(p), Some(b)) => Some(round(p.saturating_sub(b) as f64 / 1024.0, 1)),
         _ => None,
     };
-    json!({
+    let mut doc = json!({
         "frames": s.frames_pushed,
         "dropped": s.frames_dropped,
         "raw_bytes": s.bytes_in,
@@ -671,7 +1024,63 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "prepare_seconds": round(m.prep_seconds, 3),
         "source": m.source,
         "out": o.out.display().to_string(),
-    })
+    });
+    if let Value::Object(map) = &mut doc {
+        if let Some(arrays) = &m.arrays {
+            map.insert(
+                "arrays".into(),
+                arrays_json(arrays, m.resumed_from.as_deref()),
+            );
+            map.insert(
+                "total".into(),
+                json!({
+                    "frames": s.frames_pushed,
+                    "frames_written": s.frames_written,
+                    "frames_dropped": s.frames_dropped,
+                    "bytes_in": s.bytes_in,
+                    "bytes_stored": s.bytes_stored,
+                    "stored_bytes": m.usage.bytes,
+                    "seconds": round(m.seconds, 6),
+                    "throughput_mib_s": round(m.throughput_mib_s(), 2),
+                    "push_latency_us": report::percentiles_us(&s.push_latency_ns),
+                    "frame_latency_us": report::percentiles_us(&s.frame_latency_ns),
+                }),
+            );
+            map.insert("camera_threads".into(), json!(o.camera_threads));
+        }
+        if let Some(counts) = &m.resumed_from {
+            map.insert("resumed_from".into(), json!(counts.iter().sum::<u64>()));
+        }
+    }
+    doc
+}
+
+/// The `"arrays"` list of the report: one entry per array of `--arrays`.
+fn arrays_json(arrays: &[(String, Stats, report::DiskUsage)], resumed: Option<&[u64]>) -> Value {
+    let entries = arrays
+        .iter()
+        .enumerate()
+        .map(|(a, (key, s, usage))| {
+            let mut entry = json!({
+                "key": key,
+                "frames": s.frames_pushed,
+                "frames_written": s.frames_written,
+                "frames_dropped": s.frames_dropped,
+                "bytes_in": s.bytes_in,
+                "bytes_stored": s.bytes_stored,
+                "stored_bytes": usage.bytes,
+                "shards": s.shards,
+                "writer_seconds": round(s.seconds, 6),
+                "push_latency_us": report::percentiles_us(&s.push_latency_ns),
+                "frame_latency_us": report::percentiles_us(&s.frame_latency_ns),
+            });
+            if let (Some(r), Value::Object(map)) = (resumed, &mut entry) {
+                map.insert("resumed_from".into(), json!(r.get(a).copied().unwrap_or(0)));
+            }
+            entry
+        })
+        .collect();
+    Value::Array(entries)
 }
 
 fn print_summary(o: &Options, m: &Measured) {
@@ -717,6 +1126,20 @@ fn print_summary(o: &Options, m: &Measured) {
         ms(&s.push_latency_ns),
         ms(&s.frame_latency_ns)
     );
+    for (key, a, usage) in m.arrays.iter().flatten() {
+        println!(
+            "  {key}: {} frame(s) ({} dropped), {:.1} MiB raw, stored {:.1} MiB, p99 push {:.3} ms, p99 frame {:.3} ms",
+            a.frames_pushed,
+            a.frames_dropped,
+            mib(a.bytes_in),
+            mib(usage.bytes),
+            ms(&a.push_latency_ns),
+            ms(&a.frame_latency_ns)
+        );
+    }
+    if let Some(counts) = &m.resumed_from {
+        println!("  resumed after {} frame(s)", join(counts));
+    }
     if o.fps > 0.0 {
         println!(
             "  paced at {} fps: {} frame(s) pushed more than one period late (max {:.3} ms)",

@@ -98,12 +98,32 @@ WRITER:
                             (group commit), or no syncs [default: shard]
     --no-pin                do not pin worker threads to cores
 
+RECORDING:
+    --arrays N              record N synthetic cameras (or N copies of --input)
+                            into one group at --out: arrays cam0..cam{N-1} (with
+                            --ome, each an OME-Zarr image), one zarrstream
+                            Recording with one pool of workers; --frames counts per
+                            array and --pool-frames is the total frame budget. The
+                            cameras share one pool of synthetic frames: camera k
+                            starts k/N of the way into it. Frames are pushed
+                            round-robin from one thread [default: one array, one
+                            Writer]
+    --camera-threads        one pushing thread per array (needs --arrays), each
+                            paced at --fps like a camera of its own
+    --resume                append to the finished array (with --arrays, the
+                            recording) at --out, which must exist: the first new
+                            frame follows the last one recorded (with --input, it
+                            is the input's first frame; synthetic frames continue
+                            the camera's sequence); the options must describe the
+                            array as it is on disk (not with --overwrite)
+
 OUTPUT:
     --report FILE           write the JSON report to FILE
     --quiet                 print nothing but errors
     --progress              print `encoded N` to stderr whenever the number of
                             frames whose chunks are all in their shard slots grows
-                            (polled after each push; for crash tests)
+                            (polled after each push; for crash tests); with
+                            --arrays, `encoded KEY N` per array
     -h, --help              print this help
 
 Exit status: 0 on success, 2 for invalid options (including an existing --out
@@ -164,6 +184,12 @@ pub(crate) struct Options {
     pub quiet: bool,
     /// Print `encoded N` to stderr as `Writer::frames_encoded` grows.
     pub progress: bool,
+    /// `--arrays N`: N arrays `cam0..` in one `Recording` (`None`: one `Writer`).
+    pub arrays: Option<usize>,
+    /// `--camera-threads`: one pushing thread per array.
+    pub camera_threads: bool,
+    /// `--resume`: continue the finished array or recording at `out`.
+    pub resume: bool,
 }
 
 /// The OME-Zarr options (`--ome` and its companions).
@@ -237,6 +263,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         report: None,
         quiet: false,
         progress: false,
+        arrays: None,
+        camera_threads: false,
+        resume: false,
     };
     let mut raw = Raw::default();
     let mut args = args.into_iter();
@@ -262,6 +291,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 "--no-pin" => o.pin = false,
                 "--quiet" => o.quiet = true,
                 "--progress" => o.progress = true,
+                "--camera-threads" => o.camera_threads = true,
+                "--resume" => o.resume = true,
                 "--ome" => raw.ome = true,
                 "--downsample-z" => {
                     raw.ome_args.downsample_z = true;
@@ -448,8 +479,25 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 }
             }
             "--report" => o.report = Some(PathBuf::from(nonempty(&name, v)?)),
+            "--arrays" => {
+                o.arrays = match parse_num::<usize>(&name, v)? {
+                    0 => return usage(format!("--arrays '{v}': expected at least 1")),
+                    n => Some(n),
+                }
+            }
             _ => return usage(format!("unknown option {name} (see --help)")),
         }
+    }
+    if o.camera_threads && o.arrays.is_none() {
+        return usage("--camera-threads needs --arrays");
+    }
+    if o.resume && o.overwrite {
+        return usage(
+            "--resume and --overwrite cannot be combined (--resume appends to the store at --out)",
+        );
+    }
+    if o.resume && o.save_frames.is_some() {
+        return usage("--save-frames cannot be combined with --resume");
     }
     if !raw.ome
         && let Some(name) = &raw.ome_option
@@ -724,5 +772,54 @@ mod tests {
         let a = o.ome.expect("ome");
         assert_eq!((a.pixel_size, a.z_step), (Some((0.5, 0.25)), Some(2.0)));
         assert!(run(&[]).ome.is_none());
+    }
+
+    fn err(a: &[&str]) -> String {
+        match parse(a.iter().map(|s| s.to_string())) {
+            Err(e) => e.0,
+            Ok(c) => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn arrays_flag() {
+        let o = run(&[]);
+        assert_eq!(o.arrays, None);
+        assert!(!o.camera_threads && !o.resume);
+        assert_eq!(run(&["--arrays", "3"]).arrays, Some(3));
+        assert_eq!(run(&["--arrays=1"]).arrays, Some(1));
+        assert!(err(&["--arrays", "0"]).contains("--arrays '0': expected at least 1"));
+        assert!(err(&["--arrays", "-2"]).contains("non-negative integer"));
+        assert!(err(&["--arrays"]).contains("needs a value"));
+    }
+
+    #[test]
+    fn camera_threads_flag() {
+        let o = run(&["--arrays", "2", "--camera-threads"]);
+        assert!(o.camera_threads);
+        assert_eq!(o.arrays, Some(2));
+        assert_eq!(
+            err(&["--camera-threads"]),
+            "--camera-threads needs --arrays"
+        );
+        assert!(err(&["--camera-threads=1", "--arrays", "2"]).contains("takes no value"));
+    }
+
+    #[test]
+    fn frame_meta_with_arrays() {
+        let o = run(&["--arrays", "2", "--frame-meta"]);
+        assert!(o.frame_meta);
+        assert_eq!(o.arrays, Some(2));
+    }
+
+    #[test]
+    fn resume_flag() {
+        let o = run(&["--resume", "--out", "x.zarr"]);
+        assert!(o.resume && !o.overwrite);
+        assert!(run(&["--resume", "--arrays", "2"]).resume);
+        assert!(err(&["--resume", "--overwrite"]).contains("cannot be combined"));
+        assert!(err(&["--overwrite", "--resume"]).contains("cannot be combined"));
+        assert!(err(&["--resume", "--save-frames", "f.raw"]).contains("--save-frames"));
+        assert!(err(&["--resume=yes"]).contains("takes no value"));
     }
 }

@@ -114,23 +114,28 @@ impl Camera {
     /// Renders `n` distinct frames in parallel, each as little-endian bytes of the
     /// camera's data type.
     pub(crate) fn render(&self, n: usize) -> Vec<Vec<u8>> {
-        let (sigma, tracks) = self.tracks(n);
+        self.render_at(&(0..n as u64).collect::<Vec<_>>())
+    }
+
+    /// Renders the frames with these indices in the camera's sequence (each as
+    /// `render` would render it, in the order given), in parallel.
+    pub(crate) fn render_at(&self, frames: &[u64]) -> Vec<Vec<u8>> {
+        let (sigma, tracks) = self.tracks(frames);
         let background = self.background();
         let pixels = self.height * self.width;
         tracks
             .par_iter()
-            .enumerate()
+            .zip(frames)
             .map_init(
                 || vec![0f32; pixels],
-                |scratch, (t, track)| {
-                    self.render_frame(t as u64, track, &sigma, &background, scratch)
-                },
+                |scratch, (track, &t)| self.render_frame(t, track, &sigma, &background, scratch),
             )
             .collect()
     }
 
-    /// Per-frame blob positions and brightness (cheap; sequential, like the reference).
-    fn tracks(&self, n: usize) -> (Vec<f32>, Vec<Track>) {
+    /// Blob positions and brightness of the frames with these indices (cheap;
+    /// sequential, like the reference: the walk runs up to the last frame asked for).
+    fn tracks(&self, frames: &[u64]) -> (Vec<f32>, Vec<Track>) {
         let (h, w) = (self.height as f64, self.width as f64);
         let mut rng = Rng::seeded(&[self.seed, 0]);
         let b = self.blobs;
@@ -150,16 +155,26 @@ impl Camera {
         let mut vel: Vec<[f32; 2]> = (0..b)
             .map(|_| [0.3 * rng.normal() as f32, 0.3 * rng.normal() as f32])
             .collect();
-        let mut tracks = Vec::with_capacity(n);
-        for _ in 0..n {
-            let flicker = amp
-                .iter()
-                .map(|a| a * rng.uniform_in(0.9, 1.1) as f32)
-                .collect();
-            tracks.push(Track {
-                pos: pos.clone(),
-                amp: flicker,
-            });
+        // Where each frame asked for goes, in the order of the walk.
+        let mut order: Vec<usize> = (0..frames.len()).collect();
+        order.sort_by_key(|&i| frames[i]);
+        let mut next = order.iter().peekable();
+        let mut tracks: Vec<Option<Track>> = (0..frames.len()).map(|_| None).collect();
+        let steps = frames.iter().max().map_or(0, |&m| m + 1);
+        let mut flicker = vec![0f32; b];
+        for t in 0..steps {
+            for (f, a) in flicker.iter_mut().zip(&amp) {
+                *f = a * rng.uniform_in(0.9, 1.1) as f32;
+            }
+            while let Some(&&i) = next.peek()
+                && frames[i] == t
+            {
+                tracks[i] = Some(Track {
+                    pos: pos.clone(),
+                    amp: flicker.clone(),
+                });
+                next.next();
+            }
             // Slow drift: random-walk velocity, wrapping around the field of view.
             for (p, v) in pos.iter_mut().zip(vel.iter_mut()) {
                 v[0] += 0.05 * rng.normal() as f32;
@@ -168,7 +183,7 @@ impl Camera {
                 p[1] = wrap(p[1] + v[1], self.width as f32);
             }
         }
-        (sigma, tracks)
+        (sigma, tracks.into_iter().flatten().collect())
     }
 
     /// Smooth background in photoelectrons: weak illumination fall-off, 7 to 15 e-.
@@ -323,6 +338,15 @@ mod tests {
         );
         assert!((98..=106).contains(&median), "median {median}");
         assert!(lo >= 85 && hi <= 120, "1% {lo}, 99% {hi}");
+    }
+
+    #[test]
+    fn frames_render_alike_wherever_they_start() {
+        let c = cam(DataType::UInt16);
+        let all = c.render(7);
+        assert_eq!(c.render_at(&[4, 5, 6]), all[4..]);
+        assert_eq!(c.render_at(&[6, 2]), [all[6].clone(), all[2].clone()]);
+        assert!(c.render_at(&[]).is_empty());
     }
 
     #[test]

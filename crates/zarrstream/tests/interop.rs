@@ -325,12 +325,14 @@ impl Case {
             .sink(self.sink)
             .packing(self.packing)
             .durability(self.durability);
-        let sessions = match self.resume_at {
-            Some(r) => vec![0..r, r..self.frames],
-            None => vec![0..self.frames],
-        };
+        // One session, or two split where the case resumes.
+        let split = self.resume_at.unwrap_or(self.frames);
+        let sessions = [0..split, split..self.frames];
         let (mut written, mut dropped) = (0, 0);
         for (i, frames) in sessions.into_iter().enumerate() {
+            if i > 0 && frames.is_empty() {
+                break;
+            }
             let options = options.clone().resume(i > 0);
             let stats = if self.recording {
                 self.record_in_recording(&root, frames, options)

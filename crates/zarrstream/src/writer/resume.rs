@@ -103,6 +103,11 @@ fn store_error(path: &Path, e: StoreError) -> Error {
             0,
         ),
         StoreError::Io(io) => Error::io(io.op, &io.path, io.source, 0),
+        StoreError::NotAStore { path, .. } => Error::NotOwned {
+            path,
+            reason: "not a Zarr v3 array, so there is nothing to resume (a recording's group \
+                     is resumed as a Recording)",
+        },
         other => Error::NeedsRecovery {
             path: path.to_path_buf(),
             reason: other.to_string(),

@@ -43,6 +43,7 @@
  * Regenerate: ZARRSTREAM_UPDATE_HEADER=1 cargo test -p zarrstream-capi --test header */
 
 #include <stddef.h>
+#include <stdint.h>
 
 /**
  * Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative

@@ -3,9 +3,13 @@
  * threads, and resuming a finished array (run by capi/tests/c_api.rs, which reads the
  * stores back with zarr-python: capi/tests/check_recording.py).
  *
- *     recording DIR
+ *     recording DIR                     the recording and its error paths
+ *     recording internal-create DIR     with ZARRSTREAM_CAPI_INJECT_PANIC=zs_recording_create
+ *     recording internal-recording DIR  with ZARRSTREAM_CAPI_INJECT_PANIC=recording
  *
- * DIR is an empty directory. Writes:
+ * (The panic injection exists in debug builds of the library only: a panic comes back
+ * as ZS_E_INTERNAL, and a recording whose call panicked answers ZS_E_CLOSED on every
+ * thread.) DIR is an empty directory. Writes:
  *   DIR/rec.zarr   a recording: "cam0" (uint16, 48 x 64, lz4, per-frame metadata, pushed
  *                  by the main thread), "stage/cam1" (uint8, 32 x 40, zstd, pushed by a
  *                  second thread at the same time) and "img" (an OME-Zarr image, uint16,
@@ -393,10 +397,50 @@ static void writer_resume(void)
     EXPECT(zs_writer_create(path("absent.zarr"), config, &w), ZS_E_IO, "absent.zarr");
 }
 
+static void *push_closed_thread(void *arg)
+{
+    static uint8_t frame[H1 * W1];
+    EXPECT(zs_recording_push(arg, 1, frame, sizeof frame), ZS_E_CLOSED, "closed");
+    return NULL;
+}
+
+/* A panic inside the library: ZS_E_INTERNAL, never an unwind into C. */
+static void internal(const char *mode)
+{
+    zs_recording *r = (zs_recording *)&r;
+    if (strcmp(mode, "internal-create") == 0) {
+        EXPECT(zs_recording_create(path("p.zarr"), config("", "zstd:1", 1), &r),
+               ZS_E_INTERNAL, "zs_recording_create panicked");
+        CHECK(r == NULL, "a failed create stores NULL");
+        return;
+    }
+    OK(zs_recording_create(path("p.zarr"), config("", "zstd:1", 1), &r));
+    static uint16_t frame0[H0 * W0];
+    EXPECT(zs_recording_push(r, 0, frame0, sizeof frame0), ZS_E_INTERNAL,
+           "zs_recording_push panicked");
+    /* The recording cannot be trusted any more, on any thread and for any array. */
+    EXPECT(zs_recording_push(r, 0, frame0, sizeof frame0), ZS_E_CLOSED, "closed");
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, push_closed_thread, r) == 0, "pthread_create");
+    CHECK(pthread_join(thread, NULL) == 0, "pthread_join");
+    size_t index;
+    EXPECT(zs_recording_array_index(r, "cam0", &index), ZS_E_CLOSED, "closed");
+    EXPECT(zs_recording_set_attribute(r, NULL, "a", "1"), ZS_E_CLOSED, "closed");
+    char *stats = (char *)&stats;
+    EXPECT(zs_recording_finish(r, &stats), ZS_E_CLOSED, "closed");
+    CHECK(stats == NULL, "no statistics");
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3) {
+        snprintf(dir, sizeof dir, "%s", argv[2]);
+        internal(argv[1]);
+        printf("recording: %s: %d checks passed\n", argv[1], checks);
+        return 0;
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s [internal-create | internal-recording] DIR\n", argv[0]);
         return 2;
     }
     snprintf(dir, sizeof dir, "%s", argv[1]);

@@ -529,7 +529,7 @@ fn c_disk_full_then_closed() {
 }
 
 /// A panic inside the library comes back as ZS_E_INTERNAL (then ZS_E_CLOSED on the
-/// poisoned writer), never crossing into C. The panics are injected through
+/// poisoned writer or recording, from every thread), never crossing into C. The panics are injected through
 /// ZARRSTREAM_CAPI_INJECT_PANIC, which only debug builds of the library read.
 #[test]
 fn c_panics_come_back_as_internal() {
@@ -538,12 +538,14 @@ fn c_panics_come_back_as_internal() {
         return;
     }
     let b = built();
-    for (mode, inject) in [
-        ("internal-create", "zs_writer_create"),
-        ("internal-writer", "writer"),
+    for (program, mode, inject) in [
+        ("errors_shared", "internal-create", "zs_writer_create"),
+        ("errors_shared", "internal-writer", "writer"),
+        ("recording_shared", "internal-create", "zs_recording_create"),
+        ("recording_shared", "internal-recording", "recording"),
     ] {
         let dir = scratch(mode);
-        let out = Command::new(b.bin.join("errors_shared"))
+        let out = Command::new(b.bin.join(program))
             .arg(mode)
             .arg(dir.path())
             .env("ZARRSTREAM_CAPI_INJECT_PANIC", inject)
@@ -555,7 +557,7 @@ fn c_panics_come_back_as_internal() {
         println!("{stdout}");
         assert!(
             out.status.success(),
-            "errors {mode} ({}):\n{stdout}\n{stderr}",
+            "{program} {mode} ({}):\n{stdout}\n{stderr}",
             out.status
         );
         assert!(stdout.contains("checks passed"), "{stdout}");

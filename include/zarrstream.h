@@ -167,8 +167,8 @@ extern "C" {
  *   i16, u32, f32).
  * - `fill_value`: a number representable in dtype (default 0), or "NaN", "Infinity",
  *   "-Infinity" for float32.
- * - `dimension_names`: one distinct string per axis (default none; t, [c], [z], y, x
- *   for an OME image).
+ * - `dimension_names`: one distinct string per axis (default none; for an OME image
+ *   t, c, z, y, x, c and z only when the array has those axes).
  * - `codec`: "none", "zstd", "zstd:LEVEL" (-131072..=22, default level 1), "lz4",
  *   "lz4:CLEVEL" (blosc-lz4 with byte shuffle, 0..=9, default 1); default "lz4:1".
  * - `crc32c`: a crc32c per inner chunk (default true).
@@ -505,7 +505,7 @@ int zs_recording_set_group_attribute(struct zs_recording *r,
  * frame written, zarr.json published as finished), stops its threads, frees the
  * recording, and, if `stats_json` is not NULL, stores the statistics in `*stats_json`
  * (free it with `zs_string_free`; NULL on failure):
- * {"arrays": {"<key>": {...}, ...}, "total": {...}}, each object with the fields of
+ * `{"arrays": {"KEY": {...}, ...}, "total": {...}}`, each object with the fields of
  * `zs_writer_finish`'s statistics; in "total" the counters, bytes and pool sizes are
  * summed over the arrays, the latencies are over every array's frames, "seconds" is
  * the longest array's and "sink" the first array's.

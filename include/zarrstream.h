@@ -21,12 +21,16 @@
  *
  * Threads: a zs_writer is used by one thread at a time (calls on one writer may come
  * from different threads if the caller serialises them); distinct writers may be used
- * in parallel from different threads. zs_last_error is per thread. zs_version,
- * zs_string_free and zs_last_error may be called from any thread at any time.
+ * in parallel from different threads. A zs_recording (several arrays in one group,
+ * zs_recording_create) takes calls on different arrays from different threads at
+ * once; its finish and abort must not race with any other call on it.
+ * zs_last_error is per thread. zs_version, zs_string_free and zs_last_error may be
+ * called from any thread at any time.
  *
- * Memory: a writer is freed by zs_writer_finish or zs_writer_abort, whatever they
- * return; strings from zs_writer_finish are freed with zs_string_free; the strings of
- * zs_last_error and zs_version belong to the library.
+ * Memory: a writer is freed by zs_writer_finish or zs_writer_abort, a recording by
+ * zs_recording_finish or zs_recording_abort, whatever they return; strings from
+ * zs_writer_finish and zs_recording_finish are freed with zs_string_free; the strings
+ * of zs_last_error and zs_version belong to the library.
  *
  * No panic crosses this API: an internal failure returns ZS_E_INTERNAL (the library
  * must not be built with panic = "abort"). NULL pointers return ZS_E_INVALID_ARGUMENT.
@@ -39,6 +43,7 @@
  * Regenerate: ZARRSTREAM_UPDATE_HEADER=1 cargo test -p zarrstream-capi --test header */
 
 #include <stddef.h>
+#include <stdint.h>
 
 /**
  * Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative
@@ -57,7 +62,9 @@ typedef enum zs_code {
     ZS_DROPPED = 1,
     /**
      * `config_json` is not valid JSON, has an unknown key or a value of the wrong
-     * type, or describes an impossible array or an option out of range.
+     * type, or describes an impossible array or an option out of range; for a
+     * recording also an array key that is not a relative path, given twice or inside
+     * another's, and options that exclude each other (`resume` with `overwrite`).
      */
     ZS_E_INVALID_CONFIG = -1,
     /**
@@ -90,7 +97,9 @@ typedef enum zs_code {
      */
     ZS_E_INVALID_ARGUMENT = -7,
     /**
-     * `store_path` exists and `"overwrite"` is not `true`.
+     * `store_path` exists and `"overwrite"` is not `true`; or a recording's root is a
+     * Zarr group zarrstream did not create (or not a group) and `"existing_group"` is
+     * not `true`.
      */
     ZS_E_EXISTS = -8,
     /**
@@ -101,7 +110,36 @@ typedef enum zs_code {
      * The array's append axis is bounded (`shape[0] > 0`) and every frame was pushed.
      */
     ZS_E_ARRAY_FULL = -10,
+    /**
+     * A `zs_recording` has no array with this key or index (the message names it).
+     */
+    ZS_E_NO_ARRAY = -11,
+    /**
+     * `"resume": true` was asked with a specification that differs from the array on
+     * disk (the message names the field and both values); nothing was written.
+     */
+    ZS_E_SPEC_MISMATCH = -12,
+    /**
+     * `"resume": true` found a store left by a writer that did not finish: run
+     * `zarrstream recover` on it first; nothing was written.
+     */
+    ZS_E_NEEDS_RECOVERY = -13,
+    /**
+     * The request is valid but this version cannot do it (e.g. resuming an OME-Zarr
+     * image with a pyramid).
+     */
+    ZS_E_UNSUPPORTED = -14,
 } zs_code;
+
+/**
+ * An open recording of several arrays (opaque): made by `zs_recording_create`, freed by
+ * `zs_recording_finish` or `zs_recording_abort`.
+ *
+ * Unlike a [`ZsWriter`], it is used through shared references: every call but finish
+ * and abort takes `&ZsRecording`, and the [`Recording`] serialises calls on one array
+ * with its own per-array lock, so calls on different arrays run in parallel.
+ */
+typedef struct zs_recording zs_recording;
 
 /**
  * An open writer (opaque): made by `zs_writer_create`, freed by `zs_writer_finish` or
@@ -129,8 +167,8 @@ extern "C" {
  *   i16, u32, f32).
  * - `fill_value`: a number representable in dtype (default 0), or "NaN", "Infinity",
  *   "-Infinity" for float32.
- * - `dimension_names`: one distinct string per axis (default none; t, [c], [z], y, x
- *   for an OME image).
+ * - `dimension_names`: one distinct string per axis (default none; for an OME image
+ *   t, c, z, y, x, c and z only when the array has those axes).
  * - `codec`: "none", "zstd", "zstd:LEVEL" (-131072..=22, default level 1), "lz4",
  *   "lz4:CLEVEL" (blosc-lz4 with byte shuffle, 0..=9, default 1); default "lz4:1".
  * - `crc32c`: a crc32c per inner chunk (default true).
@@ -151,6 +189,13 @@ extern "C" {
  * - `packing`: "compact" (default) or "sparse".
  * - `overwrite`: replace an existing store (default false; never a store that a live
  *   writer holds).
+ * - `resume`: continue the array zarrstream finished (or `zarrstream recover`
+ *   repaired) at `store_path` instead of creating one (default false): the first frame
+ *   pushed follows the last one on disk. The array keys must describe the array on
+ *   disk (ZS_E_SPEC_MISMATCH names the first field that differs); a store a writer
+ *   left unfinished is ZS_E_NEEDS_RECOVERY; not with `overwrite`.
+ * - `frame_meta`: {"fields": {"NAME": "float64" | "int64", ...}, "json": BOOL}: per-frame
+ *   metadata stored beside the array, pushed with `zs_writer_push_with` (default none).
  *
  * OME-Zarr 0.5 image (`ome` present, even as {}): `store_path` becomes an image group
  * and the array its level 0 at `store_path`/0. Keys of `ome`, all optional: `name`
@@ -170,6 +215,7 @@ extern "C" {
  * On success returns ZS_OK and stores the new writer in `*out`; on failure stores NULL
  * in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
  * argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_EXISTS, ZS_E_LOCKED,
+ * ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY, ZS_E_UNSUPPORTED (resume only),
  * ZS_E_DISK_FULL or ZS_E_IO; nothing new is left on disk then.
  *
  * # Safety
@@ -271,6 +317,228 @@ int zs_writer_finish(struct zs_writer *w,
 void zs_writer_abort(struct zs_writer *w);
 
 /**
+ * Creates a recording of several arrays in one Zarr v3 group at `root` and starts
+ * recording into all of them, with one set of encoding threads and one memory budget
+ * shared by every array (several cameras, stage positions, ...).
+ *
+ * `config_json` is one JSON object with three kinds of keys; an unknown key, or a key
+ * in the wrong place, is ZS_E_INVALID_CONFIG (the message says where it goes).
+ *
+ * Top level: the writer keys of `zs_writer_create`, shared by every array:
+ * `threads` (the recording's encoder threads, 0 = one per core), `pin_threads`,
+ * `background_nice`, `sink`, `pool_frames` (the **total** frame budget, 0 = twice the
+ * threads plus 2 frames of the largest array; each array gets max(2, budget x largest
+ * frame / sum of frame sizes) frames of its own), `spare_groups`, `backpressure`,
+ * `durability`, `packing`, `overwrite` (replace the group), `frame_meta` (the default
+ * of every array), and
+ * - `resume`: continue every array where it ended (as for `zs_writer_create`; a
+ *   different specification is ZS_E_SPEC_MISMATCH, an unfinished store
+ *   ZS_E_NEEDS_RECOVERY, an OME image with a pyramid ZS_E_UNSUPPORTED);
+ * - `existing_group`: add the arrays to an existing Zarr group that zarrstream did not
+ *   create (refused with ZS_E_EXISTS otherwise); its zarr.json is left as it is;
+ * - `attributes`: an object set on the root group's attributes;
+ * - `arrays` (required): a non-empty list of objects, one per array, in the order of
+ *   their indexes (0, 1, ...). Each has a `key`, the array's relative "/" path under
+ *   `root` (plain names; not empty, ".", "..", "c" or starting with "."; unique and
+ *   never inside another array's key: ZS_E_INVALID_CONFIG), and the array keys of
+ *   `zs_writer_create`: `shape`, `chunk_shape`, `shard_shape` (required), `dtype`,
+ *   `fill_value`, `dimension_names`, `codec`, `crc32c`, `index_location`, `attributes`
+ *   (of the array), `ome` (the array becomes an OME-Zarr image group at `root`/key,
+ *   level 0 at `root`/key/0) and `frame_meta` (this array's, replacing the top level's).
+ *
+ * `root`/zarr.json becomes a group marked as zarrstream's; directories between `root`
+ * and an array get a plain group zarr.json if they have none.
+ *
+ * Example: {"threads": 2, "attributes": {"experiment": "E12"}, "arrays": [
+ * {"key": "cam0", "shape": [0, 512, 512], "chunk_shape": [1, 256, 256],
+ * "shard_shape": [16, 512, 512]}, {"key": "cam1", "shape": [0, 64, 64], "dtype": "uint8",
+ * "chunk_shape": [1, 64, 64], "shard_shape": [32, 64, 64], "codec": "zstd:1"}]}
+ *
+ * Threads: unlike a zs_writer, a zs_recording may be used from several threads at once:
+ * calls on **different** arrays (push, push_with, skip, set_attribute, frames_pushed,
+ * ...) run concurrently, one pushing thread per camera; calls on the same array from
+ * different threads are serialised by the recording (a push waiting for a free buffer
+ * holds its array). `zs_recording_finish` and `zs_recording_abort` must not race with
+ * any other call on the recording: every other thread's calls must have returned, and
+ * none may start, before they are called.
+ *
+ * On success returns ZS_OK and stores the new recording in `*out`; on failure stores
+ * NULL in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
+ * argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_EXISTS, ZS_E_LOCKED,
+ * ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY, ZS_E_UNSUPPORTED, ZS_E_DISK_FULL or ZS_E_IO;
+ * what the call created is removed then.
+ *
+ * # Safety
+ * `root` and `config_json` are NULL or NUL-terminated strings; `out` is NULL or points
+ * to writable storage for one pointer.
+ */
+int zs_recording_create(const char *root,
+                        const char *config_json,
+                        struct zs_recording **out);
+
+/**
+ * Stores in `*index` the index of the array whose key is `key` (its place in the
+ * config's `arrays`), for the calls that take an array index.
+ *
+ * Returns ZS_OK; ZS_E_NO_ARRAY if the recording has no such array, or
+ * ZS_E_INVALID_ARGUMENT for a NULL argument or a key that is not UTF-8; `*index` is
+ * left unchanged then.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted;
+ * `key` is NULL or NUL-terminated; `index` is NULL or points to a writable `size_t`.
+ */
+int zs_recording_array_index(const struct zs_recording *r,
+                             const char *key,
+                             size_t *index);
+
+/**
+ * Pushes one frame into array `array` (an index, see `zs_recording_array_index`):
+ * `nbytes` bytes of little-endian elements of that array's dtype, as for
+ * `zs_writer_push`. The bytes are copied before the call returns. May run
+ * concurrently with calls on other arrays of the recording.
+ *
+ * Returns ZS_OK, or ZS_DROPPED when back-pressure "drop" dropped the frame. Errors:
+ * ZS_E_INVALID_ARGUMENT (NULL `r` or `frame`), ZS_E_NO_ARRAY, ZS_E_FRAME_SIZE
+ * (`nbytes` is not the array's frame size; the array stays usable), ZS_E_ARRAY_FULL,
+ * and, closing that array only, ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL; then
+ * ZS_E_CLOSED for it.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+ * (see the thread rules of `zs_recording_create`); `frame` is NULL or points to
+ * `nbytes` readable bytes (read only when `nbytes` is the frame size).
+ */
+int zs_recording_push(struct zs_recording *r,
+                      size_t array,
+                      const void *frame,
+                      size_t nbytes);
+
+/**
+ * Like `zs_recording_push`, with the frame's metadata, as `zs_writer_push_with`:
+ * `meta_json` is `{"values": {...}, "json": {...}}` (both keys optional) for an array
+ * with a "frame_meta" object (its own or the recording's). Metadata that does not fit
+ * or does not parse is ZS_E_INVALID_ARGUMENT and the frame is not pushed. Otherwise
+ * returns what `zs_recording_push` returns; a dropped frame keeps its metadata.
+ *
+ * # Safety
+ * As `zs_recording_push`; `meta_json` is NULL or NUL-terminated.
+ */
+int zs_recording_push_with(struct zs_recording *r,
+                           size_t array,
+                           const void *frame,
+                           size_t nbytes,
+                           const char *meta_json);
+
+/**
+ * Counts a frame of array `array` the caller could not push (a camera's missed
+ * trigger) as dropped: its place reads as the fill value.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT (NULL `r`), ZS_E_NO_ARRAY, ZS_E_ARRAY_FULL, or
+ * the error that closed the array.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+ * (see the thread rules of `zs_recording_create`).
+ */
+int zs_recording_skip(struct zs_recording *r,
+                      size_t array);
+
+/**
+ * Stores in `*frames` how many frames were offered to array `array` so far (written
+ * plus dropped, skipped included).
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT (a NULL argument), ZS_E_NO_ARRAY, or ZS_E_CLOSED;
+ * `*frames` is left unchanged then.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+ * (see the thread rules of `zs_recording_create`); `frames` is NULL or points to a
+ * writable `uint64_t`.
+ */
+int zs_recording_frames_pushed(const struct zs_recording *r,
+                               size_t array,
+                               uint64_t *frames);
+
+/**
+ * Sets the attribute `name` of the recording's root group (`node` NULL or "") or of
+ * the array whose key is `node` (level 0 for an OME-Zarr image) to the JSON value
+ * `value_json`, replacing an earlier value; NULL `value_json` removes it. The
+ * zarr.json is republished at once and atomically with every other attribute kept, as
+ * `zs_writer_set_attribute` does. The writer's own namespace ("zarrstream") is refused.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `r` or `name`, text that is not
+ * UTF-8, JSON that does not parse, or a refused name; ZS_E_NO_ARRAY for an unknown
+ * `node`; ZS_E_IO or ZS_E_DISK_FULL if publishing failed (the previous document stays).
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+ * (see the thread rules of `zs_recording_create`); `node`, `name` and `value_json` are
+ * NULL or NUL-terminated.
+ */
+int zs_recording_set_attribute(struct zs_recording *r,
+                               const char *node,
+                               const char *name,
+                               const char *value_json);
+
+/**
+ * Sets the attribute `name` of the OME-Zarr image group of array `array` (one with an
+ * "ome" object in the config) to the JSON value `value_json`; NULL removes it. As
+ * `zs_writer_set_attribute` with `group` = 1: the "ome" namespace is refused.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `r` or `name`, JSON that does not
+ * parse, a refused name, or a plain array; ZS_E_NO_ARRAY; ZS_E_IO or ZS_E_DISK_FULL if
+ * publishing failed.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+ * (see the thread rules of `zs_recording_create`); `name` and `value_json` are NULL or
+ * NUL-terminated.
+ */
+int zs_recording_set_group_attribute(struct zs_recording *r,
+                                     size_t array,
+                                     const char *name,
+                                     const char *value_json);
+
+/**
+ * Finishes every array of the recording (each even if another fails: every accepted
+ * frame written, zarr.json published as finished), stops its threads, frees the
+ * recording, and, if `stats_json` is not NULL, stores the statistics in `*stats_json`
+ * (free it with `zs_string_free`; NULL on failure):
+ * `{"arrays": {"KEY": {...}, ...}, "total": {...}}`, each object with the fields of
+ * `zs_writer_finish`'s statistics; in "total" the counters, bytes and pool sizes are
+ * summed over the arrays, the latencies are over every array's frames, "seconds" is
+ * the longest array's and "sink" the first array's.
+ *
+ * The recording is freed whatever the result: never use `r` again. Returns ZS_OK, or
+ * the first error an array met (ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL), or
+ * ZS_E_CLOSED; ZS_E_INVALID_ARGUMENT for a NULL `r`.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted,
+ * with no other call on it running or to come, from any thread; `stats_json` is NULL or
+ * points to writable storage for one pointer.
+ */
+int zs_recording_finish(struct zs_recording *r,
+                        char **stats_json);
+
+/**
+ * Stops every array at once and frees the recording: no further frame is accepted,
+ * the frames accepted so far are still written and published, and each array's
+ * zarr.json records state "aborted" with `reason` (NULL: "aborted by the caller
+ * (zs_recording_abort)"; text that is not UTF-8 is shown with replacement characters).
+ * It returns nothing: a caller that needs the errors calls `zs_recording_finish`
+ * instead. NULL `r` is a no-op.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted,
+ * with no other call on it running or to come, from any thread; `reason` is NULL or
+ * NUL-terminated. Never use `r` again.
+ */
+void zs_recording_abort(struct zs_recording *r,
+                        const char *reason);
+
+/**
  * The message of the last failed call on the calling thread, or "" if no call on this
  * thread has failed. Calls that succeed leave it unchanged (test the return code
  * first). The string belongs to the library and stays valid until the next failing
@@ -279,10 +547,12 @@ void zs_writer_abort(struct zs_writer *w);
 const char *zs_last_error(void);
 
 /**
- * Frees a string returned by `zs_writer_finish`. NULL is a no-op.
+ * Frees a string returned by `zs_writer_finish` or `zs_recording_finish`. NULL is a
+ * no-op.
  *
  * # Safety
- * `s` is NULL or a string from `zs_writer_finish` not yet freed.
+ * `s` is NULL or a string from `zs_writer_finish` or `zs_recording_finish` not yet
+ * freed.
  */
 void zs_string_free(char *s);
 

@@ -20,7 +20,9 @@ pub enum ZsCode {
     /// `frames_dropped` and its place in the array reads as the fill value.
     ZS_DROPPED = 1,
     /// `config_json` is not valid JSON, has an unknown key or a value of the wrong
-    /// type, or describes an impossible array or an option out of range.
+    /// type, or describes an impossible array or an option out of range; for a
+    /// recording also an array key that is not a relative path, given twice or inside
+    /// another's, and options that exclude each other (`resume` with `overwrite`).
     ZS_E_INVALID_CONFIG = -1,
     /// `zs_writer_push` got a frame of the wrong byte length (the message names the
     /// expected size); the writer stays usable.
@@ -39,12 +41,25 @@ pub enum ZsCode {
     ZS_E_INTERNAL = -6,
     /// A required pointer argument is NULL, or `store_path` is empty.
     ZS_E_INVALID_ARGUMENT = -7,
-    /// `store_path` exists and `"overwrite"` is not `true`.
+    /// `store_path` exists and `"overwrite"` is not `true`; or a recording's root is a
+    /// Zarr group zarrstream did not create (or not a group) and `"existing_group"` is
+    /// not `true`.
     ZS_E_EXISTS = -8,
     /// `"overwrite"` was asked for a store that another live writer is recording into.
     ZS_E_LOCKED = -9,
     /// The array's append axis is bounded (`shape[0] > 0`) and every frame was pushed.
     ZS_E_ARRAY_FULL = -10,
+    /// A `zs_recording` has no array with this key or index (the message names it).
+    ZS_E_NO_ARRAY = -11,
+    /// `"resume": true` was asked with a specification that differs from the array on
+    /// disk (the message names the field and both values); nothing was written.
+    ZS_E_SPEC_MISMATCH = -12,
+    /// `"resume": true` found a store left by a writer that did not finish: run
+    /// `zarrstream recover` on it first; nothing was written.
+    ZS_E_NEEDS_RECOVERY = -13,
+    /// The request is valid but this version cannot do it (e.g. resuming an OME-Zarr
+    /// image with a pyramid).
+    ZS_E_UNSUPPORTED = -14,
 }
 
 use ZsCode::*;
@@ -58,6 +73,9 @@ pub enum CapiError {
     /// An argument's value cannot be used.
     #[error("{0}")]
     Argument(&'static str),
+    /// A string argument (named) is not UTF-8.
+    #[error("{0} is not UTF-8")]
+    NotUtf8(&'static str),
     /// `config_json` could not be turned into an array specification and options.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -74,19 +92,30 @@ impl CapiError {
     pub fn code(&self) -> ZsCode {
         use zarrstream::Error as E;
         match self {
-            CapiError::Null(_) | CapiError::Argument(_) => ZS_E_INVALID_ARGUMENT,
+            CapiError::Null(_) | CapiError::Argument(_) | CapiError::NotUtf8(_) => {
+                ZS_E_INVALID_ARGUMENT
+            }
             CapiError::Config(_) => ZS_E_INVALID_CONFIG,
             CapiError::Poisoned => ZS_E_CLOSED,
             CapiError::Writer(e) => match e {
-                E::Spec(_) | E::Ome(_) | E::InvalidOption { .. } => ZS_E_INVALID_CONFIG,
+                E::Spec(_)
+                | E::Ome(_)
+                | E::InvalidOption { .. }
+                | E::ArrayKey { .. }
+                | E::ConflictingOptions(..) => ZS_E_INVALID_CONFIG,
                 // The C API pushes bytes, so a data type mismatch is a size mismatch.
                 E::FrameSize { .. } | E::DataType { .. } => ZS_E_FRAME_SIZE,
-                E::Exists { .. } => ZS_E_EXISTS,
+                // A group zarrstream did not make is refused as an existing store is.
+                E::Exists { .. } | E::NotOwned { .. } => ZS_E_EXISTS,
                 E::Locked { .. } => ZS_E_LOCKED,
                 E::DiskFull { .. } => ZS_E_DISK_FULL,
                 E::Io { .. } => ZS_E_IO,
                 E::ArrayFull { .. } => ZS_E_ARRAY_FULL,
                 E::Closed => ZS_E_CLOSED,
+                E::UnknownArray { .. } => ZS_E_NO_ARRAY,
+                E::ResumeMismatch { .. } => ZS_E_SPEC_MISMATCH,
+                E::NeedsRecovery { .. } => ZS_E_NEEDS_RECOVERY,
+                E::ResumeUnsupported(_) => ZS_E_UNSUPPORTED,
                 E::Attribute { .. } | E::NotAnImage(_) | E::FrameMeta { .. } => {
                     ZS_E_INVALID_ARGUMENT
                 }
@@ -248,6 +277,45 @@ mod tests {
             ),
             (Error::ArrayFull { frames: 3 }, ZS_E_ARRAY_FULL),
             (Error::Closed, ZS_E_CLOSED),
+            (Error::UnknownArray { key: "cam9".into() }, ZS_E_NO_ARRAY),
+            (
+                Error::ArrayKey {
+                    key: "cam0".into(),
+                    reason: "given twice",
+                },
+                ZS_E_INVALID_CONFIG,
+            ),
+            (
+                Error::NotOwned {
+                    path: PathBuf::from("a"),
+                    reason: "not a Zarr v3 group",
+                },
+                ZS_E_EXISTS,
+            ),
+            (
+                Error::ResumeMismatch {
+                    path: PathBuf::from("a"),
+                    field: "codec",
+                    on_disk: "lz4".into(),
+                    requested: "zstd".into(),
+                },
+                ZS_E_SPEC_MISMATCH,
+            ),
+            (
+                Error::NeedsRecovery {
+                    path: PathBuf::from("a"),
+                    reason: "temporary shards".into(),
+                },
+                ZS_E_NEEDS_RECOVERY,
+            ),
+            (
+                Error::ResumeUnsupported("an OME-Zarr image with a pyramid"),
+                ZS_E_UNSUPPORTED,
+            ),
+            (
+                Error::ConflictingOptions("resume", "overwrite"),
+                ZS_E_INVALID_CONFIG,
+            ),
             (
                 Error::Codec {
                     codec: "zstd",
@@ -263,6 +331,7 @@ mod tests {
         }
         assert_eq!(CapiError::Null("w").code(), ZS_E_INVALID_ARGUMENT);
         assert_eq!(CapiError::Argument("x").code(), ZS_E_INVALID_ARGUMENT);
+        assert_eq!(CapiError::NotUtf8("key").code(), ZS_E_INVALID_ARGUMENT);
         assert_eq!(CapiError::Poisoned.code(), ZS_E_CLOSED);
     }
 

@@ -1,16 +1,18 @@
 //! The exported functions. All of the crate's `unsafe` is here and only here: reading the
 //! caller's C strings and frame bytes through raw pointers, writing through its out
-//! pointers, and turning the `zs_writer` handle into a `Box` and back. Every body runs
-//! inside [`guard`], so no panic crosses into C.
+//! pointers, and turning the `zs_writer` and `zs_recording` handles into a `Box` and back
+//! (and a `zs_recording` into shared references, which several threads may hold at once).
+//! Every body runs inside `guard`, so no panic crosses into C.
 
 use std::ffi::{CStr, CString, OsStr, c_char, c_int, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
 
+use crate::error::ZsCode;
 use crate::error::{CapiError, ZsCode::ZS_OK, guard, last_error};
-use crate::handle::ZsWriter;
-use zarrstream::config::{Config, ConfigError};
+use crate::handle::{ZsRecording, ZsWriter};
+use zarrstream::config::{Config, ConfigError, RecordingConfig};
 
 /// Creates the store at `store_path` and starts recording into it.
 ///
@@ -27,8 +29,8 @@ use zarrstream::config::{Config, ConfigError};
 ///   i16, u32, f32).
 /// - `fill_value`: a number representable in dtype (default 0), or "NaN", "Infinity",
 ///   "-Infinity" for float32.
-/// - `dimension_names`: one distinct string per axis (default none; t, [c], [z], y, x
-///   for an OME image).
+/// - `dimension_names`: one distinct string per axis (default none; for an OME image
+///   t, c, z, y, x, c and z only when the array has those axes).
 /// - `codec`: "none", "zstd", "zstd:LEVEL" (-131072..=22, default level 1), "lz4",
 ///   "lz4:CLEVEL" (blosc-lz4 with byte shuffle, 0..=9, default 1); default "lz4:1".
 /// - `crc32c`: a crc32c per inner chunk (default true).
@@ -49,6 +51,13 @@ use zarrstream::config::{Config, ConfigError};
 /// - `packing`: "compact" (default) or "sparse".
 /// - `overwrite`: replace an existing store (default false; never a store that a live
 ///   writer holds).
+/// - `resume`: continue the array zarrstream finished (or `zarrstream recover`
+///   repaired) at `store_path` instead of creating one (default false): the first frame
+///   pushed follows the last one on disk. The array keys must describe the array on
+///   disk (ZS_E_SPEC_MISMATCH names the first field that differs); a store a writer
+///   left unfinished is ZS_E_NEEDS_RECOVERY; not with `overwrite`.
+/// - `frame_meta`: {"fields": {"NAME": "float64" | "int64", ...}, "json": BOOL}: per-frame
+///   metadata stored beside the array, pushed with `zs_writer_push_with` (default none).
 ///
 /// OME-Zarr 0.5 image (`ome` present, even as {}): `store_path` becomes an image group
 /// and the array its level 0 at `store_path`/0. Keys of `ome`, all optional: `name`
@@ -68,6 +77,7 @@ use zarrstream::config::{Config, ConfigError};
 /// On success returns ZS_OK and stores the new writer in `*out`; on failure stores NULL
 /// in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
 /// argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_EXISTS, ZS_E_LOCKED,
+/// ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY, ZS_E_UNSUPPORTED (resume only),
 /// ZS_E_DISK_FULL or ZS_E_IO; nothing new is left on disk then.
 ///
 /// # Safety
@@ -291,6 +301,422 @@ pub unsafe extern "C" fn zs_writer_abort(w: *mut ZsWriter) {
     });
 }
 
+/// Creates a recording of several arrays in one Zarr v3 group at `root` and starts
+/// recording into all of them, with one set of encoding threads and one memory budget
+/// shared by every array (several cameras, stage positions, ...).
+///
+/// `config_json` is one JSON object with three kinds of keys; an unknown key, or a key
+/// in the wrong place, is ZS_E_INVALID_CONFIG (the message says where it goes).
+///
+/// Top level: the writer keys of `zs_writer_create`, shared by every array:
+/// `threads` (the recording's encoder threads, 0 = one per core), `pin_threads`,
+/// `background_nice`, `sink`, `pool_frames` (the **total** frame budget, 0 = twice the
+/// threads plus 2 frames of the largest array; each array gets max(2, budget x largest
+/// frame / sum of frame sizes) frames of its own), `spare_groups`, `backpressure`,
+/// `durability`, `packing`, `overwrite` (replace the group), `frame_meta` (the default
+/// of every array), and
+/// - `resume`: continue every array where it ended (as for `zs_writer_create`; a
+///   different specification is ZS_E_SPEC_MISMATCH, an unfinished store
+///   ZS_E_NEEDS_RECOVERY, an OME image with a pyramid ZS_E_UNSUPPORTED);
+/// - `existing_group`: add the arrays to an existing Zarr group that zarrstream did not
+///   create (refused with ZS_E_EXISTS otherwise); its zarr.json is left as it is;
+/// - `attributes`: an object set on the root group's attributes;
+/// - `arrays` (required): a non-empty list of objects, one per array, in the order of
+///   their indexes (0, 1, ...). Each has a `key`, the array's relative "/" path under
+///   `root` (plain names; not empty, ".", "..", "c" or starting with "."; unique and
+///   never inside another array's key: ZS_E_INVALID_CONFIG), and the array keys of
+///   `zs_writer_create`: `shape`, `chunk_shape`, `shard_shape` (required), `dtype`,
+///   `fill_value`, `dimension_names`, `codec`, `crc32c`, `index_location`, `attributes`
+///   (of the array), `ome` (the array becomes an OME-Zarr image group at `root`/key,
+///   level 0 at `root`/key/0) and `frame_meta` (this array's, replacing the top level's).
+///
+/// `root`/zarr.json becomes a group marked as zarrstream's; directories between `root`
+/// and an array get a plain group zarr.json if they have none.
+///
+/// Example: {"threads": 2, "attributes": {"experiment": "E12"}, "arrays": [
+/// {"key": "cam0", "shape": [0, 512, 512], "chunk_shape": [1, 256, 256],
+/// "shard_shape": [16, 512, 512]}, {"key": "cam1", "shape": [0, 64, 64], "dtype": "uint8",
+/// "chunk_shape": [1, 64, 64], "shard_shape": [32, 64, 64], "codec": "zstd:1"}]}
+///
+/// Threads: unlike a zs_writer, a zs_recording may be used from several threads at once:
+/// calls on **different** arrays (push, push_with, skip, set_attribute, frames_pushed,
+/// ...) run concurrently, one pushing thread per camera; calls on the same array from
+/// different threads are serialised by the recording (a push waiting for a free buffer
+/// holds its array). `zs_recording_finish` and `zs_recording_abort` must not race with
+/// any other call on the recording: every other thread's calls must have returned, and
+/// none may start, before they are called.
+///
+/// On success returns ZS_OK and stores the new recording in `*out`; on failure stores
+/// NULL in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
+/// argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_EXISTS, ZS_E_LOCKED,
+/// ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY, ZS_E_UNSUPPORTED, ZS_E_DISK_FULL or ZS_E_IO;
+/// what the call created is removed then.
+///
+/// # Safety
+/// `root` and `config_json` are NULL or NUL-terminated strings; `out` is NULL or points
+/// to writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_create(
+    root: *const c_char,
+    config_json: *const c_char,
+    out: *mut *mut ZsRecording,
+) -> c_int {
+    // Before anything that could fail or panic, so a failure never leaves a stale handle.
+    if !out.is_null() {
+        // SAFETY: `out` is not NULL and points to storage for one pointer (contract).
+        unsafe { out.write(ptr::null_mut()) };
+    }
+    guard("zs_recording_create", || {
+        if out.is_null() {
+            return Err(CapiError::Null("out"));
+        }
+        // SAFETY: non-NULL strings are NUL-terminated and outlive this call (contract).
+        let (path, config) = unsafe { (c_str(root, "root")?, c_str(config_json, "config_json")?) };
+        if path.is_empty() {
+            return Err(CapiError::Argument("root is empty"));
+        }
+        let path = Path::new(OsStr::from_bytes(path.to_bytes()));
+        let config = config.to_str().map_err(ConfigError::from)?;
+        let recording = RecordingConfig::parse(config)?.create(path)?;
+        let handle = Box::into_raw(Box::new(ZsRecording::new(recording)?));
+        // SAFETY: as above; the caller now owns the handle.
+        unsafe { out.write(handle) };
+        Ok(ZS_OK)
+    })
+}
+
+/// Stores in `*index` the index of the array whose key is `key` (its place in the
+/// config's `arrays`), for the calls that take an array index.
+///
+/// Returns ZS_OK; ZS_E_NO_ARRAY if the recording has no such array, or
+/// ZS_E_INVALID_ARGUMENT for a NULL argument or a key that is not UTF-8; `*index` is
+/// left unchanged then.
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted;
+/// `key` is NULL or NUL-terminated; `index` is NULL or points to a writable `size_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_array_index(
+    r: *const ZsRecording,
+    key: *const c_char,
+    index: *mut usize,
+) -> c_int {
+    guard("zs_recording_array_index", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: `key` is NULL or NUL-terminated and outlives the call (contract).
+        let key = unsafe { utf8(key, "key") }?;
+        if index.is_null() {
+            return Err(CapiError::Null("index"));
+        }
+        let i = handle.call(|rec| Ok(rec.index(key)?))?;
+        // SAFETY: not NULL, so it points to a writable size_t (contract).
+        unsafe { index.write(i) };
+        Ok(ZS_OK)
+    })
+}
+
+/// Pushes one frame into array `array` (an index, see `zs_recording_array_index`):
+/// `nbytes` bytes of little-endian elements of that array's dtype, as for
+/// `zs_writer_push`. The bytes are copied before the call returns. May run
+/// concurrently with calls on other arrays of the recording.
+///
+/// Returns ZS_OK, or ZS_DROPPED when back-pressure "drop" dropped the frame. Errors:
+/// ZS_E_INVALID_ARGUMENT (NULL `r` or `frame`), ZS_E_NO_ARRAY, ZS_E_FRAME_SIZE
+/// (`nbytes` is not the array's frame size; the array stays usable), ZS_E_ARRAY_FULL,
+/// and, closing that array only, ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL; then
+/// ZS_E_CLOSED for it.
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+/// (see the thread rules of `zs_recording_create`); `frame` is NULL or points to
+/// `nbytes` readable bytes (read only when `nbytes` is the frame size).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_push(
+    r: *mut ZsRecording,
+    array: usize,
+    frame: *const c_void,
+    nbytes: usize,
+) -> c_int {
+    guard("zs_recording_push", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes (contract).
+        unsafe { push(handle, array, frame, nbytes, None) }
+    })
+}
+
+/// Like `zs_recording_push`, with the frame's metadata, as `zs_writer_push_with`:
+/// `meta_json` is `{"values": {...}, "json": {...}}` (both keys optional) for an array
+/// with a "frame_meta" object (its own or the recording's). Metadata that does not fit
+/// or does not parse is ZS_E_INVALID_ARGUMENT and the frame is not pushed. Otherwise
+/// returns what `zs_recording_push` returns; a dropped frame keeps its metadata.
+///
+/// # Safety
+/// As `zs_recording_push`; `meta_json` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_push_with(
+    r: *mut ZsRecording,
+    array: usize,
+    frame: *const c_void,
+    nbytes: usize,
+    meta_json: *const c_char,
+) -> c_int {
+    guard("zs_recording_push_with", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: `meta_json` is NULL or NUL-terminated and outlives the call (contract).
+        let text = unsafe { c_str(meta_json, "meta_json") }?;
+        let doc = serde_json::from_slice::<serde_json::Value>(text.to_bytes())
+            .map_err(|_| CapiError::Argument("meta_json is not JSON"))?;
+        let meta = zarrstream::FrameMeta::from_json(&doc)?;
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes (contract).
+        unsafe { push(handle, array, frame, nbytes, Some(&meta)) }
+    })
+}
+
+/// The body of the two pushes.
+///
+/// # Safety
+/// `frame` is NULL or points to `nbytes` readable bytes for the duration of the call.
+unsafe fn push(
+    handle: &ZsRecording,
+    array: usize,
+    frame: *const c_void,
+    nbytes: usize,
+    meta: Option<&zarrstream::FrameMeta>,
+) -> Result<ZsCode, CapiError> {
+    let sizes = handle.frame_bytes();
+    handle.call(|rec| {
+        if frame.is_null() {
+            return Err(CapiError::Null("frame"));
+        }
+        ZsRecording::check_size(rec, sizes, array, nbytes)?;
+        // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which the
+        // recording copies before returning (this function's contract).
+        let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
+        ZsRecording::push(rec, array, bytes, meta)
+    })
+}
+
+/// Counts a frame of array `array` the caller could not push (a camera's missed
+/// trigger) as dropped: its place reads as the fill value.
+///
+/// Returns ZS_OK; ZS_E_INVALID_ARGUMENT (NULL `r`), ZS_E_NO_ARRAY, ZS_E_ARRAY_FULL, or
+/// the error that closed the array.
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+/// (see the thread rules of `zs_recording_create`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_skip(r: *mut ZsRecording, array: usize) -> c_int {
+    guard("zs_recording_skip", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        handle.call(|rec| {
+            rec.skip(array)?;
+            Ok(ZS_OK)
+        })
+    })
+}
+
+/// Stores in `*frames` how many frames were offered to array `array` so far (written
+/// plus dropped, skipped included).
+///
+/// Returns ZS_OK; ZS_E_INVALID_ARGUMENT (a NULL argument), ZS_E_NO_ARRAY, or ZS_E_CLOSED;
+/// `*frames` is left unchanged then.
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+/// (see the thread rules of `zs_recording_create`); `frames` is NULL or points to a
+/// writable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_frames_pushed(
+    r: *const ZsRecording,
+    array: usize,
+    frames: *mut u64,
+) -> c_int {
+    guard("zs_recording_frames_pushed", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        if frames.is_null() {
+            return Err(CapiError::Null("frames"));
+        }
+        let n = handle.call(|rec| Ok(rec.frames_pushed(array)?))?;
+        // SAFETY: not NULL, so it points to a writable uint64_t (contract).
+        unsafe { frames.write(n) };
+        Ok(ZS_OK)
+    })
+}
+
+/// Sets the attribute `name` of the recording's root group (`node` NULL or "") or of
+/// the array whose key is `node` (level 0 for an OME-Zarr image) to the JSON value
+/// `value_json`, replacing an earlier value; NULL `value_json` removes it. The
+/// zarr.json is republished at once and atomically with every other attribute kept, as
+/// `zs_writer_set_attribute` does. The writer's own namespace ("zarrstream") is refused.
+///
+/// Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `r` or `name`, text that is not
+/// UTF-8, JSON that does not parse, or a refused name; ZS_E_NO_ARRAY for an unknown
+/// `node`; ZS_E_IO or ZS_E_DISK_FULL if publishing failed (the previous document stays).
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+/// (see the thread rules of `zs_recording_create`); `node`, `name` and `value_json` are
+/// NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_set_attribute(
+    r: *mut ZsRecording,
+    node: *const c_char,
+    name: *const c_char,
+    value_json: *const c_char,
+) -> c_int {
+    guard("zs_recording_set_attribute", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: the strings are NULL or NUL-terminated and outlive the call (contract).
+        let (node, name, value) = unsafe {
+            (
+                if node.is_null() {
+                    ""
+                } else {
+                    utf8(node, "node")?
+                },
+                utf8(name, "name")?,
+                json_or_null(value_json)?,
+            )
+        };
+        handle.call(|rec| {
+            match (node, value) {
+                ("", Some(v)) => rec.set_root_attribute(name, v)?,
+                ("", None) => rec.remove_root_attribute(name)?,
+                (key, Some(v)) => rec.set_attribute(key, name, v)?,
+                (key, None) => rec.remove_attribute(key, name)?,
+            }
+            Ok(ZS_OK)
+        })
+    })
+}
+
+/// Sets the attribute `name` of the OME-Zarr image group of array `array` (one with an
+/// "ome" object in the config) to the JSON value `value_json`; NULL removes it. As
+/// `zs_writer_set_attribute` with `group` = 1: the "ome" namespace is refused.
+///
+/// Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `r` or `name`, JSON that does not
+/// parse, a refused name, or a plain array; ZS_E_NO_ARRAY; ZS_E_IO or ZS_E_DISK_FULL if
+/// publishing failed.
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted
+/// (see the thread rules of `zs_recording_create`); `name` and `value_json` are NULL or
+/// NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_set_group_attribute(
+    r: *mut ZsRecording,
+    array: usize,
+    name: *const c_char,
+    value_json: *const c_char,
+) -> c_int {
+    guard("zs_recording_set_group_attribute", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: the strings are NULL or NUL-terminated and outlive the call (contract).
+        let (name, value) = unsafe { (utf8(name, "name")?, json_or_null(value_json)?) };
+        handle.call(|rec| {
+            match value {
+                Some(v) => rec.set_group_attribute(array, name, v)?,
+                None => rec.remove_group_attribute(array, name)?,
+            }
+            Ok(ZS_OK)
+        })
+    })
+}
+
+/// Finishes every array of the recording (each even if another fails: every accepted
+/// frame written, zarr.json published as finished), stops its threads, frees the
+/// recording, and, if `stats_json` is not NULL, stores the statistics in `*stats_json`
+/// (free it with `zs_string_free`; NULL on failure):
+/// `{"arrays": {"KEY": {...}, ...}, "total": {...}}`, each object with the fields of
+/// `zs_writer_finish`'s statistics; in "total" the counters, bytes and pool sizes are
+/// summed over the arrays, the latencies are over every array's frames, "seconds" is
+/// the longest array's and "sink" the first array's.
+///
+/// The recording is freed whatever the result: never use `r` again. Returns ZS_OK, or
+/// the first error an array met (ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL), or
+/// ZS_E_CLOSED; ZS_E_INVALID_ARGUMENT for a NULL `r`.
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted,
+/// with no other call on it running or to come, from any thread; `stats_json` is NULL or
+/// points to writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_finish(
+    r: *mut ZsRecording,
+    stats_json: *mut *mut c_char,
+) -> c_int {
+    if !stats_json.is_null() {
+        // SAFETY: not NULL, so it points to storage for one pointer (contract).
+        unsafe { stats_json.write(ptr::null_mut()) };
+    }
+    guard("zs_recording_finish", || {
+        if r.is_null() {
+            return Err(CapiError::Null("r"));
+        }
+        // SAFETY: `r` came from `zs_recording_create` (Box::into_raw) and is handed
+        // back here once, with no other call on it running or to come (contract), so no
+        // shared reference to it outlives this point; ownership returns to Rust, which
+        // frees it on every path below.
+        let handle = unsafe { Box::from_raw(r) };
+        let json = handle.finish()?;
+        if !stats_json.is_null() {
+            let json = CString::new(json)
+                .map_err(|e| zarrstream::Error::Internal(format!("statistics: {e}")))?;
+            // SAFETY: as above; the caller frees the string with `zs_string_free`.
+            unsafe { stats_json.write(json.into_raw()) };
+        }
+        Ok(ZS_OK)
+    })
+}
+
+/// Stops every array at once and frees the recording: no further frame is accepted,
+/// the frames accepted so far are still written and published, and each array's
+/// zarr.json records state "aborted" with `reason` (NULL: "aborted by the caller
+/// (zs_recording_abort)"; text that is not UTF-8 is shown with replacement characters).
+/// It returns nothing: a caller that needs the errors calls `zs_recording_finish`
+/// instead. NULL `r` is a no-op.
+///
+/// # Safety
+/// `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted,
+/// with no other call on it running or to come, from any thread; `reason` is NULL or
+/// NUL-terminated. Never use `r` again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_abort(r: *mut ZsRecording, reason: *const c_char) {
+    guard("zs_recording_abort", || {
+        if r.is_null() {
+            return Ok(ZS_OK);
+        }
+        // SAFETY: as in `zs_recording_finish`: ownership of the handle returns once, with
+        // no other call on it running or to come.
+        let handle = unsafe { Box::from_raw(r) };
+        let reason = if reason.is_null() {
+            "aborted by the caller (zs_recording_abort)".to_string()
+        } else {
+            // SAFETY: not NULL, so NUL-terminated and alive for the call (contract).
+            unsafe { CStr::from_ptr(reason) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        handle.abort(reason);
+        Ok(ZS_OK)
+    });
+}
+
 /// The message of the last failed call on the calling thread, or "" if no call on this
 /// thread has failed. Calls that succeed leave it unchanged (test the return code
 /// first). The string belongs to the library and stays valid until the next failing
@@ -300,16 +726,18 @@ pub extern "C" fn zs_last_error() -> *const c_char {
     std::panic::catch_unwind(last_error).unwrap_or(c"".as_ptr())
 }
 
-/// Frees a string returned by `zs_writer_finish`. NULL is a no-op.
+/// Frees a string returned by `zs_writer_finish` or `zs_recording_finish`. NULL is a
+/// no-op.
 ///
 /// # Safety
-/// `s` is NULL or a string from `zs_writer_finish` not yet freed.
+/// `s` is NULL or a string from `zs_writer_finish` or `zs_recording_finish` not yet
+/// freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zs_string_free(s: *mut c_char) {
     guard("zs_string_free", || {
         if !s.is_null() {
-            // SAFETY: `s` came from `CString::into_raw` in `zs_writer_finish` and is
-            // freed once (contract).
+            // SAFETY: `s` came from `CString::into_raw` in `zs_writer_finish` or
+            // `zs_recording_finish` and is freed once (contract).
             drop(unsafe { CString::from_raw(s) });
         }
         Ok(ZS_OK)
@@ -337,4 +765,30 @@ unsafe fn c_str<'a>(p: *const c_char, name: &'static str) -> Result<&'a CStr, Ca
     }
     // SAFETY: not NULL, so NUL-terminated and alive for 'a (this function's contract).
     Ok(unsafe { CStr::from_ptr(p) })
+}
+
+/// A UTF-8 C string argument, or the error naming it if it is NULL or not UTF-8.
+///
+/// # Safety
+/// As [`c_str`].
+unsafe fn utf8<'a>(p: *const c_char, name: &'static str) -> Result<&'a str, CapiError> {
+    // SAFETY: this function's contract is `c_str`'s.
+    unsafe { c_str(p, name) }?
+        .to_str()
+        .map_err(|_| CapiError::NotUtf8(name))
+}
+
+/// The `value_json` argument: `None` for NULL, an error if it does not parse.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string alive for the call.
+unsafe fn json_or_null(p: *const c_char) -> Result<Option<serde_json::Value>, CapiError> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: not NULL, so NUL-terminated and alive for the call (contract).
+    let text = unsafe { CStr::from_ptr(p) };
+    serde_json::from_slice(text.to_bytes())
+        .map(Some)
+        .map_err(|_| CapiError::Argument("value_json is not JSON"))
 }

@@ -6,7 +6,8 @@
 //! `examples/c/Makefile` compiles the C programs against `libzarrstream.so` and
 //! `libzarrstream.a`. The tests run them (one under valgrind), read the stores back with
 //! zarr-python (the interop environment of `tests/support/python.rs`), and run the ctypes
-//! example. `errors.c` holds the C-level checks of every error path.
+//! example. `errors.c` holds the C-level checks of every error path; `recording.c`
+//! those of `zs_recording` (several arrays pushed from two threads, resume).
 //!
 //! Needs `make`, a C and a C++ compiler, `valgrind` and, for the disk-full test, a tmpfs
 //! mount in a private mount namespace (`unshare`, root or user namespaces). Outside CI a
@@ -29,7 +30,7 @@ use python::{in_ci, shout};
 struct Built {
     /// Holds libzarrstream.so and libzarrstream.a.
     libdir: PathBuf,
-    /// Holds record_shared, record_static and errors_shared.
+    /// Holds record_shared, record_static, errors_shared and recording_shared.
     bin: PathBuf,
 }
 
@@ -320,6 +321,99 @@ fn c_record_under_valgrind_is_clean() {
     }
 }
 
+/// The frame counts recording.c reports (`counts: N0 N1 NI NW`).
+fn recording_counts(stdout: &str) -> Vec<String> {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("counts: "))
+        .unwrap_or_else(|| panic!("no counts line: {stdout}"));
+    let counts: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    assert_eq!(counts.len(), 4, "{line}");
+    counts
+}
+
+/// zarr-python reads what recording.c wrote in `dir`: every array, per-frame metadata
+/// value and attribute.
+fn check_recording(py: &Path, dir: &Path, stdout: &str) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_recording.py");
+    let out = run(
+        Command::new(py)
+            .arg(script)
+            .arg(dir)
+            .args(recording_counts(stdout)),
+        "check_recording.py",
+    );
+    println!("{}", out.trim_end());
+}
+
+/// The statistics of recording.c's first finish: per array and in total.
+fn check_recording_stats(stdout: &str) {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("stats: "))
+        .unwrap_or_else(|| panic!("no stats line: {stdout}"));
+    let s: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("stats JSON ({e}): {line}"));
+    let arrays = s["arrays"].as_object().expect("arrays is an object");
+    let keys: Vec<&str> = arrays.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["cam0", "img", "stage/cam1"], "{s}");
+    let (cam0, cam1, img) = (
+        &s["arrays"]["cam0"],
+        &s["arrays"]["stage/cam1"],
+        &s["arrays"]["img"],
+    );
+    assert_eq!(cam0["frames_written"], 9, "{s}");
+    assert_eq!(cam0["bytes_in"], 9 * 48 * 64 * 2, "{s}");
+    assert_eq!(cam1["frames_written"], 11, "{s}");
+    assert_eq!(cam1["bytes_in"], 11 * 32 * 40, "{s}");
+    assert_eq!(img["frames_written"], 3, "{s}");
+    let total = &s["total"];
+    assert_eq!(total["frames_written"], 9 + 11 + 3, "{s}");
+    assert_eq!(total["frames_dropped"], 0, "{s}");
+    assert_eq!(
+        total["bytes_in"],
+        9 * 48 * 64 * 2 + 11 * 32 * 40 + 3 * 16 * 16 * 2,
+        "{s}"
+    );
+    assert_eq!(total["push_latency_ns"]["count"], 9 + 11 + 3, "{s}");
+}
+
+/// recording.c: three arrays (two cameras of different shapes and dtypes pushed from
+/// two threads at once, an OME-Zarr image), attributes on the root, an array and the
+/// image's group, the bad inputs and configs, resume of a recording and of a
+/// zs_writer; zarr-python reads everything back.
+#[test]
+fn c_recording_two_threads_and_resume_read_back_by_zarr_python() {
+    let b = built();
+    let dir = scratch("recording");
+    let out = run(
+        Command::new(b.bin.join("recording_shared")).arg(dir.path()),
+        "recording_shared",
+    );
+    println!("{out}");
+    assert!(out.contains("checks passed"), "{out}");
+    check_recording_stats(&out);
+    let Some(py) = interop_python("c_api recording read-back") else {
+        return;
+    };
+    check_recording(&py, dir.path(), &out);
+}
+
+#[test]
+fn c_recording_under_valgrind_is_clean() {
+    let b = built();
+    if !available(valgrind(), "c_recording_under_valgrind_is_clean") {
+        return;
+    }
+    let dir = scratch("recording-valgrind");
+    let out = valgrind_run(&b.bin.join("recording_shared"), &[dir.path().as_os_str()]);
+    assert!(out.contains("checks passed"), "{out}");
+    check_recording_stats(&out);
+    if let Some(py) = interop_python("c_api recording valgrind read-back") {
+        check_recording(&py, dir.path(), &out);
+    }
+}
+
 /// Runs `bin args` under valgrind, which must report no error (leaks included); stdout.
 fn valgrind_run(bin: &Path, args: &[&std::ffi::OsStr]) -> String {
     let supp = repo().join("examples/c/valgrind.supp");
@@ -435,7 +529,7 @@ fn c_disk_full_then_closed() {
 }
 
 /// A panic inside the library comes back as ZS_E_INTERNAL (then ZS_E_CLOSED on the
-/// poisoned writer), never crossing into C. The panics are injected through
+/// poisoned writer or recording, from every thread), never crossing into C. The panics are injected through
 /// ZARRSTREAM_CAPI_INJECT_PANIC, which only debug builds of the library read.
 #[test]
 fn c_panics_come_back_as_internal() {
@@ -444,12 +538,14 @@ fn c_panics_come_back_as_internal() {
         return;
     }
     let b = built();
-    for (mode, inject) in [
-        ("internal-create", "zs_writer_create"),
-        ("internal-writer", "writer"),
+    for (program, mode, inject) in [
+        ("errors_shared", "internal-create", "zs_writer_create"),
+        ("errors_shared", "internal-writer", "writer"),
+        ("recording_shared", "internal-create", "zs_recording_create"),
+        ("recording_shared", "internal-recording", "recording"),
     ] {
         let dir = scratch(mode);
-        let out = Command::new(b.bin.join("errors_shared"))
+        let out = Command::new(b.bin.join(program))
             .arg(mode)
             .arg(dir.path())
             .env("ZARRSTREAM_CAPI_INJECT_PANIC", inject)
@@ -461,7 +557,7 @@ fn c_panics_come_back_as_internal() {
         println!("{stdout}");
         assert!(
             out.status.success(),
-            "errors {mode} ({}):\n{stdout}\n{stderr}",
+            "{program} {mode} ({}):\n{stdout}\n{stderr}",
             out.status
         );
         assert!(stdout.contains("checks passed"), "{stdout}");
@@ -527,7 +623,7 @@ fn python_example_codes_match_the_header() {
     let header = std::fs::read_to_string(repo().join("include/zarrstream.h")).unwrap();
     let py = std::fs::read_to_string(repo().join("examples/python/record.py")).unwrap();
     let (h, p) = (codes(&header), codes(&py));
-    assert_eq!(h.len(), 12, "{h:?}");
+    assert_eq!(h.len(), 16, "{h:?}");
     assert_eq!(
         h, p,
         "examples/python/record.py's constants differ from the header"

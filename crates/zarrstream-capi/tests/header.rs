@@ -47,6 +47,9 @@ fn header_is_current() {
     for needed in [
         "#ifndef ZARRSTREAM_H",
         "typedef struct zs_writer zs_writer;",
+        "typedef struct zs_recording zs_recording;",
+        "ZS_E_UNSUPPORTED = -14,",
+        "int zs_recording_create(",
         "ZS_E_INTERNAL = -6,",
         "int zs_writer_create(",
         "const char *zs_last_error(void);",

@@ -14,8 +14,8 @@
  *                  by the main thread), "stage/cam1" (uint8, 32 x 40, zstd, pushed by a
  *                  second thread at the same time) and "img" (an OME-Zarr image, uint16,
  *                  16 x 16); root, array and image group attributes; then stage/cam1
- *                  and img are resumed and continued with more frames (this version
- *                  cannot resume an array with per-frame metadata: ZS_E_UNSUPPORTED).
+ *                  and img are resumed and continued with more frames (all three,
+ *                  cam0's per-frame metadata included, resume; cam0 gets no more).
  *   DIR/w.zarr     a zs_writer recording resumed once ("resume": true).
  * and checks the error paths of the recording API on the way (unknown array, duplicate
  * keys, wrong frame size, resume with another codec, ...). Every frame is computed
@@ -480,9 +480,10 @@ int main(int argc, char **argv)
     /* The store exists now. */
     EXPECT(zs_recording_create(store, config("", "zstd:1", 1), &r), ZS_E_EXISTS,
            "already exists");
-    /* This version cannot resume an array with per-frame metadata (cam0). */
-    EXPECT(zs_recording_create(store, config("\"resume\": true,", "zstd:1", 1), &r),
-           ZS_E_UNSUPPORTED, "per-frame metadata");
+    /* Every array resumes, cam0's per-frame metadata included; finishing at once
+     * leaves them as they were. */
+    OK(zs_recording_create(store, config("\"resume\": true,", "zstd:1", 1), &r));
+    OK(zs_recording_finish(r, NULL));
     /* Resume with another codec for stage/cam1: refused, nothing changes. */
     EXPECT(zs_recording_create(store, config("\"resume\": true,", "lz4:1", 0), &r),
            ZS_E_SPEC_MISMATCH, "codec differs");

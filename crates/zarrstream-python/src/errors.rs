@@ -157,7 +157,7 @@ impl From<Error> for Failure {
             Error::DiskFull { path, .. } => Failure::new(Kind::DiskFull, message).at(&path),
             Error::Io { path, source, .. } => Failure::new(Kind::Io, message)
                 .at(&path)
-                .errno(source.raw_os_error()),
+                .errno(errno_of(&source)),
             Error::ArrayFull { .. } => Failure::new(Kind::ArrayFull, message),
             Error::Closed => Failure::new(Kind::Closed, message),
             Error::UnknownArray { .. } => Failure::new(Kind::UnknownArray, message),
@@ -177,6 +177,19 @@ impl From<Error> for Failure {
             _ => Failure::new(Kind::Internal, message),
         }
     }
+}
+
+/// The error's errno, or for an error made from a kind alone (the library's "not
+/// found" for a missing store, say) the errno of that kind, so Python picks the
+/// matching `OSError` subclass.
+fn errno_of(e: &std::io::Error) -> Option<i32> {
+    use std::io::ErrorKind;
+    e.raw_os_error().or(match e.kind() {
+        ErrorKind::NotFound => Some(2),          // ENOENT
+        ErrorKind::PermissionDenied => Some(13), // EACCES
+        ErrorKind::AlreadyExists => Some(17),    // EEXIST
+        _ => None,
+    })
 }
 
 impl From<IoError> for Failure {

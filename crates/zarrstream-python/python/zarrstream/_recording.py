@@ -119,7 +119,8 @@ class Recording:
         path: The group directory. Created (refused if it exists, unless
             ``overwrite``); with ``existing_group=True`` an existing Zarr group someone
             else made receives the arrays, its ``zarr.json`` left as it is.
-        arrays: Key -> :class:`ArraySpec` (or a mapping of its keywords).
+        arrays: Key -> :class:`ArraySpec` (or a mapping of its keywords), or a sequence
+            of ``(key, spec)`` pairs.
         existing_group: Add the arrays to an existing Zarr group zarrstream did not
             create (otherwise :class:`NotOwnedError`, a ``FileExistsError``).
         overwrite: Replace an existing group (or, with ``existing_group``, the arrays'
@@ -139,7 +140,8 @@ class Recording:
     def __init__(
         self,
         path: str | os.PathLike[str],
-        arrays: Mapping[str, ArraySpec | Mapping[str, Any]],
+        arrays: (Mapping[str, ArraySpec | Mapping[str, Any]]
+                 | Sequence[tuple[str, ArraySpec | Mapping[str, Any]]]),
         *,
         threads: int | None = None,
         pin_threads: bool | None = None,
@@ -161,10 +163,11 @@ class Recording:
         # rather than a bare "closed".
         self._failure: ZarrstreamError | None = None
         self._path = os.fspath(path)
-        if not isinstance(arrays, Mapping) or not arrays:
-            raise InvalidSpecError("arrays must be a non-empty mapping of key -> ArraySpec")
+        pairs = list(arrays.items() if isinstance(arrays, Mapping) else arrays)
+        if not pairs:
+            raise InvalidSpecError("a recording needs at least one array")
         entries = []
-        for key, spec in arrays.items():
+        for key, spec in pairs:
             if not isinstance(key, str):
                 raise InvalidSpecError(f"array key {key!r} is not a string")
             if not isinstance(spec, ArraySpec):

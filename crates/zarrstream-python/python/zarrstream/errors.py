@@ -58,6 +58,12 @@ class NotAStoreError(ZarrstreamError, ValueError):
 class StoreIOError(ZarrstreamError, OSError):
     """An operating-system error while writing or reading a store."""
 
+    def __str__(self) -> str:
+        # Without an errno, OSError would print "[Errno None] None: <filename>".
+        if self.errno is None and self.args:
+            return str(self.args[0])
+        return super().__str__()
+
 
 class StoreExistsError(StoreIOError, FileExistsError):
     """The store path exists and ``overwrite=True`` was not given."""

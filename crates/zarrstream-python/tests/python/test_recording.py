@@ -6,6 +6,8 @@ exceptions; resume of a finished array."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -304,3 +306,34 @@ def test_resume_a_recording(tmp_path: Path, rng) -> None:
     np.testing.assert_array_equal(read_zarr(path / "b"), b)
     with pytest.raises(FileNotFoundError):
         zarrstream.Recording(tmp_path / "missing.zarr", arrays, resume=True)
+
+
+def test_resume_refusals_are_builtin_classes(tmp_path: Path) -> None:
+    """Resume of a store a dead writer left needs `recover` first (an OSError); resume
+    with per-frame metadata is not implemented (NotImplementedError)."""
+    path = tmp_path / "crashed.zarr"
+    settings: dict[str, Any] = dict(shape=(None, 16, 16), chunks=(1, 16, 16),
+                                    shards=(4, 16, 16), dtype="uint16")
+    code = (
+        "import os, sys, numpy as np, zarrstream\n"
+        f"w = zarrstream.Writer(sys.argv[1], **{settings!r})\n"
+        "w.append(np.ones((6, 16, 16), 'uint16'))\n"
+        "os._exit(0)\n"  # dies without finishing
+    )
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+    with pytest.raises(OSError) as needs:
+        zarrstream.Writer(path, resume=True, **settings)
+    assert isinstance(needs.value, zarrstream.NeedsRecoveryError)
+    assert "recover" in str(needs.value)
+    zarrstream.recover(path)
+    with zarrstream.Writer(path, resume=True, **settings) as w:
+        w.append(np.full((2, 16, 16), 2, "uint16"))
+    data = read_zarr(path)
+    assert (data[-2:] == 2).all() and data.shape[0] >= 2
+
+    meta = tmp_path / "meta.zarr"
+    with zarrstream.Writer(meta, frame_meta={"t": "float64"}, **settings) as w:
+        w.append(np.ones((16, 16), "uint16"), meta={"t": 1.0})
+    with pytest.raises(NotImplementedError) as unsupported:
+        zarrstream.Writer(meta, resume=True, frame_meta={"t": "float64"}, **settings)
+    assert isinstance(unsupported.value, zarrstream.ResumeUnsupportedError)

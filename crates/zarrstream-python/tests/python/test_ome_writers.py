@@ -534,7 +534,10 @@ def test_positions_share_one_set_of_workers(tmp_path: Path) -> None:
             for f in frames:
                 stream.append(f)
             seen[n] = _worker_threads() - before
-        assert _worker_threads() == before  # joined at close
+        deadline = time.monotonic() + 5  # joined at close (their /proc entries go soon after)
+        while _worker_threads() != before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _worker_threads() == before
         assert backend.recording.stats.total.frames_written == 2 * n
         root = Path(settings.output_path)
         for i in range(n):

@@ -35,6 +35,17 @@ pub(crate) enum Kind {
     Closed,
     /// Not a store zarrstream can read: `ValueError`.
     NotAStore,
+    /// A recording has no array of that key: `KeyError`.
+    UnknownArray,
+    /// A Zarr group zarrstream did not create (or no group): `FileExistsError`.
+    NotOwned,
+    /// Resume with a specification that differs from the array on disk: `ValueError`.
+    ResumeMismatch,
+    /// A store left unfinished by a dead writer (run `recover` first): `OSError`.
+    NeedsRecovery,
+    /// Something this version cannot do (resume of an OME image, …):
+    /// `NotImplementedError`.
+    Unsupported,
     /// A bug (a panic, a dead thread): `RuntimeError`.
     Internal,
 }
@@ -51,6 +62,11 @@ impl Kind {
             Kind::ArrayFull => "array_full",
             Kind::Closed => "closed",
             Kind::NotAStore => "not_a_store",
+            Kind::UnknownArray => "unknown_array",
+            Kind::NotOwned => "not_owned",
+            Kind::ResumeMismatch => "resume_mismatch",
+            Kind::NeedsRecovery => "needs_recovery",
+            Kind::Unsupported => "unsupported",
             Kind::Internal => "internal",
         }
     }
@@ -63,6 +79,8 @@ pub(crate) struct Failure {
     message: String,
     errno: Option<i32>,
     path: Option<String>,
+    /// The field a resume found different (`"codec"`, …).
+    field: Option<&'static str>,
 }
 
 impl Failure {
@@ -72,11 +90,17 @@ impl Failure {
             message: message.into(),
             errno: None,
             path: None,
+            field: None,
         }
     }
 
     fn at(mut self, path: &Path) -> Self {
         self.path = Some(path.to_string_lossy().into_owned());
+        self
+    }
+
+    fn field(mut self, field: &'static str) -> Self {
+        self.field = Some(field);
         self
     }
 
@@ -96,7 +120,15 @@ impl Failure {
         let made = py
             .import("zarrstream.errors")
             .and_then(|m| m.getattr("_from_native"))
-            .and_then(|f| f.call1((self.kind.as_str(), self.message, self.errno, self.path)));
+            .and_then(|f| {
+                f.call1((
+                    self.kind.as_str(),
+                    self.message,
+                    self.errno,
+                    self.path,
+                    self.field,
+                ))
+            });
         match made {
             Ok(exception) => PyErr::from_value(exception),
             // The package itself is broken; that error says more than ours would.
@@ -113,7 +145,9 @@ impl From<Error> for Failure {
             | Error::Ome(_)
             | Error::InvalidOption { .. }
             | Error::Attribute { .. }
-            | Error::NotAnImage(_) => Failure::new(Kind::Invalid, message),
+            | Error::NotAnImage(_)
+            | Error::ArrayKey { .. }
+            | Error::ConflictingOptions(..) => Failure::new(Kind::Invalid, message),
             // Metadata that does not fit refuses its frame, like a frame of the wrong size.
             Error::FrameSize { .. } | Error::DataType { .. } | Error::FrameMeta { .. } => {
                 Failure::new(Kind::Frame, message)
@@ -123,12 +157,39 @@ impl From<Error> for Failure {
             Error::DiskFull { path, .. } => Failure::new(Kind::DiskFull, message).at(&path),
             Error::Io { path, source, .. } => Failure::new(Kind::Io, message)
                 .at(&path)
-                .errno(source.raw_os_error()),
+                .errno(errno_of(&source)),
             Error::ArrayFull { .. } => Failure::new(Kind::ArrayFull, message),
             Error::Closed => Failure::new(Kind::Closed, message),
+            Error::UnknownArray { .. } => Failure::new(Kind::UnknownArray, message),
+            Error::NotOwned { path, .. } => Failure::new(Kind::NotOwned, message).at(&path),
+            Error::ResumeMismatch { path, field, .. } => {
+                Failure::new(Kind::ResumeMismatch, message)
+                    .at(&path)
+                    .field(field)
+            }
+            Error::NeedsRecovery { path, .. } => {
+                Failure::new(Kind::NeedsRecovery, message).at(&path)
+            }
+            Error::ResumeUnsupported(_) => Failure::new(Kind::Unsupported, message),
+            Error::Codec { .. } | Error::Internal(_) => Failure::new(Kind::Internal, message),
+            // `Error` is non-exhaustive: a variant added later is a bug report until it
+            // is mapped here.
             _ => Failure::new(Kind::Internal, message),
         }
     }
+}
+
+/// The error's errno, or for an error made from a kind alone (the library's "not
+/// found" for a missing store, say) the errno of that kind, so Python picks the
+/// matching `OSError` subclass.
+fn errno_of(e: &std::io::Error) -> Option<i32> {
+    use std::io::ErrorKind;
+    e.raw_os_error().or(match e.kind() {
+        ErrorKind::NotFound => Some(2),          // ENOENT
+        ErrorKind::PermissionDenied => Some(13), // EACCES
+        ErrorKind::AlreadyExists => Some(17),    // EEXIST
+        _ => None,
+    })
 }
 
 impl From<IoError> for Failure {

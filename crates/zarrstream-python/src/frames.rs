@@ -3,14 +3,114 @@
 //!
 //! A C-contiguous buffer is pushed where it lies: the writer's one copy (into its frame
 //! pool) is the only one. Any other layout is gathered row by row straight into a pool
-//! buffer ([`Writer::buffer`]), so it too is copied once.
+//! buffer ([`Writer::buffer`]), so it too is copied once; a [`Recording`] lends no pool
+//! buffers, so for its arrays a strided frame is gathered into a scratch frame first.
 
 use std::time::Instant;
 
 use pyo3::buffer::PyUntypedBuffer;
-use zarrstream::{PushOutcome, Writer};
+use zarrstream::{FrameMeta, PushOutcome, Recording, Writer};
 
 use crate::errors::{Failure, Kind};
+
+/// Where frames go: a [`Writer`], or one array of a [`Recording`].
+pub(crate) trait Target {
+    /// Bytes of one frame.
+    fn frame_bytes(&self) -> usize;
+    /// Pushes one contiguous frame.
+    fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> zarrstream::Result<PushOutcome>;
+    /// Pushes one contiguous frame with its metadata.
+    fn push_with(
+        &mut self,
+        frame: &[u8],
+        scheduled: Instant,
+        meta: &FrameMeta,
+    ) -> zarrstream::Result<PushOutcome>;
+    /// Pushes frame `f` of a strided buffer, gathered; `None` when it was dropped (and
+    /// counted as skipped) for want of a free buffer.
+    fn push_gathered(
+        &mut self,
+        frames: &Frames,
+        f: usize,
+    ) -> zarrstream::Result<Option<PushOutcome>>;
+}
+
+impl Target for Writer {
+    fn frame_bytes(&self) -> usize {
+        self.spec().frame_bytes()
+    }
+
+    fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> zarrstream::Result<PushOutcome> {
+        Writer::push_bytes(self, frame, scheduled)
+    }
+
+    fn push_with(
+        &mut self,
+        frame: &[u8],
+        scheduled: Instant,
+        meta: &FrameMeta,
+    ) -> zarrstream::Result<PushOutcome> {
+        Writer::push_with(self, frame, scheduled, meta)
+    }
+
+    /// Gathered straight into a pool buffer: one copy, as for contiguous frames.
+    fn push_gathered(
+        &mut self,
+        frames: &Frames,
+        f: usize,
+    ) -> zarrstream::Result<Option<PushOutcome>> {
+        let scheduled = Instant::now();
+        let frame_bytes = self.spec().frame_bytes();
+        let Some(mut dest) = self.buffer()? else {
+            self.skip()?;
+            return Ok(None);
+        };
+        frames.gather(f, &mut dest[..frame_bytes]);
+        self.push_buffer(dest, scheduled).map(Some)
+    }
+}
+
+/// One array of a [`Recording`], with a scratch frame for strided buffers (the
+/// recording lends no pool buffers, so a strided frame is gathered here, then copied
+/// into the pool by the push).
+pub(crate) struct RecordingArray<'a> {
+    pub(crate) recording: &'a Recording,
+    pub(crate) index: usize,
+    pub(crate) frame_bytes: usize,
+    pub(crate) scratch: Vec<u8>,
+}
+
+impl Target for RecordingArray<'_> {
+    fn frame_bytes(&self) -> usize {
+        self.frame_bytes
+    }
+
+    fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> zarrstream::Result<PushOutcome> {
+        self.recording.push_bytes(self.index, frame, scheduled)
+    }
+
+    fn push_with(
+        &mut self,
+        frame: &[u8],
+        scheduled: Instant,
+        meta: &FrameMeta,
+    ) -> zarrstream::Result<PushOutcome> {
+        self.recording.push_with(self.index, frame, scheduled, meta)
+    }
+
+    fn push_gathered(
+        &mut self,
+        frames: &Frames,
+        f: usize,
+    ) -> zarrstream::Result<Option<PushOutcome>> {
+        let scheduled = Instant::now();
+        self.scratch.resize(self.frame_bytes, 0);
+        frames.gather(f, &mut self.scratch);
+        self.recording
+            .push_bytes(self.index, &self.scratch, scheduled)
+            .map(Some)
+    }
+}
 
 /// Frames accepted and dropped by one call.
 #[derive(Debug, Default, Clone, Copy)]
@@ -101,25 +201,21 @@ impl Frames {
 
     /// Pushes every frame; call with the interpreter lock released. Stops at the first
     /// error, with the frames pushed before it counted in the writer.
-    pub(crate) fn push(&self, writer: &mut Writer) -> Result<Pushed, Failure> {
+    pub(crate) fn push(&self, target: &mut impl Target) -> Result<Pushed, Failure> {
         let mut pushed = Pushed::default();
-        let frame_bytes = writer.spec().frame_bytes();
+        let frame_bytes = target.frame_bytes();
         if let Some(bytes) = self.contiguous() {
             for frame in bytes.chunks_exact(frame_bytes) {
-                pushed.count(writer.push_bytes(frame, Instant::now())?);
+                pushed.count(target.push_bytes(frame, Instant::now())?);
             }
         } else {
             for f in 0..self.frames {
-                let scheduled = Instant::now();
-                let Some(mut dest) = writer.buffer()? else {
-                    // No free buffer under `Backpressure::Drop`: the frame is dropped,
+                match target.push_gathered(self, f)? {
+                    Some(outcome) => pushed.count(outcome),
+                    // No free buffer under `Backpressure::Drop`: the frame was skipped,
                     // its place kept, exactly as a push would have dropped it.
-                    writer.skip()?;
-                    pushed.dropped += 1;
-                    continue;
-                };
-                self.gather(f, &mut dest[..frame_bytes]);
-                pushed.count(writer.push_buffer(dest, scheduled)?);
+                    None => pushed.dropped += 1,
+                }
             }
         }
         Ok(pushed)
@@ -129,7 +225,7 @@ impl Frames {
     /// released); a strided frame is gathered into a contiguous copy first.
     pub(crate) fn push_with(
         &self,
-        writer: &mut Writer,
+        target: &mut impl Target,
         meta: &zarrstream::FrameMeta,
     ) -> Result<Pushed, Failure> {
         if self.frames != 1 {
@@ -142,20 +238,19 @@ impl Frames {
             ));
         }
         let mut pushed = Pushed::default();
-        let frame_bytes = writer.spec().frame_bytes();
         let outcome = if let Some(bytes) = self.contiguous() {
-            writer.push_with(bytes, Instant::now(), meta)?
+            target.push_with(bytes, Instant::now(), meta)?
         } else {
-            let mut copy = vec![0u8; frame_bytes];
+            let mut copy = vec![0u8; target.frame_bytes()];
             self.gather(0, &mut copy);
-            writer.push_with(&copy, Instant::now(), meta)?
+            target.push_with(&copy, Instant::now(), meta)?
         };
         pushed.count(outcome);
         Ok(pushed)
     }
 
     /// Copies frame `f` of a strided buffer into `dest`, row by row.
-    fn gather(&self, f: usize, dest: &mut [u8]) {
+    pub(crate) fn gather(&self, f: usize, dest: &mut [u8]) {
         let shape = self.buf.shape();
         let strides = self.buf.strides();
         let item = self.buf.item_size();

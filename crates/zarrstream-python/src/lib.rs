@@ -14,6 +14,7 @@
 mod errors;
 #[allow(unsafe_code)]
 mod frames;
+mod recording;
 mod tools;
 mod writer;
 
@@ -24,6 +25,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<writer::NativeWriter>()?;
+    m.add_class::<recording::NativeRecording>()?;
     m.add_function(wrap_pyfunction!(tools::recover, m)?)?;
     m.add_function(wrap_pyfunction!(tools::inspect, m)?)?;
     m.add_function(wrap_pyfunction!(tools::verify, m)?)?;

@@ -8,7 +8,8 @@
 100
 
 The array is an ordinary Zarr v3 array: zarr-python, tensorstore, zarrs, napari and
-neuroglancer open it, while it is being recorded too. ``zarrstream.ome_writers`` plugs
+neuroglancer open it, while it is being recorded too. ``zarrstream.Recording`` records
+several arrays (cameras, positions) into one group with one set of encoding workers. ``zarrstream.ome_writers`` plugs
 the writer into ome-writers (and so into pymmcore-plus).
 """
 
@@ -19,6 +20,7 @@ import os
 from typing import Any
 
 from . import _native
+from ._recording import ArraySpec, Recording, RecordingStats
 from ._writer import DTYPES, Latency, Ome, Stats, Writer
 from .errors import (
     ArrayFullError,
@@ -27,12 +29,17 @@ from .errors import (
     InternalError,
     InvalidFrameError,
     InvalidSpecError,
+    NeedsRecoveryError,
     NotAStoreError,
+    NotOwnedError,
+    ResumeMismatchError,
+    ResumeUnsupportedError,
     StoreExistsError,
     StoreIOError,
     StoreLockedError,
     StoreNotFoundError,
     StorePermissionError,
+    UnknownArrayError,
     ZarrstreamError,
 )
 
@@ -41,20 +48,28 @@ __version__: str = _native.__version__
 __all__ = [
     "DTYPES",
     "ArrayFullError",
+    "ArraySpec",
     "ClosedError",
     "DiskFullError",
     "InternalError",
     "InvalidFrameError",
     "InvalidSpecError",
     "Latency",
+    "NeedsRecoveryError",
     "NotAStoreError",
+    "NotOwnedError",
     "Ome",
+    "Recording",
+    "RecordingStats",
+    "ResumeMismatchError",
+    "ResumeUnsupportedError",
     "Stats",
     "StoreExistsError",
     "StoreIOError",
     "StoreLockedError",
     "StoreNotFoundError",
     "StorePermissionError",
+    "UnknownArrayError",
     "Writer",
     "ZarrstreamError",
     "__version__",

@@ -178,6 +178,157 @@ def _durability(value: str | float | datetime.timedelta) -> Any:
     return {"periodic": {"interval_ms": max(1, round(seconds * 1e3))}}
 
 
+def _fill_value(value: float) -> Any:
+    f = float(value)
+    return ("NaN" if f != f else "Infinity" if f == float("inf")
+            else "-Infinity" if f == float("-inf") else f)
+
+
+def _array_config(
+    *,
+    shape: Sequence[int | None],
+    chunks: Sequence[int],
+    shards: Sequence[int],
+    dtype: npt.DTypeLike | None = None,
+    codec: str | None = None,
+    fill_value: float | None = None,
+    dimension_names: Sequence[str] | None = None,
+    crc32c: bool | None = None,
+    index_location: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    ome: Ome | Mapping[str, Any] | bool | None = None,
+    frame_meta: Mapping[str, str] | None = None,
+    frame_meta_json: bool = False,
+) -> dict[str, Any]:
+    """The array keys of the library's JSON configuration (one array's)."""
+    config: dict[str, Any] = {
+        "shape": _shape("shape", shape),
+        "chunk_shape": _shape("chunks", chunks),
+        "shard_shape": _shape("shards", shards),
+    }
+    optional: dict[str, Any] = {
+        "codec": codec, "crc32c": crc32c, "index_location": index_location,
+    }
+    config.update({k: v for k, v in optional.items() if v is not None})
+    if dtype is not None:
+        config["dtype"] = _dtype_name(dtype)
+    if fill_value is not None:
+        config["fill_value"] = _fill_value(fill_value)
+    if dimension_names is not None:
+        config["dimension_names"] = [str(n) for n in dimension_names]
+    if attributes is not None:
+        config["attributes"] = dict(attributes)
+    if frame_meta is not None or frame_meta_json:
+        config["frame_meta"] = {"fields": dict(frame_meta or {}),
+                                "json": bool(frame_meta_json)}
+    if ome is not None and ome is not False:
+        if ome is True:
+            config["ome"] = {}
+        elif isinstance(ome, Ome):
+            config["ome"] = ome._config()
+        else:
+            config["ome"] = Ome(**ome)._config()
+    return config
+
+
+def _options_config(
+    *,
+    threads: int | None = None,
+    pin_threads: bool | None = None,
+    background_nice: int | None = None,
+    sink: str | None = None,
+    pool_frames: int | None = None,
+    spare_groups: int | None = None,
+    backpressure: str | None = None,
+    durability: str | float | datetime.timedelta | None = None,
+    packing: str | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    existing_group: bool | None = None,
+) -> dict[str, Any]:
+    """The writer option keys of the library's JSON configuration."""
+    if backpressure is not None and backpressure not in ("block", "drop"):
+        raise InvalidSpecError(f"backpressure {backpressure!r} is not 'block' or 'drop'")
+    config: dict[str, Any] = {"overwrite": bool(overwrite)}
+    if resume:
+        config["resume"] = True
+    if existing_group is not None:
+        config["existing_group"] = bool(existing_group)
+    optional: dict[str, Any] = {
+        "threads": threads, "pin_threads": pin_threads,
+        "background_nice": background_nice, "sink": sink, "pool_frames": pool_frames,
+        "spare_groups": spare_groups, "backpressure": backpressure, "packing": packing,
+    }
+    config.update({k: v for k, v in optional.items() if v is not None})
+    if durability is not None:
+        config["durability"] = _durability(durability)
+    return config
+
+
+def _config_json(config: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(config, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidSpecError(f"a setting cannot be expressed: {e}") from e
+
+
+def _as_frames(frames: Any, frame_shape: tuple[int, int],
+               dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """``frames`` as an array of whole frames of ``frame_shape`` and ``dtype``, without
+    copying."""
+    if isinstance(frames, np.ndarray):
+        a = frames
+    else:
+        try:
+            view = memoryview(frames)
+        except TypeError:
+            view = None
+        if view is not None and view.itemsize == 1 and view.format in ("B", "b", "c"):
+            # Raw bytes of one or more frames.
+            if not view.c_contiguous:
+                view = memoryview(bytes(view))
+            nbytes = view.nbytes
+            frame_bytes = frame_shape[0] * frame_shape[1] * dtype.itemsize
+            if nbytes == 0 or nbytes % frame_bytes:
+                raise InvalidFrameError(
+                    f"{nbytes} bytes are not a whole number of "
+                    f"{frame_bytes}-byte frames {frame_shape} {dtype}")
+            a = np.frombuffer(view, dtype=dtype).reshape(-1, *frame_shape)
+        else:
+            a = np.asarray(frames)
+    if a.dtype != dtype:
+        raise InvalidFrameError(
+            f"frame dtype {a.dtype.str} is not the array's {dtype.str} "
+            "(convert it with .astype())")
+    if a.ndim < 2 or a.shape[-2:] != frame_shape:
+        raise InvalidFrameError(
+            f"frame shape {a.shape} does not end in the frame shape {frame_shape}")
+    return a
+
+
+def _meta_text(meta: Mapping[str, float] | None, meta_json: Any) -> str | None:
+    """The JSON of one frame's metadata (``FrameMeta::from_json``), or ``None``."""
+    if meta is None and meta_json is None:
+        return None
+    doc: dict[str, Any] = {}
+    if meta is not None:
+        values = {}
+        for name, value in meta.items():
+            if isinstance(value, bool) or not isinstance(
+                    value, (int, float, np.integer, np.floating)):
+                raise InvalidFrameError(
+                    f"frame metadata {name}: {value!r} is not a number")
+            values[str(name)] = (int(value) if isinstance(value, (int, np.integer))
+                                 else float(value))
+        doc["values"] = values
+    if meta_json is not None:
+        doc["json"] = meta_json
+    try:
+        return json.dumps(doc, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidFrameError(f"frame metadata is not JSON: {e}") from e
+
+
 class Writer:
     """Records frames into a sharded Zarr v3 array (or an OME-Zarr 0.5 image) at ``path``.
 
@@ -232,6 +383,11 @@ class Writer:
         frame_meta_json: Also store a free JSON value per frame (``meta_json=``), as the
             arrays ``frame_meta/json_offset``, ``json_length`` and ``json_bytes``.
         overwrite: Replace an existing store at ``path``.
+        resume: Continue the array zarrstream finished (or ``recover`` repaired) at
+            ``path``: the first frame appended follows its last one. Every array
+            setting must be the one on disk (a difference raises
+            :class:`ResumeMismatchError`, a ``ValueError`` naming the field); it cannot
+            be combined with ``overwrite``.
 
     Raises:
         InvalidSpecError: (a ``ValueError``) for impossible shapes or options.
@@ -266,53 +422,26 @@ class Writer:
         frame_meta: Mapping[str, Literal["float64", "int64"]] | None = None,
         frame_meta_json: bool = False,
         overwrite: bool = False,
+        resume: bool = False,
     ) -> None:
         self._native: _native.NativeWriter | None = None
         self._stats: Stats | None = None
         # The error that stopped the recording (a full disk, say): the native writer
         # reports it once, so close() raises it again rather than a bare "closed".
         self._failure: ZarrstreamError | None = None
-        config: dict[str, Any] = {
-            "shape": _shape("shape", shape),
-            "chunk_shape": _shape("chunks", chunks),
-            "shard_shape": _shape("shards", shards),
-            "overwrite": bool(overwrite),
+        config = {
+            **_array_config(
+                shape=shape, chunks=chunks, shards=shards, dtype=dtype, codec=codec,
+                fill_value=fill_value, dimension_names=dimension_names, crc32c=crc32c,
+                index_location=index_location, attributes=attributes, ome=ome,
+                frame_meta=frame_meta, frame_meta_json=frame_meta_json),
+            **_options_config(
+                threads=threads, pin_threads=pin_threads, background_nice=background_nice,
+                sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
+                backpressure=backpressure, durability=durability, packing=packing,
+                overwrite=overwrite, resume=resume),
         }
-        optional: dict[str, Any] = {
-            "codec": codec, "crc32c": crc32c, "index_location": index_location,
-            "threads": threads, "pin_threads": pin_threads,
-            "background_nice": background_nice, "sink": sink, "pool_frames": pool_frames,
-            "spare_groups": spare_groups, "backpressure": backpressure, "packing": packing,
-        }
-        config.update({k: v for k, v in optional.items() if v is not None})
-        if backpressure is not None and backpressure not in ("block", "drop"):
-            raise InvalidSpecError(f"backpressure {backpressure!r} is not 'block' or 'drop'")
-        if dtype is not None:
-            config["dtype"] = _dtype_name(dtype)
-        if fill_value is not None:
-            f = float(fill_value)
-            config["fill_value"] = ("NaN" if f != f else "Infinity" if f == float("inf")
-                                    else "-Infinity" if f == float("-inf") else f)
-        if dimension_names is not None:
-            config["dimension_names"] = [str(n) for n in dimension_names]
-        if attributes is not None:
-            config["attributes"] = dict(attributes)
-        if durability is not None:
-            config["durability"] = _durability(durability)
-        if frame_meta is not None or frame_meta_json:
-            config["frame_meta"] = {"fields": dict(frame_meta or {}),
-                                    "json": bool(frame_meta_json)}
-        if ome is not None and ome is not False:
-            if ome is True:
-                config["ome"] = {}
-            elif isinstance(ome, Ome):
-                config["ome"] = ome._config()
-            else:
-                config["ome"] = Ome(**ome)._config()
-        try:
-            text = json.dumps(config, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise InvalidSpecError(f"a setting cannot be expressed: {e}") from e
+        text = _config_json(config)
         self._path = os.fspath(path)
         self._native = _native.NativeWriter(self._path, text)
         spec = self._native.spec()
@@ -399,34 +528,7 @@ class Writer:
 
     def _frames(self, frames: Any) -> np.ndarray[Any, Any]:
         """``frames`` as an array of whole frames, without copying."""
-        if isinstance(frames, np.ndarray):
-            a = frames
-        else:
-            try:
-                view = memoryview(frames)
-            except TypeError:
-                view = None
-            if view is not None and view.itemsize == 1 and view.format in ("B", "b", "c"):
-                # Raw bytes of one or more frames.
-                if not view.c_contiguous:
-                    view = memoryview(bytes(view))
-                nbytes = view.nbytes
-                frame_bytes = self._frame_shape[0] * self._frame_shape[1] * self._dtype.itemsize
-                if nbytes == 0 or nbytes % frame_bytes:
-                    raise InvalidFrameError(
-                        f"{nbytes} bytes are not a whole number of "
-                        f"{frame_bytes}-byte frames {self._frame_shape} {self._dtype}")
-                a = np.frombuffer(view, dtype=self._dtype).reshape(-1, *self._frame_shape)
-            else:
-                a = np.asarray(frames)
-        if a.dtype != self._dtype:
-            raise InvalidFrameError(
-                f"frame dtype {a.dtype.str} is not the array's {self._dtype.str} "
-                "(convert it with .astype())")
-        if a.ndim < 2 or a.shape[-2:] != self._frame_shape:
-            raise InvalidFrameError(
-                f"frame shape {a.shape} does not end in the frame shape {self._frame_shape}")
-        return a
+        return _as_frames(frames, self._frame_shape, self._dtype)
 
     def append(self, frames: npt.ArrayLike, *, meta: Mapping[str, float] | None = None,
                meta_json: Any = None) -> int:
@@ -456,29 +558,11 @@ class Writer:
         a = self._frames(frames)
         if a.size == 0:
             return 0
-        doc: dict[str, Any] | None = None
-        if meta is not None or meta_json is not None:
-            doc = {}
-            if meta is not None:
-                values = {}
-                for name, value in meta.items():
-                    if isinstance(value, bool) or not isinstance(
-                            value, (int, float, np.integer, np.floating)):
-                        raise InvalidFrameError(
-                            f"frame metadata {name}: {value!r} is not a number")
-                    values[str(name)] = (int(value) if isinstance(value, (int, np.integer))
-                                         else float(value))
-                doc["values"] = values
-            if meta_json is not None:
-                doc["json"] = meta_json
+        text = _meta_text(meta, meta_json)
         try:
-            if doc is None:
+            if text is None:
                 accepted, _dropped = native.push(a)
             else:
-                try:
-                    text = json.dumps(doc, allow_nan=False)
-                except (TypeError, ValueError) as e:
-                    raise InvalidFrameError(f"frame metadata is not JSON: {e}") from e
                 accepted, _dropped = native.push_with(a, text)
         except (InvalidFrameError, ClosedError):
             raise

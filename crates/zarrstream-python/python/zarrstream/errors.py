@@ -16,12 +16,17 @@ __all__ = [
     "InternalError",
     "InvalidFrameError",
     "InvalidSpecError",
+    "NeedsRecoveryError",
     "NotAStoreError",
+    "NotOwnedError",
+    "ResumeMismatchError",
+    "ResumeUnsupportedError",
     "StoreExistsError",
     "StoreIOError",
     "StoreLockedError",
     "StoreNotFoundError",
     "StorePermissionError",
+    "UnknownArrayError",
     "ZarrstreamError",
 ]
 
@@ -53,6 +58,12 @@ class NotAStoreError(ZarrstreamError, ValueError):
 class StoreIOError(ZarrstreamError, OSError):
     """An operating-system error while writing or reading a store."""
 
+    def __str__(self) -> str:
+        # Without an errno, OSError would print "[Errno None] None: <filename>".
+        if self.errno is None and self.args:
+            return str(self.args[0])
+        return super().__str__()
+
 
 class StoreExistsError(StoreIOError, FileExistsError):
     """The store path exists and ``overwrite=True`` was not given."""
@@ -75,6 +86,37 @@ class DiskFullError(StoreIOError):
     failure stays readable."""
 
 
+class UnknownArrayError(ZarrstreamError, KeyError):
+    """A :class:`~zarrstream.Recording` has no array of that key."""
+
+    def __str__(self) -> str:
+        # KeyError's str() is the repr of its argument; the message reads better plain.
+        return str(self.args[0]) if self.args else ""
+
+
+class ResumeMismatchError(InvalidSpecError):
+    """``resume=True`` with an array setting that differs from the array on disk;
+    :attr:`field` names it (``"codec"``, ``"chunk_shape"``, ``"dtype"``, …)."""
+
+    #: The setting that differs.
+    field: str | None = None
+
+
+class ResumeUnsupportedError(ZarrstreamError, NotImplementedError):
+    """``resume=True`` for an array this version cannot continue."""
+
+
+class NotOwnedError(StoreExistsError):
+    """The path is a Zarr group zarrstream did not create (or not a group at all): a
+    :class:`~zarrstream.Recording` adds arrays to someone else's group only with
+    ``existing_group=True``, and never rewrites that group's ``zarr.json``."""
+
+
+class NeedsRecoveryError(StoreIOError):
+    """The store was left by a writer that did not finish: run
+    :func:`zarrstream.recover` on it first."""
+
+
 class InternalError(ZarrstreamError, RuntimeError):
     """A bug in zarrstream (a panic or a dead writer thread); please report it."""
 
@@ -87,8 +129,20 @@ def _os_error(cls: type[StoreIOError], code: int | None, message: str,
 
 
 def _from_native(kind: str, message: str, code: int | None,
-                 path: str | None) -> ZarrstreamError:
+                 path: str | None, field: str | None = None) -> ZarrstreamError:
     """Builds the exception for a failure of the native module (called from Rust)."""
+    if kind == "unknown_array":
+        return UnknownArrayError(message)
+    if kind == "resume_mismatch":
+        mismatch = ResumeMismatchError(message)
+        mismatch.field = field
+        return mismatch
+    if kind == "unsupported":
+        return ResumeUnsupportedError(message)
+    if kind == "not_owned":
+        return _os_error(NotOwnedError, _errno.EEXIST, message, path)
+    if kind == "needs_recovery":
+        return _os_error(NeedsRecoveryError, None, message, path)
     if kind == "invalid":
         return InvalidSpecError(message)
     if kind == "frame":

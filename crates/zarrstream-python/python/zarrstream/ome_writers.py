@@ -15,8 +15,10 @@ OME-Zarr backends) select :class:`ZarrstreamBackend`.
 The division of labour is that of ome-writers' acquire-zarr backend: ome-writers (through
 yaozarrs) writes every group ``zarr.json`` with the OME-Zarr 0.5 metadata (image,
 bioformats2raw series, plate and wells) and the per-frame metadata; zarrstream writes
-only the arrays, one :class:`zarrstream.Writer` per position at ``<image>/0``, never
-touching a group's ``zarr.json``.
+only the arrays, one per position at ``<image>/0``, all of them in one
+:class:`zarrstream.Recording` (``existing_group=True``: it joins the groups yaozarrs
+made and never rewrites their ``zarr.json``), so every position shares one set of
+encoding workers and one memory budget however many positions there are.
 
 Frames are written in the order they arrive, so the backend refuses (through
 ``is_incompatible``, which makes ``"auto"`` fall through to the next backend) a storage
@@ -37,7 +39,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 import numpy as np
 
+from ._recording import ArraySpec, Recording
 from ._writer import DTYPES, Writer
+from .errors import InvalidSpecError
 
 try:
     import ome_writers as _ow
@@ -64,7 +68,14 @@ from ome_writers._backends._yaozarrs import YaozarrsBackend  # noqa: E402
 if TYPE_CHECKING:
     from ome_writers._schema import AcquisitionSettings
 
-__all__ = ["BACKEND_NAME", "SUPPORTED_OME_WRITERS", "ZarrstreamBackend", "register"]
+__all__ = [
+    "BACKEND_NAME",
+    "SUPPORTED_OME_WRITERS",
+    "LiveArray",
+    "PositionArray",
+    "ZarrstreamBackend",
+    "register",
+]
 
 #: The name ome-writers knows this backend by (``format="zarrstream"``).
 BACKEND_NAME = "zarrstream"
@@ -101,8 +112,8 @@ class LiveArray:
     value until it is, as do rows beyond the array's published shape.
     """
 
-    def __init__(self, writer: Writer, shape: tuple[int, ...], fill_value: float,
-                 unbounded: bool) -> None:
+    def __init__(self, writer: PositionArray | Writer, shape: tuple[int, ...],
+                 fill_value: float, unbounded: bool) -> None:
         self._writer = writer
         self._path = writer.path
         self.shape: tuple[int, ...] = shape
@@ -194,19 +205,69 @@ class LiveArray:
         return f"<zarrstream LiveArray {self._path!r} shape={self.shape} dtype={self.dtype}>"
 
 
+class PositionArray:
+    """One position's array in the backend's :class:`zarrstream.Recording`: the part of
+    :class:`zarrstream.Writer`'s interface the backend uses (``append``, ``skip``,
+    ``frames_pushed``, ``frames_encoded``, ``closed``, ``path``, ``dtype``)."""
+
+    def __init__(self, recording: Recording, key: str, path: Path) -> None:
+        self.recording = recording
+        #: The array's key in the recording (its path under the root).
+        self.key = key
+        self._path = os.fspath(path)
+        self.dtype: np.dtype[Any] = recording.dtype(key)
+
+    @property
+    def path(self) -> str:
+        """The array's directory."""
+        return self._path
+
+    @property
+    def closed(self) -> bool:
+        """Whether the recording was closed."""
+        return self.recording.closed
+
+    @property
+    def frames_pushed(self) -> int:
+        """Frames offered to this position so far."""
+        return self.recording.frames_pushed(self.key)
+
+    @property
+    def frames_encoded(self) -> int:
+        """Frames of this position whose chunks are all encoded."""
+        return self.recording.frames_encoded(self.key)
+
+    def append(self, frames: Any) -> int:
+        """Appends one frame (or a stack) to this position's array."""
+        return self.recording.append(self.key, frames)
+
+    def skip(self, frames: int = 1) -> None:
+        """Counts ``frames`` frames of this position as dropped."""
+        self.recording.skip(self.key, frames)
+
+    def __repr__(self) -> str:
+        return f"<zarrstream PositionArray {self.key!r} of {self.recording!r}>"
+
+
 class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
     """ome-writers' OME-Zarr backend writing arrays with zarrstream.
 
     yaozarrs lays out the hierarchy and writes every group's metadata (through
-    ome-writers' ``YaozarrsBackend``); this class creates one :class:`zarrstream.Writer`
-    per position where yaozarrs would have created the array, and streams each
-    position's frames into it in order.
+    ome-writers' ``YaozarrsBackend``); this class records every position's array, where
+    yaozarrs would have created it, in one :class:`zarrstream.Recording` (one set of
+    encoding workers for all positions), and streams each position's frames into it in
+    order.
+
+    A position name the recording cannot take as a path component (``c`` and names
+    starting with ``.`` are reserved by zarrstream's recordings) makes the backend fall
+    back to one :class:`zarrstream.Writer` per position, sharing the cores between them.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._specs: list[_ArraySpec] = []
-        self._writers: list[Writer] = []
+        self._recording: Recording | None = None
+        self._writers: list[PositionArray | Writer] = []
         self._live: list[LiveArray] = []
         #: Per position: frames written or skipped so far (the next expected frame).
         self._next: list[int] = []
@@ -301,8 +362,8 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         return False
 
     def _post_prepare(self, settings: AcquisitionSettings) -> None:
-        """Creates one :class:`zarrstream.Writer` per position, at the array path
-        yaozarrs chose."""
+        """Creates the recording, one array per position at the array path yaozarrs
+        chose, in the groups yaozarrs made."""
         self._specs = list(self._arrays)  # the _ArraySpec each create_array returned
         storage_dims = settings.array_storage_dimensions
         index_dims = storage_dims[:-2]
@@ -315,37 +376,63 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         self._strides = tuple(strides)
         codec = self.codec_for(settings.compression)
         n = len(self._specs)
-        # Every writer starts its own encoding threads: share the cores between them.
-        threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else None
-        writers: list[Writer] = []
+        if self._root is None:  # set by YaozarrsBackend.prepare, which calls this
+            raise RuntimeError("the backend is not prepared")
+        root = self._root
+        specs: list[tuple[str, ArraySpec]] = []
+        for spec in self._specs:
+            shape = [0 if (i == 0 and d.count is None) else s
+                     for i, (d, s) in enumerate(zip(storage_dims, spec.shape))]
+            names = spec.dimension_names or [d.name for d in storage_dims]
+            key = Path(spec.path).resolve().relative_to(root).as_posix()
+            specs.append((key, ArraySpec(
+                shape=shape,
+                chunks=spec.chunks,
+                shards=spec.shards or spec.chunks,
+                dtype=self._dtype,
+                codec=codec,
+                fill_value=0,
+                dimension_names=names,
+            )))
         try:
-            for spec in self._specs:
-                shape = [0 if (i == 0 and d.count is None) else s
-                         for i, (d, s) in enumerate(zip(storage_dims, spec.shape))]
-                names = spec.dimension_names or [d.name for d in storage_dims]
-                writers.append(Writer(
-                    spec.path,
-                    shape=shape,
-                    chunks=spec.chunks,
-                    shards=spec.shards or spec.chunks,
-                    dtype=self._dtype,
-                    codec=codec,
-                    fill_value=0,
-                    dimension_names=names,
-                    threads=threads,
-                ))
-        except BaseException:
-            for w in writers:
-                w.abort("ome-writers could not prepare every position")
-            raise
-        self._writers = writers
+            # yaozarrs made the groups (root, series, wells, images): join them, never
+            # rewriting their documents.
+            self._recording = Recording(root, specs, existing_group=True)
+        except InvalidSpecError as e:
+            if "array key" not in str(e):
+                raise
+            self._writers = self._writers_per_position(specs, root)
+        else:
+            self._writers = [PositionArray(self._recording, key, root / key)
+                             for key, _ in specs]
         unbounded = storage_dims[0].count is None
         self._live = [LiveArray(w, spec.shape, 0, unbounded)
-                      for w, spec in zip(writers, self._specs)]
+                      for w, spec in zip(self._writers, self._specs)]
         self._next = [0] * n
         self._pending = [{} for _ in range(n)]
         self._failed: set[int] = set()
         self._arrays = list(self._live)
+
+    @staticmethod
+    def _writers_per_position(specs: Sequence[tuple[str, ArraySpec]],
+                              root: Path) -> list[PositionArray | Writer]:
+        """One :class:`Writer` per position (for keys a recording refuses), sharing the
+        cores between them."""
+        n = len(specs)
+        threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else None
+        writers: list[PositionArray | Writer] = []
+        try:
+            for key, spec in specs:
+                writers.append(Writer(
+                    root / key, shape=spec.shape, chunks=spec.chunks, shards=spec.shards,
+                    dtype=spec.dtype, codec=spec.codec, fill_value=spec.fill_value,
+                    dimension_names=spec.dimension_names, threads=threads))
+        except BaseException:
+            for w in writers:
+                if isinstance(w, Writer):
+                    w.abort("ome-writers could not prepare every position")
+            raise
+        return writers
 
     # -- recording --------------------------------------------------------------------
 
@@ -435,8 +522,8 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
             self._flush(pos)
 
     def finalize(self) -> None:
-        """Closes every writer (all of them, even after one fails), flushes ome-writers'
-        metadata, then raises the first writer's error if any."""
+        """Closes the recording (every position, even after one fails) or every
+        writer, flushes ome-writers' metadata, then raises the first error if any."""
         errors: list[BaseException] = []
         if not self._finalized:
             for pos, pending in enumerate(self._pending):
@@ -450,8 +537,13 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                         self._flush(pos)
                 except Exception as e:  # noqa: BLE001 - collected, raised below
                     errors.append(e)
+            if self._recording is not None and not self._recording.closed:
+                try:
+                    self._recording.close()
+                except Exception as e:  # noqa: BLE001 - collected, raised below
+                    errors.append(e)
             for writer in self._writers:
-                if writer.closed:
+                if not isinstance(writer, Writer) or writer.closed:
                     continue
                 try:
                     writer.close()
@@ -466,9 +558,17 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
     # -- reading ----------------------------------------------------------------------
 
     @property
-    def writers(self) -> list[Writer]:
-        """The open writers, one per position (empty once finalized)."""
+    def writers(self) -> list[PositionArray | Writer]:
+        """Each position's array (empty once finalized): a :class:`PositionArray` of
+        :attr:`recording`, or a :class:`zarrstream.Writer` per position in the
+        fallback."""
         return list(self._writers)
+
+    @property
+    def recording(self) -> Recording | None:
+        """The recording of every position (closed once finalized, its ``stats`` then
+        known; ``None`` in the one-writer-per-position fallback)."""
+        return self._recording
 
 
 # -----------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ome_writers import (  # noqa: E402
 from ome_writers import _stream as ow_stream  # noqa: E402
 from ome_zarr_models.v05 import HCS, BioFormats2Raw, Image  # noqa: E402
 
+import zarrstream  # noqa: E402
 import zarrstream.ome_writers as zo  # noqa: E402
 
 CRATE = Path(__file__).resolve().parents[2]
@@ -492,6 +493,109 @@ def test_finalize_closes_every_writer_then_raises_the_first_error(tmp_path: Path
     for name in "abc":
         assert array_json(root / name / "0")["attributes"]["zarrstream"]["state"] == (
             "finished")
+
+
+def _worker_threads() -> int:
+    """zarrstream's encoding workers alive in this process (``zarrstream-worker-N``,
+    truncated by the kernel to 15 characters)."""
+    count = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if (task / "comm").read_text().startswith("zarrstream-work"):
+                count += 1
+        except OSError:  # the thread ended meanwhile
+            pass
+    return count
+
+
+def _positions(n: int, t: int = 2, h: int = 16, w: int = 16) -> list[Dimension]:
+    return [Dimension(name="t", count=t, type="time"),
+            Dimension(name="p", type="position", coords=[f"pos{i}" for i in range(n)]),
+            Dimension(name="y", count=h, type="space"),
+            Dimension(name="x", count=w, type="space")]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
+def test_positions_share_one_set_of_workers(tmp_path: Path) -> None:
+    """Every position is an array of one Recording: the encoding workers are the same
+    number for 1, 2 or 6 positions (not one set per position, nor cores split)."""
+    before = _worker_threads()
+    seen = {}
+    for n in (1, 2, 6):
+        settings = AcquisitionSettings(root_path=tmp_path / f"p{n}.ome.zarr",
+                                       dimensions=_positions(n), dtype="uint16",
+                                       format="zarrstream")
+        frames = frames_for(2 * n, (16, 16))
+        with create_stream(settings) as stream:
+            backend = stream._backend
+            assert isinstance(backend.recording, zarrstream.Recording)
+            assert all(isinstance(w, zo.PositionArray) for w in backend.writers)
+            assert len(backend.writers) == n
+            for f in frames:
+                stream.append(f)
+            seen[n] = _worker_threads() - before
+        deadline = time.monotonic() + 5  # joined at close (their /proc entries go soon after)
+        while _worker_threads() != before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _worker_threads() == before
+        assert backend.recording.stats.total.frames_written == 2 * n
+        root = Path(settings.output_path)
+        for i in range(n):
+            key = "0" if n == 1 else f"pos{i}/0"
+            assert_zarrstream_array(root / key, 2)
+            np.testing.assert_array_equal(zarr.open_array(root / key, mode="r")[...],
+                                          frames[i::n])
+    assert seen[1] > 0
+    assert seen[1] == seen[2] == seen[6], seen
+    print("zarrstream worker threads by positions:", seen)
+    assert seen[6] <= 3 * (os.cpu_count() or 1), seen
+
+
+def test_recording_failure_at_close_still_finalizes(tmp_path: Path) -> None:
+    """The recording's error at close is raised after ome-writers' metadata is
+    flushed; every position's array is finished."""
+    settings = AcquisitionSettings(root_path=tmp_path / "e.ome.zarr",
+                                   dimensions=_positions(3), dtype="uint16",
+                                   format="zarrstream")
+    stream = create_stream(settings)
+    backend = stream._backend
+    recording = backend.recording
+    real = recording.close
+
+    def failing_close() -> Any:
+        real()
+        raise OSError("disk gone")
+
+    recording.close = failing_close  # type: ignore[method-assign]
+    for i, f in enumerate(frames_for(6, (16, 16))):
+        stream.append(f, frame_metadata={"i": i})
+    with pytest.raises(OSError, match="disk gone"):
+        stream.close()
+    assert recording.closed and backend._finalized
+    root = Path(settings.output_path)
+    for i in range(3):
+        assert_zarrstream_array(root / f"pos{i}" / "0", 2)
+        group = json.loads((root / f"pos{i}" / "zarr.json").read_text())
+        assert len(group["attributes"]["ome_writers"]["frame_metadata"]) == 2
+
+
+def test_reserved_position_names_fall_back_to_a_writer_each(tmp_path: Path) -> None:
+    """A position named ``c`` (reserved in a recording's keys) still records, with one
+    Writer per position."""
+    dims = _positions(2)
+    dims[1] = Dimension(name="p", type="position", coords=["c", "d"])
+    settings = AcquisitionSettings(root_path=tmp_path / "c.ome.zarr", dimensions=dims,
+                                   dtype="uint16", format="zarrstream")
+    frames = frames_for(4, (16, 16))
+    with create_stream(settings) as stream:
+        assert stream._backend.recording is None
+        assert all(isinstance(w, zarrstream.Writer) for w in stream._backend.writers)
+        for f in frames:
+            stream.append(f)
+    root = Path(settings.output_path)
+    for i, name in enumerate("cd"):
+        np.testing.assert_array_equal(zarr.open_array(root / name / "0", mode="r")[...],
+                                      frames[i::2])
 
 
 # -- ome-writers' own test suite ------------------------------------------------------

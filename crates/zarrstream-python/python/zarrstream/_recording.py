@@ -1,0 +1,382 @@
+"""Several arrays recorded at once into one Zarr group, with one set of encoding workers."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _native
+from ._writer import (
+    Ome,
+    Stats,
+    _array_config,
+    _as_frames,
+    _config_json,
+    _meta_text,
+    _options_config,
+)
+from .errors import (
+    ClosedError,
+    InvalidFrameError,
+    InvalidSpecError,
+    UnknownArrayError,
+    ZarrstreamError,
+)
+
+__all__ = ["ArraySpec", "Recording", "RecordingStats"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ArraySpec:
+    """One array of a :class:`Recording`: the array keywords of :class:`Writer`, with
+    the same names and defaults (every field left ``None`` takes the library's).
+
+    ``ome`` makes the key an OME-Zarr image group with the array at ``<key>/0``;
+    ``frame_meta`` / ``frame_meta_json`` store per-frame metadata beside the array, at
+    ``<key>/frame_meta/<field>``.
+    """
+
+    shape: Sequence[int | None]
+    chunks: Sequence[int]
+    shards: Sequence[int]
+    dtype: npt.DTypeLike | None = None
+    codec: str | None = None
+    fill_value: float | None = None
+    dimension_names: Sequence[str] | None = None
+    crc32c: bool | None = None
+    index_location: Literal["end", "start"] | None = None
+    attributes: Mapping[str, Any] | None = None
+    ome: Ome | Mapping[str, Any] | bool | None = None
+    frame_meta: Mapping[str, Literal["float64", "int64"]] | None = None
+    frame_meta_json: bool = False
+
+    def _config(self) -> dict[str, Any]:
+        return _array_config(**{f.name: getattr(self, f.name)
+                                for f in dataclasses.fields(self)})
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordingStats:
+    """What a finished :class:`Recording` reports: each array's :class:`Stats`, and
+    their sum (latencies over every array's frames; ``seconds`` the longest array's)."""
+
+    #: Per array key, in the order given.
+    arrays: dict[str, Stats]
+    #: Summed over the arrays.
+    total: Stats
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> RecordingStats:
+        arrays = {str(key): Stats._from_native(s) for key, s in d["arrays"]}
+        return cls(arrays=arrays, total=Stats._from_native(d["total"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Geometry:
+    frame_shape: tuple[int, int]
+    dtype: np.dtype[Any]
+    spec: dict[str, Any]
+
+
+class Recording:
+    """Records frames into several arrays of one Zarr v3 group at ``path`` (several
+    cameras, stage positions, …) with **one** set of encoding workers and one memory
+    budget shared by every array.
+
+    ``arrays`` maps each array's key (a relative ``/`` path in the group: ``"cam0"``,
+    ``"A/1/0"``) to its :class:`ArraySpec` (or a mapping of the same keywords). The
+    other keywords are :class:`Writer`'s options, shared by every array;
+    ``pool_frames`` is the total frame budget, split so every array gets as many
+    frames. Pushes into different arrays from different threads run at once (each array
+    has its own lock; the interpreter lock is released while pushing)::
+
+        import zarrstream
+
+        arrays = {
+            "cam0": zarrstream.ArraySpec(shape=(None, 512, 512), chunks=(1, 512, 512),
+                                         shards=(16, 512, 512), dtype="uint16"),
+            "cam1": zarrstream.ArraySpec(shape=(None, 256, 256), chunks=(1, 256, 256),
+                                         shards=(16, 256, 256), dtype="uint8"),
+        }
+        with zarrstream.Recording("run.zarr", arrays, threads=4) as rec:
+            rec.append("cam0", frame0)
+            rec.append("cam1", frame1)
+        print(rec.stats.total.frames_written)
+
+    Leaving the ``with`` block by an exception aborts every array, keeping every frame
+    accepted so far.
+
+    Args:
+        path: The group directory. Created (refused if it exists, unless
+            ``overwrite``); with ``existing_group=True`` an existing Zarr group someone
+            else made receives the arrays, its ``zarr.json`` left as it is.
+        arrays: Key -> :class:`ArraySpec` (or a mapping of its keywords), or a sequence
+            of ``(key, spec)`` pairs.
+        existing_group: Add the arrays to an existing Zarr group zarrstream did not
+            create (otherwise :class:`NotOwnedError`, a ``FileExistsError``).
+        overwrite: Replace an existing group (or, with ``existing_group``, the arrays'
+            directories only).
+        resume: Continue every array where it ended (each array setting must match
+            what is on disk, else :class:`ResumeMismatchError`, a ``ValueError``).
+        attributes: Attributes of the root group, set once it is created.
+
+    Raises:
+        InvalidSpecError: (a ``ValueError``) for impossible shapes, options or keys
+            (a key given twice, a key inside another's, ``..``, …).
+        StoreExistsError: (a ``FileExistsError``) when ``path`` exists.
+        NotOwnedError: (a ``FileExistsError``) for a foreign group without
+            ``existing_group=True``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        arrays: (Mapping[str, ArraySpec | Mapping[str, Any]]
+                 | Sequence[tuple[str, ArraySpec | Mapping[str, Any]]]),
+        *,
+        threads: int | None = None,
+        pin_threads: bool | None = None,
+        background_nice: int | None = None,
+        sink: Literal["auto", "direct", "pwrite", "mmap"] | None = None,
+        pool_frames: int | None = None,
+        spare_groups: int | None = None,
+        backpressure: Literal["block", "drop"] | None = None,
+        durability: str | float | datetime.timedelta | None = None,
+        packing: Literal["compact", "sparse"] | None = None,
+        existing_group: bool = False,
+        overwrite: bool = False,
+        resume: bool = False,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._native: _native.NativeRecording | None = None
+        self._stats: RecordingStats | None = None
+        # The error that stopped an array (a full disk, say), raised again by close()
+        # rather than a bare "closed".
+        self._failure: ZarrstreamError | None = None
+        self._path = os.fspath(path)
+        pairs = list(arrays.items() if isinstance(arrays, Mapping) else arrays)
+        if not pairs:
+            raise InvalidSpecError("a recording needs at least one array")
+        entries = []
+        for key, spec in pairs:
+            if not isinstance(key, str):
+                raise InvalidSpecError(f"array key {key!r} is not a string")
+            if not isinstance(spec, ArraySpec):
+                if not isinstance(spec, Mapping):
+                    raise InvalidSpecError(
+                        f"array {key!r}: {spec!r} is not an ArraySpec or a mapping")
+                try:
+                    spec = ArraySpec(**spec)
+                except TypeError as e:
+                    raise InvalidSpecError(f"array {key!r}: {e}") from e
+            entries.append({"key": key, **spec._config()})
+        config: dict[str, Any] = {
+            **_options_config(
+                threads=threads, pin_threads=pin_threads, background_nice=background_nice,
+                sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
+                backpressure=backpressure, durability=durability, packing=packing,
+                overwrite=overwrite, resume=resume, existing_group=existing_group),
+            "arrays": entries,
+        }
+        if attributes is not None:
+            config["attributes"] = dict(attributes)
+        self._native = _native.NativeRecording(self._path, _config_json(config))
+        self._keys: tuple[str, ...] = tuple(self._native.keys)
+        self._arrays: dict[str, _Geometry] = {}
+        for key in self._keys:
+            spec = self._native.spec(key)
+            shape = tuple(spec["shape"])
+            self._arrays[key] = _Geometry((int(shape[-2]), int(shape[-1])),
+                                          np.dtype(str(spec["dtype"])), spec)
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The group path given."""
+        return self._path
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The arrays' keys, in the order given."""
+        return self._keys
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` or :meth:`abort` was called."""
+        return self._native is None or self._native.closed
+
+    @property
+    def stats(self) -> RecordingStats:
+        """The statistics of the closed recording."""
+        if self._stats is None:
+            raise ClosedError("stats are known once the recording is closed")
+        return self._stats
+
+    def _array(self, key: str) -> _Geometry:
+        try:
+            return self._arrays[key]
+        except (KeyError, TypeError):
+            raise UnknownArrayError(f"the recording has no array {key!r}") from None
+
+    def spec(self, key: str) -> dict[str, Any]:
+        """Array ``key`` as created: ``shape``, ``chunk_shape``, ``shard_shape``,
+        ``dtype``, ``codec``, ``fill_value``, ``dimension_names``."""
+        return dict(self._array(key).spec)
+
+    def frame_shape(self, key: str) -> tuple[int, int]:
+        """The shape of one frame of array ``key``."""
+        return self._array(key).frame_shape
+
+    def dtype(self, key: str) -> np.dtype[Any]:
+        """The element type of array ``key``."""
+        return self._array(key).dtype
+
+    def frames_pushed(self, key: str) -> int:
+        """Frames offered to array ``key`` so far (written, dropped and skipped)."""
+        self._array(key)
+        if self._stats is not None:
+            return self._stats.arrays[key].frames_pushed
+        return self._live().frames_pushed(key)
+
+    def frames_encoded(self, key: str) -> int:
+        """Frames of array ``key`` whose chunks are all encoded into their shards."""
+        self._array(key)
+        if self._stats is not None:
+            return self._stats.arrays[key].frames_written
+        return self._live().frames_encoded(key)
+
+    # -- recording --------------------------------------------------------------------
+
+    def _live(self) -> _native.NativeRecording:
+        if self._native is None or self._native.closed:
+            raise ClosedError("the recording is closed")
+        return self._native
+
+    def append(self, key: str, frames: npt.ArrayLike, *,
+               meta: Mapping[str, float] | None = None, meta_json: Any = None) -> int:
+        """Appends one frame or a stack of frames to array ``key``, as
+        :meth:`Writer.append` (the same frame forms, metadata and return value).
+
+        Raises:
+            UnknownArrayError: (a ``KeyError``) for a key the recording does not have.
+            InvalidFrameError: (a ``ValueError``) on a wrong shape or dtype.
+            ClosedError: after :meth:`close`.
+        """
+        geometry = self._array(key)
+        native = self._live()
+        a = _as_frames(frames, geometry.frame_shape, geometry.dtype)
+        if a.size == 0:
+            return 0
+        text = _meta_text(meta, meta_json)
+        try:
+            if text is None:
+                accepted, _dropped = native.push(key, a)
+            else:
+                accepted, _dropped = native.push_with(key, a, text)
+        except (InvalidFrameError, ClosedError):
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
+        return accepted
+
+    def skip(self, key: str, n: int = 1) -> None:
+        """Counts ``n`` frames of array ``key`` that never came as dropped, keeping
+        their places (they read as the fill value)."""
+        self._array(key)
+        if n < 0:
+            raise ValueError(f"cannot skip {n} frames")
+        self._live().skip(key, int(n))
+
+    def _attribute(self, name: str, text: str | None, array: str | None,
+                   group: bool) -> None:
+        if array is None and group:
+            raise InvalidSpecError("group=True names an array's image group: give array=")
+        if array is not None:
+            self._array(array)
+        self._live().set_attribute(str(name), text, array, group)
+
+    def set_attribute(self, name: str, value: Any, *, array: str | None = None,
+                      group: bool = False) -> None:
+        """Sets the attribute ``name`` to ``value`` (anything ``json.dumps`` takes) of
+        the root group (``array=None``), of array ``array``, or with ``group=True`` of
+        its OME-Zarr image group; ``zarr.json`` is republished at once, atomically,
+        every other key kept (also those of a group zarrstream did not create)."""
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidSpecError(f"attribute {name!r} is not JSON: {e}") from e
+        self._attribute(name, text, array, group)
+
+    def remove_attribute(self, name: str, *, array: str | None = None,
+                         group: bool = False) -> None:
+        """Removes the attribute ``name`` (see :meth:`set_attribute`)."""
+        self._attribute(name, None, array, group)
+
+    def close(self) -> RecordingStats:
+        """Finishes every array (each even if another fails) and returns the
+        statistics; calling it again returns them again. Raises the first array's
+        error, if one failed."""
+        if self._stats is not None:
+            return self._stats
+        native = self._live()
+        try:
+            self._stats = RecordingStats._from_native(json.loads(native.finish()))
+        except ClosedError:
+            if self._failure is not None:
+                raise self._failure from None
+            raise
+        return self._stats
+
+    def abort(self, reason: str = "aborted") -> None:
+        """Stops every array at once: frames accepted so far are still written, and each
+        array's ``zarr.json`` records the state ``aborted`` with ``reason``."""
+        self._live().abort(str(reason))
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.closed:
+            return
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.abort(f"{exc_type.__name__}: {exc}")
+        except ZarrstreamError:
+            # The exception leaving the block is the one to see.
+            pass
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None and not native.closed:
+            warnings.warn(
+                f"zarrstream.Recording({self._path!r}) was never closed; finishing it "
+                "now. Use it as a context manager or call close().",
+                ResourceWarning,
+                stacklevel=2,
+            )
+            try:
+                native.finish()
+            except Exception:  # noqa: BLE001 - nothing can be raised from __del__
+                pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "recording"
+        return f"zarrstream.Recording({self._path!r}, keys={list(self._keys)}, {state})"

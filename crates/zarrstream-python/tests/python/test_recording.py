@@ -309,8 +309,8 @@ def test_resume_a_recording(tmp_path: Path, rng) -> None:
 
 
 def test_resume_refusals_are_builtin_classes(tmp_path: Path) -> None:
-    """Resume of a store a dead writer left needs `recover` first (an OSError); resume
-    with per-frame metadata is not implemented (NotImplementedError)."""
+    """Resume of a store a dead writer left needs `recover` first (an OSError); per-frame
+    metadata resumes with its array; a pyramid is not resumed (NotImplementedError)."""
     path = tmp_path / "crashed.zarr"
     settings: dict[str, Any] = dict(shape=(None, 16, 16), chunks=(1, 16, 16),
                                     shards=(4, 16, 16), dtype="uint16")
@@ -331,9 +331,21 @@ def test_resume_refusals_are_builtin_classes(tmp_path: Path) -> None:
     data = read_zarr(path)
     assert (data[-2:] == 2).all() and data.shape[0] >= 2
 
+    # Per-frame metadata continues with its array.
     meta = tmp_path / "meta.zarr"
     with zarrstream.Writer(meta, frame_meta={"t": "float64"}, **settings) as w:
         w.append(np.ones((16, 16), "uint16"), meta={"t": 1.0})
+    with zarrstream.Writer(meta, resume=True, frame_meta={"t": "float64"}, **settings) as w:
+        w.append(np.ones((16, 16), "uint16"), meta={"t": 2.0})
+    t = zarr.open_array(str(meta / "frame_meta" / "t"), mode="r")[...]
+    np.testing.assert_array_equal(t, [1.0, 2.0])
+
+    # A pyramid is not resumed (NotImplementedError).
+    image = tmp_path / "image.zarr"
+    pyramid: dict[str, Any] = dict(settings, shape=(None, 64, 64), chunks=(1, 32, 32),
+                                   shards=(4, 64, 64), ome={"levels": 2})
+    with zarrstream.Writer(image, **pyramid) as w:
+        w.append(np.ones((64, 64), "uint16"))
     with pytest.raises(NotImplementedError) as unsupported:
-        zarrstream.Writer(meta, resume=True, frame_meta={"t": "float64"}, **settings)
+        zarrstream.Writer(image, resume=True, **pyramid)
     assert isinstance(unsupported.value, zarrstream.ResumeUnsupportedError)

@@ -53,7 +53,6 @@ pub(crate) use group::{GroupState, group_state, plain_group, recording_group};
 pub use key::{parse_shard_key, shard_key};
 pub use lock::StoreLock;
 pub(crate) use lock::prepare_dir;
-pub(crate) use lock::refuse_live;
 pub(crate) use publish::{create_dirs, prune_empty_dirs};
 pub use publish::{publish_bytes, sync_dir};
 pub use reader::{Shard, StoreError, StoreReader};

@@ -23,7 +23,7 @@ use crate::ome::Ome;
 use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
 use crate::stats::Stats;
-use crate::store::{self, GroupState, group_state, prepare_dir, refuse_live};
+use crate::store::{self, GroupState, group_state, prepare_dir};
 
 /// One array of a [`Recording`]: where it goes in the group, its specification and,
 /// for an OME-Zarr image (a group with its levels at `<key>/0`, `<key>/1`, …), its
@@ -279,25 +279,6 @@ fn groups_between(root: &Path, key: &str) -> Result<()> {
     Ok(())
 }
 
-/// Makes the (empty) directory of a new array, replacing one with `overwrite`.
-fn array_dir(dir: &Path, overwrite: bool) -> Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(_) if !overwrite => {
-            return Err(Error::Exists {
-                path: dir.to_path_buf(),
-            });
-        }
-        Ok(m) if m.is_dir() => {
-            refuse_live(dir)?;
-            std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e, 0))?;
-        }
-        Ok(_) => std::fs::remove_file(dir).map_err(|e| Error::io("remove", dir, e, 0))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("stat", dir, e, 0)),
-    }
-    std::fs::create_dir(dir).map_err(|e| Error::io("create directory", dir, e, 0))
-}
-
 impl Recording {
     /// Creates the group at `root` (replaced with `options.overwrite`), every array in
     /// it, and starts the shared workers. Keys and options are checked before anything
@@ -385,7 +366,8 @@ impl Recording {
             let dir = root.join(&a.key);
             groups_between(root, &a.key)?;
             if !options.resume {
-                array_dir(&dir, options.overwrite)?;
+                // Replaced with `overwrite`, unless a live writer holds an array in it.
+                prepare_dir(&dir, options.overwrite)?;
                 made.push(dir.clone());
             }
             let opts = WriterOptions {

@@ -264,7 +264,7 @@ pub enum Error {
         frames: u64,
     },
     /// A [`Recording`](crate::Recording) was given an array key it cannot use: not a
-    /// relative `/` path of plain names (empty, `.`, `..`, `c` or dot-prefixed
+    /// relative `/` path of plain names (empty, `.`, `..`, `c`, `zarr.json` or dot-prefixed
     /// components are refused), a key given twice, or a key inside another array's.
     #[error("array key {key:?}: {reason}")]
     ArrayKey {

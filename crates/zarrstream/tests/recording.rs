@@ -196,6 +196,8 @@ fn bad_keys_are_refused_naming_the_key() {
         vec!["a/.."],
         vec!["a/c"],
         vec![".hidden"],
+        vec!["zarr.json"],
+        vec!["a/zarr.json"],
         vec!["a", "a"],
         vec!["a", "a/b"],
         vec!["x/y/z", "x/y"],

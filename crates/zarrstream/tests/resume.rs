@@ -189,6 +189,15 @@ fn a_bounded_array_resumes_up_to_its_bound() {
     let (shape, got) = read_all(&a);
     assert_eq!(shape, [9, 32, 40]);
     assert_eq!(got, (0..9).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
+    // `recover` counts present frames, not where the last one was: a bounded array it
+    // repaired is not resumed (the next frame could overwrite a committed one).
+    let mut d = doc(&a);
+    d["attributes"]["zarrstream"]["state"] = "recovered".into();
+    std::fs::write(a.join("zarr.json"), d.to_string()).unwrap();
+    let e = Writer::create(&a, s.clone(), options().resume(true))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::ResumeUnsupported(_)), "{e}");
     // Another bound is a different array.
     let other = spec(&[12, 32, 40], &[1, 16, 20], &[4, 32, 20], Codec::none());
     let e = Writer::create(&a, other, options().resume(true))
@@ -337,8 +346,22 @@ fn a_live_store_is_locked_and_a_crashed_one_needs_recovery_first() {
     let tmp_dir = a.join(zarrstream::store::PARTIAL_DIR);
     std::fs::create_dir(&tmp_dir).unwrap();
     std::fs::write(tmp_dir.join("c.1.0.0.partial"), b"x").unwrap();
-    let e = Writer::create(&a, s, options().resume(true)).err().unwrap();
+    let e = Writer::create(&a, s.clone(), options().resume(true))
+        .err()
+        .unwrap();
     assert!(matches!(e, Error::NeedsRecovery { .. }), "{e}");
+    // What `recover` set aside is not removed by a resume either.
+    std::fs::rename(
+        tmp_dir.join("c.1.0.0.partial"),
+        tmp_dir.join("c.1.0.0.partial.unrecoverable"),
+    )
+    .unwrap();
+    let e = Writer::create(&a, s, options().resume(true)).err().unwrap();
+    assert!(
+        matches!(e, Error::NeedsRecovery { ref reason, .. } if reason.contains("unrecoverable")),
+        "{e}"
+    );
+    assert!(tmp_dir.join("c.1.0.0.partial.unrecoverable").exists());
 }
 
 #[test]
@@ -519,4 +542,127 @@ fn per_frame_metadata_continues_aligned_with_the_frames() {
         ),
         "{e}"
     );
+}
+
+/// Columns published in one pass may differ in length after a crash: every column
+/// continues at the frames all of them hold, so values stay at their frames. The
+/// fields may be listed in another order.
+#[test]
+fn per_frame_metadata_of_uneven_length_stays_aligned() {
+    use zarrstream::{FrameMeta, FrameMetaSpec, MetaType};
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    let s = spec3();
+    let n = s.frame_bytes() / 2;
+    let push = |w: &mut Writer, k: u64| {
+        let f = frame(k, n);
+        let m = FrameMeta::new()
+            .value("a", k as f64)
+            .value("b", k as f64 * 10.0);
+        let _ = w
+            .push_with(bytemuck::cast_slice(&f), std::time::Instant::now(), &m)
+            .unwrap();
+    };
+    let ab = FrameMetaSpec::new()
+        .field("a", MetaType::Float64)
+        .field("b", MetaType::Float64);
+    let mut w = Writer::create(&a, s.clone(), options().frame_meta(ab)).unwrap();
+    for k in 0..5 {
+        push(&mut w, k);
+    }
+    w.finish().unwrap();
+    // A crash between the columns' documents: `b` was last published at 3 values.
+    let b_doc = a.join("frame_meta/b/zarr.json");
+    let mut d: Value = serde_json::from_slice(&std::fs::read(&b_doc).unwrap()).unwrap();
+    d["shape"][0] = 3.into();
+    std::fs::write(&b_doc, d.to_string()).unwrap();
+    let ba = FrameMetaSpec::new()
+        .field("b", MetaType::Float64)
+        .field("a", MetaType::Float64);
+    let mut w = Writer::create(&a, s, options().frame_meta(ba).resume(true)).unwrap();
+    for k in 5..7 {
+        push(&mut w, k);
+    }
+    w.finish().unwrap();
+    let a_values: Vec<f64> = read_column(&a, "a");
+    let b_values: Vec<f64> = read_column(&a, "b");
+    assert_eq!(a_values.len(), 7);
+    assert_eq!(b_values.len(), 7);
+    for k in 0..7usize {
+        if k == 3 || k == 4 {
+            // Frames whose values not every column kept read as fill in all of them.
+            assert!(a_values[k].is_nan() && b_values[k].is_nan(), "frame {k}");
+        } else {
+            assert_eq!((a_values[k], b_values[k]), (k as f64, k as f64 * 10.0));
+        }
+    }
+}
+
+/// The chunks of the partly filled last shard are carried over as they are, not
+/// decoded and encoded again: a chunk stored with another (equally valid) encoding
+/// keeps its bytes through the resume, and zarrs still reads every frame.
+#[test]
+fn carried_over_chunks_keep_their_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.zarr");
+    let s = spec(&[0, 32, 40], &[1, 16, 20], &[4, 32, 20], Codec::zstd(1));
+    let n = s.frame_bytes() / 2;
+    record(&a, &s, 0..10, options());
+    // Shard c/2/0/0 holds frames 8 and 9 (y 0..32, x 0..20): chunk 0 is frame 8's top
+    // left 16 x 20. Store it encoded differently (below), in a rebuilt shard.
+    let store = StoreReader::open(&a).unwrap();
+    let shard = store.shard("c/2/0/0").unwrap();
+    let file = store.open_shard(&shard).unwrap();
+    let index = store.read_index(&shard, &file).unwrap();
+    let f8 = frame(8, n);
+    let chunk0: Vec<u8> = (0..16)
+        .flat_map(|y| f8[y * 40..y * 40 + 20].iter().flat_map(|v| v.to_le_bytes()))
+        .collect();
+    // A zstd frame of one raw (stored) block, with its content size, then the crc32c
+    // the array's codecs end with: what no zstd compressor level writes, yet every
+    // reader decodes.
+    let mut stored = vec![0x28, 0xB5, 0x2F, 0xFD, 0x60];
+    stored.extend_from_slice(&(chunk0.len() as u16 - 256).to_le_bytes());
+    stored.extend_from_slice(&(1u32 | (chunk0.len() as u32) << 3).to_le_bytes()[..3]);
+    stored.extend_from_slice(&chunk0);
+    stored.extend_from_slice(&crc32c::crc32c(&stored).to_le_bytes());
+    let stored = stored;
+    let mut data = Vec::new();
+    let mut entries = Vec::new();
+    for (i, e) in index.iter().enumerate() {
+        let bytes = match (i, e) {
+            (0, Some(_)) => stored.clone(),
+            (_, Some((o, b))) => zarrstream::store::read_chunk(&file, *o, *b).unwrap(),
+            (_, None) => {
+                entries.push((u64::MAX, u64::MAX));
+                continue;
+            }
+        };
+        entries.push((data.len() as u64, bytes.len() as u64));
+        data.extend_from_slice(&bytes);
+    }
+    let mut idx: Vec<u8> = entries
+        .iter()
+        .flat_map(|(o, b)| o.to_le_bytes().into_iter().chain(b.to_le_bytes()))
+        .collect();
+    idx.extend_from_slice(&crc32c::crc32c(&idx).to_le_bytes());
+    data.extend_from_slice(&idx);
+    drop(file);
+    std::fs::write(a.join("c/2/0/0"), &data).unwrap();
+    // What encoding it again at the array's own level would give: other bytes.
+    let mut enc1 = zarrstream::ChunkEncoder::new(Codec::zstd(1), 2, s.checksum()).unwrap();
+    let mut level1 = vec![0u8; enc1.slot_bound(chunk0.len())];
+    let len = enc1.encode_slice(&chunk0, &mut level1).unwrap();
+    level1.truncate(len);
+    assert_ne!(stored, level1);
+
+    record(&a, &s, 10..13, options().resume(true));
+    let store = StoreReader::open(&a).unwrap();
+    let shard = store.shard("c/2/0/0").unwrap();
+    let file = store.open_shard(&shard).unwrap();
+    let (o, b) = store.read_index(&shard, &file).unwrap()[0].unwrap();
+    assert_eq!(zarrstream::store::read_chunk(&file, o, b).unwrap(), stored);
+    let (shape, got) = read_all(&a);
+    assert_eq!(shape, [13, 32, 40]);
+    assert_eq!(got, (0..13).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
 }

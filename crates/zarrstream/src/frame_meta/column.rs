@@ -19,9 +19,9 @@ pub(super) struct Column {
     dir: PathBuf,
     dtype: &'static str,
     fill: Value,
-    /// One value's fill bytes, padding a partial chunk (the `bytes` codec needs whole
-    /// chunks).
-    fill_bytes: Vec<u8>,
+    /// One value's fill bytes (the first `item`), padding a partial chunk (the `bytes`
+    /// codec needs whole chunks).
+    fill_bytes: [u8; 8],
     item: usize,
     chunk: u64,
     /// Chunks filled so far (moved to `full` or already on disk).
@@ -48,8 +48,13 @@ impl Column {
             dir,
             dtype,
             fill,
-            item: fill_bytes.len(),
-            fill_bytes,
+            item: fill_bytes.len().min(8),
+            fill_bytes: {
+                let mut b = [0u8; 8];
+                let n = fill_bytes.len().min(8);
+                b[..n].copy_from_slice(&fill_bytes[..n]);
+                b
+            },
             chunk,
             done_chunks: 0,
             current: Vec::new(),
@@ -59,28 +64,32 @@ impl Column {
         }
     }
 
-    /// The column at `dir` as an earlier writer left it, keeping its first `keep`
-    /// values (at most its published length): the partial last chunk is read back, so
-    /// the next value lands after them. Returns the column and its published length.
+    /// `shape[0]` of the column an earlier writer published at `dir`.
+    pub(super) fn published_len(dir: &Path) -> Result<u64> {
+        let meta = dir.join(crate::store::METADATA_FILE);
+        let text = fs::read(&meta).map_err(|e| Error::io("read", &meta, e, 0))?;
+        serde_json::from_slice::<Value>(&text)
+            .ok()
+            .and_then(|d| d.pointer("/shape/0").and_then(Value::as_u64))
+            .ok_or_else(|| Error::NeedsRecovery {
+                path: meta.clone(),
+                reason: "per-frame metadata array without a readable shape".into(),
+            })
+    }
+
+    /// The column at `dir` as an earlier writer left it with `published` values,
+    /// keeping the first `keep` of them (`keep <= published`): the partial last chunk is
+    /// read back, so the next value lands after them.
     pub(super) fn reopen(
         dir: PathBuf,
         dtype: &'static str,
         fill: Value,
         fill_bytes: Vec<u8>,
         chunk: u64,
-        keep: u64,
-    ) -> Result<(Self, u64)> {
-        let meta = dir.join(crate::store::METADATA_FILE);
-        let text = fs::read(&meta).map_err(|e| Error::io("read", &meta, e, 0))?;
-        let shape0 = serde_json::from_slice::<Value>(&text)
-            .ok()
-            .and_then(|d| d.pointer("/shape/0").and_then(Value::as_u64))
-            .ok_or_else(|| Error::NeedsRecovery {
-                path: meta.clone(),
-                reason: "per-frame metadata array without a readable shape".into(),
-            })?;
+        (keep, published): (u64, u64),
+    ) -> Result<Self> {
         let mut column = Column::new(dir, dtype, fill, fill_bytes, chunk);
-        let keep = keep.min(shape0);
+        let keep = keep.min(published);
         column.done_chunks = keep / chunk;
         let rest = (keep % chunk) as usize * column.item;
         if rest > 0 {
@@ -93,8 +102,8 @@ impl Column {
             column.current = kept.to_vec();
         }
         column.written = keep;
-        column.published = Some(shape0);
-        Ok((column, shape0))
+        column.published = Some(published);
+        Ok(column)
     }
 
     /// Appends one value's little-endian bytes.
@@ -105,9 +114,9 @@ impl Column {
 
     /// Appends the fill value.
     pub(super) fn push_fill(&mut self) {
-        // `extend` needs `&mut self`; the fill is one 1- or 8-byte value.
-        let fill = self.fill_bytes.clone();
-        self.push(&fill);
+        // A copy of the array (no allocation): `extend` needs `&mut self`.
+        let fill = self.fill_bytes;
+        self.push(&fill[..self.item]);
     }
 
     /// Appends whole values' bytes, moving each chunk to `full` as it fills.
@@ -149,7 +158,11 @@ impl Column {
         }
         if !self.len().is_multiple_of(self.chunk) && self.written != self.len() {
             let missing = (self.chunk - self.len() % self.chunk) as usize;
-            let padded = [self.current.as_slice(), &self.fill_bytes.repeat(missing)].concat();
+            let padded = [
+                self.current.as_slice(),
+                &self.fill_bytes[..self.item].repeat(missing),
+            ]
+            .concat();
             write_chunk(&chunks, self.len() / self.chunk, &padded)?;
         }
         self.written = self.len();

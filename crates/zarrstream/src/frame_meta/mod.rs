@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::error::ParseError;
 
-pub(crate) use store::{FRAME_META_DIR, MetaRows, MetaStore, Row, open};
+pub(crate) use store::{MetaRows, MetaStore, Row, check_resumable, open};
 
 /// The type of a numeric per-frame field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,12 +127,9 @@ impl FrameMetaSpec {
     pub(crate) fn validate(&self) -> Result<(), String> {
         let mut seen = std::collections::BTreeSet::new();
         for (name, _) in &self.fields {
-            if name.is_empty()
-                || name.contains('/')
-                || name.starts_with('.')
+            if name.contains('/')
                 || name.starts_with("json")
-                || name == "c"
-                || name == "zarr.json"
+                || crate::store::bad_node_name(name).is_some()
             {
                 return Err(format!(
                     "field name {name:?} is not a plain array name (nor json*)"

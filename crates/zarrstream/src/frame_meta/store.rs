@@ -137,35 +137,70 @@ fn column_kinds(spec: &FrameMetaSpec) -> (Vec<ColumnKind>, Option<[ColumnKind; 3
     (numbers, json)
 }
 
-/// The group document, naming the fields.
-fn group_document(spec: &FrameMetaSpec) -> Value {
+/// The group's attributes (`zarrstream_frame_meta`), naming the fields.
+fn group_attributes(spec: &FrameMetaSpec) -> Value {
     let fields: Vec<Value> = spec
         .fields
         .iter()
         .map(|(n, t)| json!({"name": n, "data_type": t.zarr_name()}))
         .collect();
     json!({
-        "zarr_format": 3,
-        "node_type": "group",
-        "attributes": {"zarrstream_frame_meta": {
-            "fields": fields,
-            "json": spec.json,
-            "aligned_with": "axis 0 of the array one level up",
-        }},
+        "fields": fields,
+        "json": spec.json,
+        "aligned_with": "axis 0 of the array one level up",
     })
+}
+
+/// Fails with [`Error::ResumeMismatch`] unless the per-frame metadata an earlier writer
+/// left under `array_dir` (if any) stores what `spec` asks for (if anything): the same
+/// fields, in any order, and the same JSON choice. Called before a resumed array is
+/// touched.
+pub(crate) fn check_resumable(array_dir: &Path, spec: Option<&FrameMetaSpec>) -> Result<()> {
+    let path = array_dir
+        .join(FRAME_META_DIR)
+        .join(crate::store::METADATA_FILE);
+    let on_disk = std::fs::read(&path)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<Value>(&t).ok())
+        .and_then(|d| d.pointer("/attributes/zarrstream_frame_meta").cloned());
+    let requested = spec.map(group_attributes);
+    // Field order is not part of the format (a config's `fields` object may list them
+    // in any order).
+    let sorted = |v: Option<Value>| {
+        v.map(|mut v| {
+            if let Some(fields) = v.get_mut("fields").and_then(Value::as_array_mut) {
+                fields.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+            }
+            v
+        })
+    };
+    let (on_disk, requested) = (sorted(on_disk), sorted(requested));
+    if on_disk != requested {
+        let describe = |v: Option<Value>| v.map_or_else(|| "none".into(), |v| v.to_string());
+        return Err(Error::ResumeMismatch {
+            path: array_dir.to_path_buf(),
+            field: "frame_meta",
+            on_disk: describe(on_disk),
+            requested: describe(requested),
+        });
+    }
+    Ok(())
 }
 
 /// Creates the metadata group under `array_dir` (published at once, with empty arrays)
 /// and returns both halves. With `resume = Some(frame)`, continues the group an earlier
-/// writer left instead (its fields must be `spec`'s, [`Error::ResumeMismatch`]): its
-/// values for frames before `frame` are kept and the frames it lacks read as fill.
+/// writer left instead (checked by [`check_resumable`] before): the values for frames
+/// before `frame` that every column holds are kept, and the frames they lack read as
+/// fill.
 pub(crate) fn open(
     array_dir: &Path,
     spec: &FrameMetaSpec,
     resume: Option<u64>,
 ) -> Result<(MetaRows, MetaStore)> {
     let dir = array_dir.join(FRAME_META_DIR);
-    let group = group_document(spec);
+    let group = crate::store::group_document(json!({
+        "zarrstream_frame_meta": group_attributes(spec),
+    }));
     let (numbers, json) = column_kinds(spec);
     let (tx, rx) = unbounded();
     let rows = MetaRows {
@@ -190,45 +225,38 @@ pub(crate) fn open(
         store.publish(0)?;
         return Ok((rows, store));
     };
-    let path = dir.join(crate::store::METADATA_FILE);
-    let on_disk = std::fs::read(&path)
-        .ok()
-        .and_then(|t| serde_json::from_slice::<Value>(&t).ok());
-    let attrs = |d: &Value| d.pointer("/attributes/zarrstream_frame_meta").cloned();
-    if on_disk.as_ref().and_then(attrs) != attrs(&group) {
-        let describe = |v: Option<Value>| v.map_or_else(|| "none".into(), |v| v.to_string());
-        return Err(Error::ResumeMismatch {
-            path: array_dir.to_path_buf(),
-            field: "frame_meta",
-            on_disk: describe(on_disk.as_ref().and_then(attrs)),
-            requested: describe(attrs(&group)),
-        });
+    // The frames every column holds: columns published in one pass may differ in
+    // length after a crash, and each must continue at the same frame.
+    let offsets = json.as_ref().map(|[o, l, _]| [o.0.as_str(), l.0.as_str()]);
+    let mut kept = frame;
+    for name in numbers
+        .iter()
+        .map(|k| k.0.as_str())
+        .chain(offsets.into_iter().flatten())
+    {
+        kept = kept.min(Column::published_len(&dir.join(name))?);
     }
-    let reopen = |(name, dtype, fill, bytes, chunk): ColumnKind, keep| {
-        Column::reopen(dir.join(name), dtype, fill, bytes, chunk, keep)
+    let reopen = |(name, dtype, fill, bytes, chunk): ColumnKind, keep: u64| {
+        let column = dir.join(name);
+        let published = Column::published_len(&column)?;
+        Column::reopen(column, dtype, fill, bytes, chunk, (keep, published))
     };
-    let mut columns = Vec::with_capacity(numbers.len());
-    for kind in numbers {
-        columns.push(reopen(kind, frame)?.0);
-    }
+    let columns = numbers
+        .into_iter()
+        .map(|kind| reopen(kind, kept))
+        .collect::<Result<Vec<_>>>()?;
     let (json, bytes_so_far) = match json {
         None => (None, 0),
         Some([offset, length, bytes]) => {
-            let (offset, _) = reopen(offset, frame)?;
-            let (length, _) = reopen(length, frame)?;
             // All the text published: the frames kept reference no more.
-            let (bytes, text) = reopen(bytes, u64::MAX)?;
-            (Some([offset, length, bytes]), text)
+            let text = Column::published_len(&dir.join(&bytes.0))?;
+            let bytes = reopen(bytes, text)?;
+            (
+                Some([reopen(offset, kept)?, reopen(length, kept)?, bytes]),
+                text,
+            )
         }
     };
-    // Every column kept the same frames: those published before (at most `frame`).
-    let kept = columns
-        .iter()
-        .map(Column::len)
-        .chain(json.iter().map(|[o, _, _]| o.len()))
-        .min()
-        .unwrap_or(frame)
-        .min(frame);
     let mut store = MetaStore {
         rx,
         numbers: columns,

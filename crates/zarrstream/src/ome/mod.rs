@@ -451,12 +451,6 @@ impl Ome {
     }
 }
 
-/// The root group's `zarr.json`: nothing but these three keys (OME-Zarr 0.5 keeps all
-/// of its metadata under `attributes.ome`).
-pub(crate) fn group_json(attributes: Value) -> Value {
-    json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,19 @@ pub fn partial_key(name: &str) -> Option<Vec<u64>> {
     coords(rest.split('.'))
 }
 
+/// Why `name` cannot be the name of a node (a group or array directory) we create
+/// inside a store: empty, `.`/`..` or dot-prefixed (our temporary names), [`CHUNK_DIR`]
+/// (an array's chunks) or [`METADATA_FILE`] (a node's document); `None` if it can.
+pub(crate) fn bad_node_name(name: &str) -> Option<&'static str> {
+    if name.is_empty() || name.starts_with('.') {
+        Some("empty, or starting with `.` (`.`, `..` and temporary names)")
+    } else if name == CHUNK_DIR || name == METADATA_FILE {
+        Some("`c` and `zarr.json` name an array's chunks and a node's document")
+    } else {
+        None
+    }
+}
+
 /// Whether a file in [`PARTIAL_DIR`] is left over by an interrupted step and holds no
 /// data: a rebuild interrupted before its rename (redone from its `.partial`), or a
 /// temporary shard killed while it was created (it holds no chunks yet).

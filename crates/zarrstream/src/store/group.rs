@@ -24,19 +24,21 @@ pub(crate) enum GroupState {
     NotAGroup,
 }
 
+/// A Zarr v3 group document with `attributes` (every group zarrstream writes: an OME
+/// image, a recording's root and the groups below it, per-frame metadata).
+pub(crate) fn group_document(attributes: Value) -> Value {
+    json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
+}
+
 /// The group document of a recording's root, marked as made by zarrstream and naming
 /// its arrays.
 pub(crate) fn recording_group(keys: &[String]) -> Value {
-    json!({
-        "zarr_format": 3,
-        "node_type": "group",
-        "attributes": {"zarrstream": {MARK: {"arrays": keys}}},
-    })
+    group_document(json!({"zarrstream": {MARK: {"arrays": keys}}}))
 }
 
 /// A plain group document (the groups between a recording's root and its arrays).
 pub(crate) fn plain_group() -> Value {
-    json!({"zarr_format": 3, "node_type": "group", "attributes": {}})
+    group_document(json!({}))
 }
 
 /// What `dir` holds (see [`GroupState`]); unreadable or unparsable documents count as

@@ -33,7 +33,7 @@ pub(super) fn create_image(
     if spec.dimension_names.is_none() {
         spec.dimension_names = Some(axes.into_iter().map(|a| a.name).collect());
     }
-    let group = crate::ome::group_json(ome.attributes(&spec)?);
+    let group = crate::store::group_document(ome.attributes(&spec)?);
     let n_levels = ome.level_count(&spec)?;
     let z = ome.z_axis(&spec)?;
     let mut level_specs = vec![spec.clone()];

@@ -94,19 +94,11 @@ impl Writer {
         level: Level,
         spec: Option<&FrameMetaSpec>,
     ) -> Result<(Level, Option<MetaRows>)> {
-        let resumed = level.shared.start.store.is_some();
-        let on_disk = level.shared.dir.join(frame_meta::FRAME_META_DIR).exists();
         let Some(spec) = spec else {
-            if resumed && on_disk {
-                return Err(Error::ResumeMismatch {
-                    path: level.shared.dir.clone(),
-                    field: "frame_meta",
-                    on_disk: "present".into(),
-                    requested: "none".into(),
-                });
-            }
             return Ok((level, None));
         };
+        // A resumed array's metadata was checked against `spec` before it was opened.
+        let resumed = level.shared.start.store.is_some();
         let start = resumed.then_some(level.shared.start.frame);
         let (rows, store) = frame_meta::open(&level.shared.dir, spec, start)?;
         level.shared.published.attach_frame_meta(store);

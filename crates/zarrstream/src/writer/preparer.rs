@@ -39,7 +39,7 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
         .collect();
     // A resumed array starts at the shard set holding its next frame.
     let mut coords = Grid::box_of(&g.coords(shared.start.frame), &g.shard_lead);
-    let first_row = coords[0];
+    let first_row = shared.start.first_row(g);
     // Sets that must be open together, plus a few finished ones waiting for the finisher.
     let max_unfinished = (g.max_open_boxes(&g.shard_lead) + SPARE_UNFINISHED_SETS) * g.shard_tiles;
     while coords[0] < counts[0] {

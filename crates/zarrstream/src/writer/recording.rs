@@ -14,7 +14,7 @@ use super::level::Level;
 use super::options::WriterOptions;
 use super::outcome::PushOutcome;
 use super::published::{self, OURS};
-use super::start::{Workers, thread_count, worker_count};
+use super::start::{Workers, pool_frames, thread_count, worker_count};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::frame_meta::{FrameMeta, FrameMetaSpec};
@@ -191,13 +191,8 @@ fn check_keys(arrays: &[ArrayConfig]) -> Result<()> {
         if key.is_empty() || key.starts_with('/') || key.ends_with('/') {
             return Err(bad(key, "not a relative path"));
         }
-        for part in key.split('/') {
-            if part.is_empty() || part == "." || part == ".." {
-                return Err(bad(key, "empty, `.` or `..` path component"));
-            }
-            if part == store::CHUNK_DIR || part.starts_with('.') {
-                return Err(bad(key, "component `c` or starting with `.` is reserved"));
-            }
+        if let Some(reason) = key.split('/').find_map(store::bad_node_name) {
+            return Err(bad(key, reason));
         }
         for b in &arrays[..i] {
             if b.key == a.key {
@@ -345,11 +340,7 @@ impl Recording {
         // The frame budget, in bytes, split so that every array has the same number of
         // frames: budget / Σ frame bytes (at least 2).
         let largest = arrays.iter().map(|a| a.spec.frame_bytes).max().unwrap_or(0);
-        let total_frames = if options.pool_frames == 0 {
-            2 * threads + 2
-        } else {
-            options.pool_frames
-        };
+        let total_frames = pool_frames(options.pool_frames, threads);
         let sum: usize = arrays.iter().map(|a| a.spec.frame_bytes).sum();
         let per_array = (total_frames * largest)
             .checked_div(sum)
@@ -370,12 +361,15 @@ impl Recording {
                 prepare_dir(&dir, options.overwrite)?;
                 made.push(dir.clone());
             }
+            // The array's own metadata spec, or the recording's default.
             let opts = WriterOptions {
                 pool_frames: per_array,
                 overwrite: false,
+                frame_meta: a.frame_meta.or(options.frame_meta.clone()),
                 ..options.clone()
             };
-            let meta = a.frame_meta.as_ref().or(options.frame_meta.as_ref());
+            let meta = opts.frame_meta.clone();
+            let meta = meta.as_ref();
             let writer = match &a.ome {
                 Some(ome) => {
                     let level = chain::create_image(&dir, a.spec, ome, opts, &workers, true)?;

@@ -9,10 +9,11 @@ use serde_json::{Map, Value};
 use super::grid::Grid;
 use super::published::OURS;
 use crate::error::{Error, Result};
+use crate::frame_meta::{FrameMetaSpec, check_resumable};
 use crate::shard::IndexEntries;
 use crate::sink::{Scratch, SlotSink};
 use crate::spec::ArraySpec;
-use crate::store::{PARTIAL_DIR, PARTIAL_SUFFIX, StoreError, StoreLock, StoreReader};
+use crate::store::{LOCK_FILE, PARTIAL_DIR, StoreError, StoreLock, StoreReader};
 
 /// Where a level starts: at frame 0 of a new array, or after the frames of the array it
 /// resumes.
@@ -20,7 +21,7 @@ use crate::store::{PARTIAL_DIR, PARTIAL_SUFFIX, StoreError, StoreLock, StoreRead
 pub(crate) struct Start {
     /// The first frame this writer pushes.
     pub frame: u64,
-    /// Steps of axis 0 already published.
+    /// Steps of axis 0 already published (those before [`frame`](Self::frame)'s).
     pub extent0: u64,
     /// Frames earlier sessions wrote and dropped (added to the published counts).
     pub written: u64,
@@ -30,8 +31,8 @@ pub(crate) struct Start {
 }
 
 impl Start {
-    /// Steps of axis 0 whose shards are complete on disk: the new shards begin at the
-    /// shard row holding `frame`.
+    /// The shard row (along axis 0) holding [`frame`](Self::frame): the new shards
+    /// begin there, the rows before it are complete on disk.
     pub(crate) fn first_row(&self, grid: &Grid) -> u64 {
         grid.coords(self.frame)[0] / grid.shard_lead[0]
     }
@@ -119,19 +120,25 @@ fn store_error(path: &Path, e: StoreError) -> Error {
 /// holds ([`Error::Locked`]), one a crashed writer left ([`Error::NeedsRecovery`]) and
 /// a specification that differs ([`Error::ResumeMismatch`]). Returns where to start and
 /// the user attributes on disk (under those of `spec`).
-pub(crate) fn open(dir: &Path, spec: &ArraySpec) -> Result<(Start, Map<String, Value>)> {
+pub(crate) fn open(
+    dir: &Path,
+    spec: &ArraySpec,
+    frame_meta: Option<&FrameMetaSpec>,
+) -> Result<(Start, Map<String, Value>)> {
     let tmp = dir.join(PARTIAL_DIR);
     if tmp.is_dir() {
         let lock = StoreLock::acquire(&tmp)?;
+        // Anything but the lock (temporary shards, what `recover` set aside) is for
+        // `recover` or a person to look at, never to be removed here.
         let leftover = std::fs::read_dir(&tmp)
             .map_err(|e| Error::io("read directory", &tmp, e, 0))?
             .flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(PARTIAL_SUFFIX));
-        if leftover {
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|name| name != LOCK_FILE);
+        if let Some(name) = leftover {
             return Err(Error::NeedsRecovery {
                 path: dir.to_path_buf(),
-                reason: "unfinished shards of a writer that stopped are in .zarrstream-partial"
-                    .into(),
+                reason: format!("a writer that stopped left {PARTIAL_DIR}/{name}"),
             });
         }
         lock.release();
@@ -147,14 +154,21 @@ pub(crate) fn open(dir: &Path, spec: &ArraySpec) -> Result<(Start, Map<String, V
     }
     let on_disk = store.spec();
     compare(dir, on_disk, spec)?;
+    check_resumable(dir, frame_meta)?;
+    if spec.shape()[0] != 0 && progress.state.as_deref() == Some("recovered") {
+        // `recover` counts the frames whose chunks are all present, not where the last
+        // one was: on a bounded axis there is no extent to say where to go on.
+        return Err(Error::ResumeUnsupported(
+            "a bounded array that `recover` repaired (where its last frame was is not recorded)",
+        ));
+    }
     let grid = Grid::new(spec);
     let fps = spec.frames_per_step();
     let written = progress.frames_committed.unwrap_or(0);
     let dropped = progress.frames_dropped.unwrap_or(0);
-    let extent0 = on_disk.shape()[0];
     let frame = if spec.shape()[0] == 0 {
         // The published extent: the frames of a last, partial step read as fill.
-        extent0 * fps
+        on_disk.shape()[0] * fps
     } else {
         (written + dropped).div_ceil(fps.max(1)) * fps
     };
@@ -175,7 +189,7 @@ pub(crate) fn open(dir: &Path, spec: &ArraySpec) -> Result<(Start, Map<String, V
     Ok((
         Start {
             frame,
-            extent0: if spec.shape()[0] == 0 { extent0 } else { t },
+            extent0: t,
             written,
             dropped,
             store: Some(store),

@@ -89,11 +89,14 @@ impl Shared {
         times: &[std::time::Instant],
         now: std::time::Instant,
     ) {
-        if let Ok(mut h) = self.frame_latency.lock() {
-            for t in times {
-                let ns = now.saturating_duration_since(*t).as_nanos();
-                let _ = h.record(u64::try_from(ns).unwrap_or(u64::MAX));
-            }
+        // A worker that panicked while recording leaves a histogram still worth keeping.
+        let mut h = self
+            .frame_latency
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for t in times {
+            let ns = now.saturating_duration_since(*t).as_nanos();
+            let _ = h.record(u64::try_from(ns).unwrap_or(u64::MAX));
         }
     }
 

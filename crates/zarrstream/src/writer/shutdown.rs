@@ -11,7 +11,7 @@ use super::options::Durability;
 use super::pool::Pool;
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
-use crate::stats::{Stats, histogram};
+use crate::stats::Stats;
 use crate::store::{self, PARTIAL_DIR};
 
 impl Level {
@@ -146,10 +146,12 @@ impl Level {
             }
             None => FinisherReport::default(),
         };
-        let latency = match self.shared.frame_latency.lock() {
-            Ok(h) => h.clone(),
-            Err(_) => histogram(),
-        };
+        let latency = self
+            .shared
+            .frame_latency
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         (report, latency)
     }
 

@@ -41,6 +41,13 @@ pub(super) fn thread_count(threads: usize) -> usize {
     }
 }
 
+/// Frame buffers for the `pool_frames` option with `threads` encoding threads: the
+/// option, or (0) `2 × threads + 2`, enough for every worker to hold one while the
+/// caller fills the next. A recording's budget is this many frames of its largest array.
+pub(super) fn pool_frames(option: usize, threads: usize) -> usize {
+    if option == 0 { 2 * threads + 2 } else { option }
+}
+
 /// Where a level's encoding workers come from.
 #[derive(Clone)]
 pub(super) enum Workers {
@@ -145,7 +152,7 @@ fn open(
     options: &WriterOptions,
 ) -> Result<(Arc<Shared>, StoreLock)> {
     let start = if options.resume {
-        resume::open(&dir, &spec)?
+        resume::open(&dir, &spec, options.frame_meta.as_ref())?
     } else {
         (Start::default(), spec.attributes.clone())
     };
@@ -194,11 +201,7 @@ fn pools(
             Some(pool(groups, g.tiles * g.chunk_bytes)?),
         ));
     }
-    let n = if options.pool_frames == 0 {
-        2 * threads + 2
-    } else {
-        options.pool_frames
-    };
+    let n = pool_frames(options.pool_frames, threads);
     // Deep chunks with a pyramid: frames are copied into pooled buffers kept for
     // the pyramid thread, and their rows staged from there.
     let groups = (g.deep()).then(|| {

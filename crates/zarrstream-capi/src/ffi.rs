@@ -177,7 +177,7 @@ pub unsafe extern "C" fn zs_writer_push_with(
         let text = unsafe { c_str(meta_json, "meta_json") }?;
         let doc = serde_json::from_slice::<serde_json::Value>(text.to_bytes())
             .map_err(|_| CapiError::Argument("meta_json is not JSON"))?;
-        let meta = zarrstream::FrameMeta::from_json(&doc)?;
+        let meta = zarrstream::FrameMeta::from_value(doc)?;
         handle.call(|writer| {
             if frame.is_null() {
                 return Err(CapiError::Null("frame"));
@@ -217,19 +217,9 @@ pub unsafe extern "C" fn zs_writer_set_attribute(
         // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
         let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
         // SAFETY: `name` is NULL or NUL-terminated and outlives the call (contract).
-        let name = unsafe { c_str(name, "name") }?
-            .to_str()
-            .map_err(|_| CapiError::Argument("name is not UTF-8"))?;
-        let value = if value_json.is_null() {
-            None
-        } else {
-            // SAFETY: not NULL, so NUL-terminated and alive for the call (contract).
-            let text = unsafe { CStr::from_ptr(value_json) };
-            Some(
-                serde_json::from_slice::<serde_json::Value>(text.to_bytes())
-                    .map_err(|_| CapiError::Argument("value_json is not JSON"))?,
-            )
-        };
+        let name = unsafe { utf8(name, "name") }?;
+        // SAFETY: `value_json` is NULL or NUL-terminated and outlives the call (contract).
+        let value = unsafe { json_or_null(value_json) }?;
         handle.call(|writer| {
             match (group, value) {
                 (0, Some(v)) => writer.set_attribute(name, v)?,
@@ -472,7 +462,7 @@ pub unsafe extern "C" fn zs_recording_push_with(
         let text = unsafe { c_str(meta_json, "meta_json") }?;
         let doc = serde_json::from_slice::<serde_json::Value>(text.to_bytes())
             .map_err(|_| CapiError::Argument("meta_json is not JSON"))?;
-        let meta = zarrstream::FrameMeta::from_json(&doc)?;
+        let meta = zarrstream::FrameMeta::from_value(doc)?;
         // SAFETY: `frame` is NULL or points to `nbytes` readable bytes (contract).
         unsafe { push(handle, array, frame, nbytes, Some(&meta)) }
     })

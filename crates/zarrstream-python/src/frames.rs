@@ -192,8 +192,10 @@ impl Frames {
         // SAFETY: the buffer is C-contiguous, so its `len_bytes()` bytes start at
         // `buf_ptr()`; the exporter keeps that memory alive and in place until the
         // `PyUntypedBuffer` is released, which happens after this borrow ends (`self`
-        // owns it). Python code may write to the memory meanwhile, as it may under any
-        // extension that releases the lock; bytes are plain data, any value is valid.
+        // owns it). Not covered by this reasoning: another Python thread writing into
+        // the same array while the lock is released would race with this read (as with
+        // any extension that reads a buffer without the lock, numpy's own included);
+        // the documented contract is that a frame is not modified while it is appended.
         Some(unsafe {
             std::slice::from_raw_parts(self.buf.buf_ptr().cast::<u8>(), self.buf.len_bytes())
         })

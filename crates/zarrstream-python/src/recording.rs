@@ -169,7 +169,7 @@ impl NativeRecording {
             .map_err(|e| Failure::new(Kind::Invalid, format!("frame metadata: {e}")))
             .map_err(|f| f.into_pyerr(py))?;
         let meta =
-            zarrstream::FrameMeta::from_json(&doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
+            zarrstream::FrameMeta::from_value(doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
         let frames = self.frames(py, i, frame)?;
         let pushed = self.with(py, "push_with", |rec| {
             frames.push_with(&mut self.target(rec, i), &meta)

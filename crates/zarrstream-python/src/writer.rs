@@ -119,7 +119,7 @@ impl NativeWriter {
             .map_err(|e| Failure::new(Kind::Invalid, format!("frame metadata: {e}")))
             .map_err(|f| f.into_pyerr(py))?;
         let meta =
-            zarrstream::FrameMeta::from_json(&doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
+            zarrstream::FrameMeta::from_value(doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
         let buf = PyUntypedBuffer::get(frame)?;
         let frames = Frames::new(buf, self.frame_bytes, self.frame_shape, self.item_size)
             .map_err(|f| f.into_pyerr(py))?;

@@ -50,6 +50,13 @@ fn attributes_set_while_recording_survive_every_publication() {
     assert_eq!(after["attributes"]["given"], json!({"at": "creation"}));
     // The attribute change republishes no further than the data already published.
     let committed = |d: &Value| d["attributes"]["zarrstream"]["frames_committed"].as_u64();
+    // Present in both documents: `None` would pass every comparison below.
+    for d in [&before, &after] {
+        assert!(
+            d["shape"][0].as_u64().is_some() && committed(d).is_some(),
+            "{d}"
+        );
+    }
     assert!(after["shape"][0].as_u64() <= Some(w.frames_encoded()));
     assert!(committed(&after) >= committed(&before));
     assert!(after["shape"][0].as_u64() >= before["shape"][0].as_u64());

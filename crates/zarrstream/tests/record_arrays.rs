@@ -263,6 +263,9 @@ fn record_resume_arrays_continues_every_array() {
     let out = tmp.path().join("rec.zarr");
     let rep = tmp.path().join("resume.json");
     ok(&["--arrays", "2", "--frames", "6", "--out", s(&out)]);
+    let before: Vec<_> = (0..2)
+        .map(|a| frames_of(&out, &format!("cam{a}")))
+        .collect();
     ok(&[
         "--arrays",
         "2",
@@ -276,7 +279,10 @@ fn record_resume_arrays_continues_every_array() {
         s(&rep),
     ]);
     for a in 0..2 {
-        assert_eq!(frames_of(&out, &format!("cam{a}")).len(), 9, "cam{a}");
+        let after = frames_of(&out, &format!("cam{a}"));
+        assert_eq!(after.len(), 9, "cam{a}");
+        // The first session's frames are still there, unchanged.
+        assert!(after[..6] == before[a][..], "cam{a}");
     }
     let doc = report(&rep);
     assert_eq!(doc["arrays"][1]["resumed_from"], 6);

@@ -109,6 +109,11 @@ fn two_arrays_round_robin_read_back_exactly() {
 
     assert_eq!(json(&root.join("zarr.json"))["node_type"], "group");
     assert_eq!(json(&root.join("pos1/zarr.json"))["node_type"], "group");
+    // zarrs opens both as groups.
+    let store = Arc::new(FilesystemStore::new(&root).unwrap());
+    for path in ["/", "/pos1"] {
+        zarrs::group::Group::open(store.clone(), path).unwrap();
+    }
     let a: Vec<u16> = read(&root, "cam0", vec![n as u64, 64, 48]);
     assert!(a == (0..n).flat_map(frame_a).collect::<Vec<_>>());
     let b: Vec<u8> = read(&root, "pos1/cam1", vec![n as u64, 40, 40]);
@@ -130,6 +135,11 @@ fn two_arrays_share_two_workers() {
     assert!(rec.push("b", &frame_b(0)).unwrap().is_accepted());
     assert_eq!(worker_threads(), 2);
     rec.finish().unwrap();
+    // Joined threads leave /proc at once; the deadline only guards a slow reaper.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while worker_threads() != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(worker_threads(), 0);
 }
 
@@ -316,6 +326,13 @@ fn frame_meta_per_array_reads_back_aligned() {
     assert!(!root.join("b/frame_meta/json_bytes").exists());
     let len: Vec<u64> = read(&root, "a/frame_meta/json_length", vec![6]);
     assert_eq!(len, [7; 6]); // {"k":0}
+    let offsets: Vec<u64> = read(&root, "a/frame_meta/json_offset", vec![6]);
+    let text: Vec<u8> = read(&root, "a/frame_meta/json_bytes", vec![42]);
+    for k in 0..6 {
+        let one = &text[offsets[k] as usize..][..len[k] as usize];
+        let v: Value = serde_json::from_slice(one).unwrap();
+        assert_eq!(v, serde_json::json!({"k": k}), "frame {k}");
+    }
 }
 
 #[test]
@@ -394,6 +411,8 @@ fn a_foreign_group_is_joined_only_when_asked_and_never_rewritten() {
     assert_eq!(std::fs::read(root.join("zarr.json")).unwrap(), before);
     let row = json(&root.join("A/zarr.json"));
     assert_eq!(row["node_type"], "group");
+    let store = Arc::new(FilesystemStore::new(&root).unwrap());
+    zarrs::group::Group::open(store, "/A").unwrap();
     let got: Vec<u16> = read(&root, "A/1/0", vec![1, 64, 48]);
     assert_eq!(got, frame_a(0));
     // A second recording into the same group: an existing array is refused, a new

@@ -387,6 +387,17 @@ fn attributes_set_before_are_kept_and_counts_add_up() {
     assert_eq!(d["attributes"]["zarrstream"]["frames_committed"], 4);
     assert_eq!(d["attributes"]["zarrstream"]["frames_dropped"], 1);
     assert_eq!(d["shape"][0], 5);
+    // zarrs agrees: frames 0-2 and 4 as pushed, the skipped frame 3 as fill.
+    let (shape, got) = read_all(&a);
+    assert_eq!(shape, [5, 32, 40]);
+    for k in 0..5u64 {
+        let plane = &got[k as usize * n..][..n];
+        if k == 3 {
+            assert!(plane.iter().all(|&v| v == 0), "frame 3 reads as fill");
+        } else {
+            assert_eq!(plane, frame(k, n), "frame {k}");
+        }
+    }
 }
 
 #[test]

@@ -6,15 +6,14 @@ import dataclasses
 import datetime
 import json
 import os
-import warnings
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from ._lifecycle import _Lifecycle
 from ._writer import (
     Ome,
     Stats,
@@ -76,7 +75,7 @@ class RecordingStats:
 
     @classmethod
     def _from_native(cls, d: Mapping[str, Any]) -> RecordingStats:
-        arrays = {str(key): Stats._from_native(s) for key, s in d["arrays"]}
+        arrays = {str(key): Stats._from_native(s) for key, s in d["arrays"].items()}
         return cls(arrays=arrays, total=Stats._from_native(d["total"]))
 
 
@@ -87,7 +86,7 @@ class _Geometry:
     spec: dict[str, Any]
 
 
-class Recording:
+class Recording(_Lifecycle):
     """Records frames into several arrays of one Zarr v3 group at ``path`` (several
     cameras, stage positions, …) with **one** set of encoding workers and one memory
     budget shared by every array.
@@ -337,45 +336,6 @@ class Recording:
                 raise self._failure from None
             raise
         return self._stats
-
-    def abort(self, reason: str = "aborted") -> None:
-        """Stops every array at once: frames accepted so far are still written, and each
-        array's ``zarr.json`` records the state ``aborted`` with ``reason``."""
-        self._live().abort(str(reason))
-
-    def __enter__(self) -> Recording:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.closed:
-            return
-        if exc_type is None:
-            self.close()
-            return
-        try:
-            self.abort(f"{exc_type.__name__}: {exc}")
-        except ZarrstreamError:
-            # The exception leaving the block is the one to see.
-            pass
-
-    def __del__(self) -> None:
-        native = getattr(self, "_native", None)
-        if native is not None and not native.closed:
-            warnings.warn(
-                f"zarrstream.Recording({self._path!r}) was never closed; finishing it "
-                "now. Use it as a context manager or call close().",
-                ResourceWarning,
-                stacklevel=2,
-            )
-            try:
-                native.finish()
-            except Exception:  # noqa: BLE001 - nothing can be raised from __del__
-                pass
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "recording"

@@ -6,15 +6,14 @@ import dataclasses
 import datetime
 import json
 import os
-import warnings
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from ._lifecycle import _Lifecycle
 from .errors import ClosedError, InvalidFrameError, InvalidSpecError, ZarrstreamError
 
 __all__ = ["Latency", "Ome", "Stats", "Writer"]
@@ -329,7 +328,7 @@ def _meta_text(meta: Mapping[str, float] | None, meta_json: Any) -> str | None:
         raise InvalidFrameError(f"frame metadata is not JSON: {e}") from e
 
 
-class Writer:
+class Writer(_Lifecycle):
     """Records frames into a sharded Zarr v3 array (or an OME-Zarr 0.5 image) at ``path``.
 
     Axis 0 is the append axis (``shape[0] = 0`` or ``None``: unbounded); the last two
@@ -539,7 +538,8 @@ class Writer:
         frames in C order. Raw ``bytes`` of whole frames are taken too. C-contiguous input
         is pushed without an intermediate copy; other layouts are copied once. The
         interpreter lock is released while frames are copied and while waiting for a
-        free buffer, so other Python threads (the camera's, a GUI) keep running.
+        free buffer, so other Python threads (the camera's, a GUI) keep running; they
+        must not write into ``frames`` until ``append`` returns.
 
         ``meta`` (numeric values of the writer's ``frame_meta`` fields) and ``meta_json``
         (any JSON value, with ``frame_meta_json=True``) go with a single frame; they are
@@ -611,46 +611,6 @@ class Writer:
                 raise self._failure from None
             raise
         return self._stats
-
-    def abort(self, reason: str = "aborted") -> None:
-        """Stops the recording at once: frames accepted so far are still written, and
-        ``zarr.json`` records the state ``aborted`` with ``reason``."""
-        self._live().abort(str(reason))
-
-    def __enter__(self) -> Writer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.closed:
-            return
-        if exc_type is None:
-            self.close()
-            return
-        try:
-            self.abort(f"{exc_type.__name__}: {exc}")
-        except ZarrstreamError:
-            # The exception leaving the block (a full disk, say) is the one to see; the
-            # writer already stopped on it and kept what it had accepted.
-            pass
-
-    def __del__(self) -> None:
-        native = getattr(self, "_native", None)
-        if native is not None and not native.closed:
-            warnings.warn(
-                f"zarrstream.Writer({self._path!r}) was never closed; finishing it now. "
-                "Use it as a context manager or call close().",
-                ResourceWarning,
-                stacklevel=2,
-            )
-            try:
-                native.finish()
-            except Exception:  # noqa: BLE001 - nothing can be raised from __del__
-                pass
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "recording"

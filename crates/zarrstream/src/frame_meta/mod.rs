@@ -207,11 +207,17 @@ impl FrameMeta {
     /// # Ok::<(), zarrstream::Error>(())
     /// ```
     pub fn from_json(doc: &Value) -> Result<Self, crate::Error> {
+        Self::from_value(doc.clone())
+    }
+
+    /// [`from_json`](Self::from_json), taking the document (the bindings' path: the
+    /// frame's free JSON object is moved into the metadata, not copied).
+    pub fn from_value(doc: Value) -> Result<Self, crate::Error> {
         let bad = |field: &str, reason: &str| crate::Error::FrameMeta {
             field: field.to_string(),
             reason: reason.to_string(),
         };
-        let Some(object) = doc.as_object() else {
+        let Value::Object(object) = doc else {
             return Err(bad("(all)", "is not a JSON object"));
         };
         let mut meta = FrameMeta::new();
@@ -230,7 +236,7 @@ impl FrameMeta {
                         meta.values.insert(name.clone(), v);
                     }
                 }
-                "json" => meta.json = Some(value.clone()),
+                "json" => meta.json = Some(value),
                 other => return Err(bad(other, "is not \"values\" or \"json\"")),
             }
         }

@@ -112,11 +112,26 @@ impl ArrayId for String {
 #[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct RecordingStats {
-    /// Each array's key and statistics.
+    /// Each array's key and statistics (serialised as an object from key to
+    /// statistics, in this order).
+    #[serde(serialize_with = "arrays_as_map")]
     pub arrays: Vec<(String, Stats)>,
     /// Counters, bytes and pool sizes summed over the arrays, latencies over every
     /// array's frames; `seconds` is the longest array's and `sink` the first array's.
     pub total: Stats,
+}
+
+/// `{"<key>": <stats>, …}` in the arrays' order, whatever map type serde_json builds.
+fn arrays_as_map<S: serde::Serializer>(
+    arrays: &[(String, Stats)],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(arrays.len()))?;
+    for (key, stats) in arrays {
+        map.serialize_entry(key, stats)?;
+    }
+    map.end()
 }
 
 /// Records frames into several arrays of one Zarr v3 group at once (several cameras,

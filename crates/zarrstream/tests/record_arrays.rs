@@ -278,11 +278,11 @@ fn record_resume_arrays_continues_every_array() {
         "--report",
         s(&rep),
     ]);
-    for a in 0..2 {
+    for (a, before) in before.iter().enumerate() {
         let after = frames_of(&out, &format!("cam{a}"));
         assert_eq!(after.len(), 9, "cam{a}");
         // The first session's frames are still there, unchanged.
-        assert!(after[..6] == before[a][..], "cam{a}");
+        assert!(after[..6] == before[..], "cam{a}");
     }
     let doc = report(&rep);
     assert_eq!(doc["arrays"][1]["resumed_from"], 6);

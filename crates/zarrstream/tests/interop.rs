@@ -166,6 +166,63 @@ fn frame(dtype: DataType, seed: u64, k: u64, h: usize, w: usize) -> Vec<u8> {
                     };
                     out.extend_from_slice(&v.to_bits().to_le_bytes());
                 }
+                DataType::Int8 => {
+                    let v = match n % 97 {
+                        0 => i8::MIN,
+                        1 => i8::MAX,
+                        _ => ((xs + 3 * ys + 7 * ks) % 200 + (n >> 10) % 4) as i16 as i8,
+                    };
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                DataType::Int32 => {
+                    let v = match n % 1013 {
+                        0 => i32::MIN,
+                        1 => i32::MAX,
+                        _ => {
+                            (xs * 977 + ys * 131 + ks * 100_003) as i32 - (1 << 20)
+                                + ((n >> 10) % 512) as i32
+                        }
+                    };
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                DataType::Int64 => {
+                    // Beyond 2^53, where a double loses integers.
+                    let v = match n % 1019 {
+                        0 => i64::MIN,
+                        1 => i64::MAX,
+                        2 => (1 << 53) + 1,
+                        _ => {
+                            (xs * 977 + ys * 131 + ks * 100_003) as i64 - (3 << 40)
+                                + ((n >> 10) % 4096) as i64
+                        }
+                    };
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                DataType::UInt64 => {
+                    let v = match n % 1021 {
+                        0 => u64::MAX,
+                        1 => u64::MAX - 1,
+                        _ => (xs * 977 + ys * 131 + ks * 100_003 + (n >> 10) % 4096) + (1 << 60),
+                    };
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                DataType::Float64 => {
+                    let v = match n % 1000 {
+                        0 => f64::NAN,
+                        1 => -0.0,
+                        2 => f64::INFINITY,
+                        3 => f64::NEG_INFINITY,
+                        4 => f64::from_bits(1 + (n >> 20) % 1000),
+                        5 => f64::from_bits(0xfff8_1234_5678_9abc),
+                        6 => f64::MAX,
+                        _ => {
+                            (x as f64 * 0.05).sin() * (y as f64 + 1.0) * 0.5 - 10.0
+                                + k as f64 * 0.25
+                                + ((n >> 10) % 1000) as f64 * 1e-9
+                        }
+                    };
+                    out.extend_from_slice(&v.to_bits().to_le_bytes());
+                }
                 other => panic!("no frames for {other}"),
             }
         }
@@ -175,10 +232,15 @@ fn frame(dtype: DataType, seed: u64, k: u64, h: usize, w: usize) -> Vec<u8> {
 
 fn fill_bits(dtype: DataType, fill: f64) -> u64 {
     match dtype {
-        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 => fill as u64,
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => fill as u64,
+        DataType::Int8 => u64::from(fill as i8 as u8),
         DataType::Int16 => u64::from(fill as i16 as u16),
+        DataType::Int32 => u64::from(fill as i32 as u32),
+        DataType::Int64 => fill as i64 as u64,
         DataType::Float32 if fill.is_nan() => 0x7fc0_0000,
         DataType::Float32 => u64::from((fill as f32).to_bits()),
+        DataType::Float64 if fill.is_nan() => 0x7ff8_0000_0000_0000,
+        DataType::Float64 => fill.to_bits(),
         other => panic!("no fill bits for {other}"),
     }
 }
@@ -428,11 +490,8 @@ impl Case {
             "name": self.name,
             "path": path,
             "expected": expected,
-            "dtype": format!("<{}{}", match self.dtype {
-                DataType::Float32 => "f",
-                DataType::Int16 => "i",
-                _ => "u",
-            }, es),
+            // numpy's spelling: the short name's kind letter, the size in bytes.
+            "dtype": format!("<{}{}", &self.dtype.short_name()[..1], es),
             "shape": self.final_shape(),
             "chunk": self.chunk,
             "shard": self.shard,
@@ -658,6 +717,85 @@ fn matrix() -> Vec<Case> {
                 &[2, 32, 32],
                 &[4, 64, 64],
                 9,
+            )
+        },
+        // issue 18: the other five data types, each with a fill value at or near an
+        // end of its range and a codec of its own; the 64-bit integers carry values a
+        // double cannot hold, float64 NaN payloads, subnormals and ±inf.
+        Case {
+            dtype: Int8,
+            fill: -128.0,
+            codec: Codec::blosc_lz4(5),
+            ..case(
+                "r3_i8_lz4-5_fillmin",
+                &[0, 70, 90],
+                &[1, 32, 32],
+                &[4, 64, 64],
+                6,
+            )
+        },
+        Case {
+            dtype: Int32,
+            fill: -2_147_483_648.0,
+            codec: Codec::zstd(3),
+            index: Start,
+            sink: SinkChoice::Pwrite,
+            ..case(
+                "r3_i32_zstd3_start",
+                &[0, 80, 100],
+                &[1, 40, 48],
+                &[2, 80, 96],
+                5,
+            )
+        },
+        Case {
+            dtype: Int64,
+            fill: -9_007_199_254_740_992.0,
+            codec: Codec::blosc_lz4(1),
+            ..case(
+                "r4_i64_lz4_fillneg",
+                &[0, 3, 48, 70],
+                &[1, 1, 16, 32],
+                &[1, 3, 48, 64],
+                4,
+            )
+        },
+        Case {
+            dtype: UInt64,
+            fill: 1_152_921_504_606_846_976.0,
+            codec: Codec::none(),
+            sink: SinkChoice::Pwrite,
+            ..case(
+                "r3_u64_none_fill2pow60",
+                &[0, 50, 60],
+                &[2, 25, 32],
+                &[4, 50, 64],
+                7,
+            )
+        },
+        Case {
+            dtype: Float64,
+            fill: nan,
+            codec: Codec::blosc_lz4(1),
+            ..case(
+                "r3_f64_lz4_fillnan",
+                &[0, 60, 90],
+                &[1, 32, 32],
+                &[3, 64, 64],
+                5,
+            )
+        },
+        Case {
+            dtype: Float64,
+            fill: f64::NEG_INFINITY,
+            codec: Codec::zstd(1),
+            index: Start,
+            ..case(
+                "r3_f64_zstd_fillneginf",
+                &[0, 40, 40],
+                &[2, 16, 16],
+                &[4, 32, 32],
+                6,
             )
         },
         // Shard = inner chunk; shards stick out in y and x.

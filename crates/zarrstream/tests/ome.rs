@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArraySpec, Codec, Downsample, Error, Levels, Ome, OmeError, Omero, SpaceUnit, TimeUnit, Writer,
-    WriterOptions,
+    ArraySpec, Codec, DataType, Downsample, Error, Levels, Ome, OmeError, Omero, SpaceUnit,
+    TimeUnit, Writer, WriterOptions,
 };
 
 #[path = "support/python.rs"]
@@ -661,6 +661,120 @@ fn readers_validate_and_read_every_image() {
         .iter()
         .map(|im| entry(im, &im.write(dir.path(), options()), dir.path()))
         .collect();
+    let manifest = dir.path().join("manifest.json");
+    fs::write(&manifest, json!({ "images": entries }).to_string()).expect("manifest");
+    let out = Command::new(&py)
+        .arg(check_script())
+        .arg("images")
+        .arg(&manifest)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ome_check.py");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "ome_check.py images failed:\n{text}");
+}
+
+/// Pyramid level 0 of `dtype`: step `k`'s plane `i`, over a range that makes 2x2 (and
+/// 2x2x2) sums overflow the type; the 64-bit integers beyond 2^53 (where a double would
+/// round) and sums beyond 64 bits; floats of few significant bits, so every sum is exact.
+fn typed_value(dtype: DataType, k: usize, i: usize) -> Vec<u8> {
+    let v = (k * 7919 + i * 13) as u64;
+    match dtype {
+        DataType::Int8 => vec![v as u8],
+        DataType::UInt8 => vec![(v % 256) as u8],
+        DataType::Int16 => (v as u16 as i16).to_le_bytes().to_vec(),
+        DataType::UInt16 => (v as u16).to_le_bytes().to_vec(),
+        DataType::Int32 => (((v % 65536) as i32 - 32768) << 16).to_le_bytes().to_vec(),
+        DataType::UInt32 => ((v % 65536) as u32 * 65537).to_le_bytes().to_vec(),
+        DataType::Int64 => (((v % 65536) as i64 - 32768) << 48 | 1)
+            .to_le_bytes()
+            .to_vec(),
+        DataType::UInt64 => ((v % 65536) << 48 | 3).to_le_bytes().to_vec(),
+        DataType::Float32 => ((v % 4096) as f32 * 0.25 - 300.0).to_le_bytes().to_vec(),
+        DataType::Float64 => ((v % 65536) as f64 * 0.125 - 4000.0).to_le_bytes().to_vec(),
+        other => panic!("no values for {other}"),
+    }
+}
+
+/// Every data type's pyramid: level k equals numpy's reduction of level k-1 of the same
+/// type (exact integer means, round half up), read through the ome-zarr reader and
+/// zarr-python, after ome-zarr-models validated the group. 2x2 means for all, 2x2x2 for
+/// the 64-bit integers and float64, min and max for a few.
+#[test]
+fn every_dtype_has_an_exact_pyramid_in_the_readers() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::Builder::new()
+        .prefix("ome-dtypes-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tmp");
+    let mut cases: Vec<(DataType, Downsample, bool)> = DataType::ALL
+        .iter()
+        .map(|&d| (d, Downsample::Mean, false))
+        .collect();
+    for d in [DataType::Int64, DataType::UInt64, DataType::Float64] {
+        cases.push((d, Downsample::Mean, true));
+    }
+    cases.push((DataType::Int8, Downsample::Min, false));
+    cases.push((DataType::Float64, Downsample::Max, true));
+    let mut entries = Vec::new();
+    for (dtype, method, z) in cases {
+        let name = format!("t_{dtype}_{}{}", method.as_str(), if z { "_z" } else { "" });
+        let (steps, depth, h, w) = (3usize, if z { 3 } else { 1 }, 37usize, 41usize);
+        let shape: Vec<u64> = if z {
+            vec![0, depth as u64, 37, 41]
+        } else {
+            vec![0, 37, 41]
+        };
+        let rank = shape.len();
+        let mut chunk = vec![1u64; rank];
+        chunk[rank - 2] = 16;
+        chunk[rank - 1] = 16;
+        let mut shard = shape.clone();
+        shard[0] = 2;
+        shard[rank - 2] = 48;
+        shard[rank - 1] = 48;
+        let spec = ArraySpec::builder()
+            .dtype(dtype)
+            .shape(&shape)
+            .chunk_shape(&chunk)
+            .shard_shape(&shard)
+            .build()
+            .expect("spec");
+        let ome = Ome::new()
+            .levels(Levels::Count(3))
+            .downsample(method)
+            .downsample_z(z);
+        let path = dir.path().join(format!("{name}.ome.zarr"));
+        let mut wr = Writer::create_ome(&path, spec, &ome, options()).expect("create");
+        let mut data = Vec::new();
+        for k in 0..steps * depth {
+            let frame: Vec<u8> = (0..h * w).flat_map(|i| typed_value(dtype, k, i)).collect();
+            let pushed = wr.push_bytes(&frame, Instant::now()).expect("push");
+            assert!(pushed.is_accepted(), "{name}: frame {k} not accepted");
+            data.extend(frame);
+        }
+        wr.finish().expect("finish");
+        let expected = dir.path().join(format!("{name}.expected.raw"));
+        fs::write(&expected, data).expect("write expected");
+        let mut full = shape.clone();
+        full[0] = steps as u64;
+        let axes: &[&str] = if z {
+            &["t", "z", "y", "x"]
+        } else {
+            &["t", "y", "x"]
+        };
+        entries.push(json!({
+            "name": name, "path": path, "expected": expected,
+            "dtype": format!("<{}{}", &dtype.short_name()[..1], dtype.size()),
+            "shape": full, "axes": axes, "levels": 3, "method": method.as_str(),
+            "z_axis": z.then_some(1),
+        }));
+    }
     let manifest = dir.path().join("manifest.json");
     fs::write(&manifest, json!({ "images": entries }).to_string()).expect("manifest");
     let out = Command::new(&py)

@@ -58,11 +58,16 @@ impl Crc32cShown {
 /// The numpy type string of a little-endian element type.
 fn v2_dtype(dtype: DataType) -> Result<&'static str, RefsError> {
     Ok(match dtype {
+        DataType::Int8 => "|i1",
         DataType::UInt8 => "|u1",
-        DataType::UInt16 => "<u2",
         DataType::Int16 => "<i2",
+        DataType::UInt16 => "<u2",
+        DataType::Int32 => "<i4",
         DataType::UInt32 => "<u4",
+        DataType::Int64 => "<i8",
+        DataType::UInt64 => "<u8",
         DataType::Float32 => "<f4",
+        DataType::Float64 => "<f8",
         other => return Err(RefsError::Unsupported(format!("data type {other}"))),
     })
 }

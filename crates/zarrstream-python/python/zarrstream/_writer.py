@@ -19,7 +19,8 @@ from .errors import ClosedError, InvalidFrameError, InvalidSpecError, Zarrstream
 __all__ = ["Latency", "Ome", "Stats", "Writer"]
 
 #: The element types zarrstream writes, by numpy name.
-DTYPES = ("uint8", "uint16", "int16", "uint32", "float32")
+DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32",
+          "float64")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -354,7 +355,8 @@ class Writer(_Lifecycle):
         shape: Array shape; axis 0 ``0``/``None`` for an unbounded recording.
         chunks: Inner chunk shape (the unit of compression).
         shards: Shard shape (the unit of files), a multiple of ``chunks``.
-        dtype: A numpy dtype or its name: uint8, uint16, int16, uint32, float32.
+        dtype: A numpy dtype or its name: int8, uint8, int16, uint16, int32, uint32,
+                int64, uint64, float32, float64 (:data:`DTYPES`).
         codec: As ``record --codec`` spells it: ``"lz4:1"`` (Blosc1 LZ4 with byte
             shuffle, level 1), ``"zstd:3"``, ``"none"``.
         fill_value: The value of chunks never written (and of dropped frames).

@@ -34,7 +34,8 @@ ARRAY:
     --shard S0,...,SY,SX    shard shape, same rank, a multiple of --chunk [default:
                             32,2048,2048 for the default shape; otherwise the whole
                             frame and about 2^27 elements per shard]
-    --dtype T               u8 | u16 | i16 | u32 | f32 [default: u16]
+    --dtype T               i8 | u8 | i16 | u16 | i32 | u32 | i64 | u64 | f32 | f64
+                            [default: u16]
     --codec C               none | zstd[:LEVEL] | lz4[:CLEVEL] [default: lz4:1]
                             (lz4 = blosc-lz4: blosc with cname lz4 and byte shuffle)
     --no-crc32c             leave out the per-chunk crc32c codec (on by default)
@@ -328,7 +329,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 o.dtype = match v.parse::<DataType>() {
                     Ok(d) => d,
                     Err(_) => {
-                        return usage(format!("--dtype '{v}': expected u8, u16, i16, u32 or f32"));
+                        return usage(format!(
+                            "--dtype '{v}': expected i8, u8, i16, u16, i32, u32, i64, u64, f32 or f64"
+                        ));
                     }
                 }
             }

@@ -263,29 +263,61 @@ pub(crate) fn encode(dtype: DataType, counts: &[f32]) -> Vec<u8> {
         (c * gain + offset).round_ties_even().clamp(lo, hi)
     };
     let mut out = Vec::with_capacity(counts.len() * dtype.size());
+    // Each type's sensor model: the gain and offset a camera of that depth would use,
+    // clamped to the type. f32 holds every value these produce exactly, so the casts of
+    // the wider integers are exact.
+    let ints = |out: &mut Vec<u8>,
+                gain: f32,
+                offset: f32,
+                lo: f32,
+                hi: f32,
+                put: &dyn Fn(&mut Vec<u8>, f32)| {
+        for &c in counts {
+            put(out, q(c, gain, offset, lo, hi));
+        }
+    };
     match dtype {
-        DataType::UInt8 => out.extend(counts.iter().map(|&c| q(c, 0.25, 10.0, 0.0, 255.0) as u8)),
-        DataType::UInt16 => {
-            for &c in counts {
-                out.extend_from_slice(&(q(c, 1.0, OFFSET, 0.0, 65535.0) as u16).to_le_bytes());
-            }
-        }
-        DataType::Int16 => {
-            for &c in counts {
-                out.extend_from_slice(&(q(c, 1.0, OFFSET, -32768.0, 32767.0) as i16).to_le_bytes());
-            }
-        }
-        DataType::UInt32 => {
-            for &c in counts {
-                // `as` saturates, so values beyond what f32 rounds to u32::MAX are safe.
-                out.extend_from_slice(
-                    &(q(c, 1.0, OFFSET, 0.0, u32::MAX as f32) as u32).to_le_bytes(),
-                );
-            }
-        }
+        DataType::Int8 => ints(&mut out, 0.25, -100.0, -128.0, 127.0, &|o, v| {
+            o.push(v as i8 as u8)
+        }),
+        DataType::UInt8 => ints(&mut out, 0.25, 10.0, 0.0, 255.0, &|o, v| o.push(v as u8)),
+        DataType::Int16 => ints(&mut out, 1.0, OFFSET, -32768.0, 32767.0, &|o, v| {
+            o.extend_from_slice(&(v as i16).to_le_bytes())
+        }),
+        DataType::UInt16 => ints(&mut out, 1.0, OFFSET, 0.0, 65535.0, &|o, v| {
+            o.extend_from_slice(&(v as u16).to_le_bytes())
+        }),
+        // `as` saturates, so values beyond what f32 rounds to the type's maximum are safe.
+        DataType::Int32 => ints(
+            &mut out,
+            16.0,
+            -OFFSET,
+            i32::MIN as f32,
+            i32::MAX as f32,
+            &|o, v| o.extend_from_slice(&(v as i32).to_le_bytes()),
+        ),
+        DataType::UInt32 => ints(&mut out, 1.0, OFFSET, 0.0, u32::MAX as f32, &|o, v| {
+            o.extend_from_slice(&(v as u32).to_le_bytes())
+        }),
+        DataType::Int64 => ints(
+            &mut out,
+            256.0,
+            -OFFSET,
+            i64::MIN as f32,
+            i64::MAX as f32,
+            &|o, v| o.extend_from_slice(&(v as i64).to_le_bytes()),
+        ),
+        DataType::UInt64 => ints(&mut out, 256.0, OFFSET, 0.0, u64::MAX as f32, &|o, v| {
+            o.extend_from_slice(&(v as u64).to_le_bytes())
+        }),
         DataType::Float32 => {
             for &c in counts {
                 out.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        DataType::Float64 => {
+            for &c in counts {
+                out.extend_from_slice(&f64::from(c).to_le_bytes());
             }
         }
         // A data type this simulator has no sensor model for: dark frames.
@@ -370,15 +402,14 @@ mod tests {
     }
 
     #[test]
-    fn every_dtype_has_the_right_size() {
-        for d in [
-            DataType::UInt8,
-            DataType::Int16,
-            DataType::UInt32,
-            DataType::Float32,
-        ] {
+    fn every_dtype_has_the_right_size_and_is_not_dark() {
+        for d in DataType::ALL {
             let f = cam(d).render(1);
             assert_eq!(f[0].len(), 96 * 80 * d.size());
+            let values = f[0]
+                .chunks(d.size())
+                .collect::<std::collections::HashSet<_>>();
+            assert!(values.len() > 10, "{d}: {} distinct values", values.len());
         }
     }
 }

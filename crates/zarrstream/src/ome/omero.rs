@@ -74,13 +74,18 @@ pub enum Omero {
 /// Channel colours of [`Omero::Auto`]: green, magenta, cyan, yellow, red, blue.
 pub(super) const PALETTE: [&str; 6] = ["00FF00", "FF00FF", "00FFFF", "FFFF00", "FF0000", "0000FF"];
 
-/// The display range of a data type (floats: 0..1).
+/// The display range of a data type (floats: 0..1). The 64-bit integer limits are
+/// rounded to the nearest f64, as JSON numbers are read by viewers.
 pub(super) fn dtype_range(dtype: DataType) -> (f64, f64) {
     match dtype {
-        DataType::UInt8 => (0.0, u8::MAX as f64),
-        DataType::UInt16 => (0.0, u16::MAX as f64),
-        DataType::Int16 => (i16::MIN as f64, i16::MAX as f64),
-        DataType::UInt32 => (0.0, u32::MAX as f64),
-        _ => (0.0, 1.0),
+        DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+        DataType::UInt8 => (0.0, u8::MAX.into()),
+        DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+        DataType::UInt16 => (0.0, u16::MAX.into()),
+        DataType::Int32 => (i32::MIN.into(), i32::MAX.into()),
+        DataType::UInt32 => (0.0, u32::MAX.into()),
+        DataType::Int64 => (i64::MIN as f64, i64::MAX as f64),
+        DataType::UInt64 => (0.0, u64::MAX as f64),
+        DataType::Float32 | DataType::Float64 => (0.0, 1.0),
     }
 }

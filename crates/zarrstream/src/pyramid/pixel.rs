@@ -11,36 +11,34 @@ pub(super) trait Px: bytemuck::Pod + PartialOrd {
         0
     }
 
-    /// Exact for every pixel type (integers up to 32 bits, and sums of 8 of them).
-    fn to_f64(self) -> f64;
-
-    /// The pixel for the exact mean `m` of `n` pixels (`n` a power of two, so `m` is
-    /// exact in `f64`), rounded as [`mean4`](Px::mean4) rounds.
-    fn from_mean(m: f64) -> Self;
+    /// The mean of `px` (1 to 8 pixels), rounded as [`mean4`](Px::mean4) rounds: the
+    /// z reduction's 2×2×2 blocks, which are fewer at the array's edges.
+    fn mean_of(px: &[Self]) -> Self;
 }
 
+/// Integer means round half up: `>>` and `div_euclid` floor (also for negative sums), so
+/// `floor((s + n/2) / n)`. The accumulator is wide enough for 8 pixels of the type
+/// (`i128` for the 64-bit types), so no mean overflows.
 macro_rules! int_px {
     ($($t:ty => $acc:ty),*) => {$(
         impl Px for $t {
             #[inline(always)]
             fn mean4(a: Self, b: Self, c: Self, d: Self) -> Self {
-                // `>>` floors (also for negative sums): floor((s + 2) / 4) = round half up.
                 ((a as $acc + b as $acc + c as $acc + d as $acc + 2) >> 2) as $t
             }
             #[inline(always)]
             fn mean2(a: Self, b: Self) -> Self {
                 ((a as $acc + b as $acc + 1) >> 1) as $t
             }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn from_mean(m: f64) -> Self {
-                (m + 0.5).floor() as $t
+            fn mean_of(px: &[Self]) -> Self {
+                let n = px.len().max(1) as i128;
+                let s: i128 = px.iter().map(|&v| v as i128).sum();
+                (s + n / 2).div_euclid(n) as $t
             }
         }
     )*};
 }
-int_px!(u8 => u32, i16 => i32, u32 => u64);
+int_px!(i8 => i32, u8 => u32, i16 => i32, i32 => i64, u32 => u64, i64 => i128, u64 => u128);
 
 impl Px for u16 {
     #[inline(always)]
@@ -54,11 +52,10 @@ impl Px for u16 {
     fn mean4_simd(r0: &[u16], r1: &[u16], out: &mut [u16]) -> usize {
         mean4_u16_sse2(r0, r1, out)
     }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn from_mean(m: f64) -> Self {
-        (m + 0.5).floor() as u16
+    fn mean_of(px: &[Self]) -> Self {
+        let n = px.len().max(1) as u32;
+        let s: u32 = px.iter().map(|&v| u32::from(v)).sum();
+        ((s + n / 2) / n) as u16
     }
 }
 
@@ -118,11 +115,33 @@ impl Px for f32 {
     fn mean2(a: Self, b: Self) -> Self {
         ((a as f64 + b as f64) / 2.0) as f32
     }
-    fn to_f64(self) -> f64 {
-        self as f64
+    fn mean_of(px: &[Self]) -> Self {
+        let s: f64 = px.iter().map(|&v| f64::from(v)).sum();
+        (s / px.len().max(1) as f64) as f32
     }
-    fn from_mean(m: f64) -> Self {
-        m as f32
+}
+
+/// `float64` has no wider type to sum in: the sum of finite pixels near `f64::MAX`
+/// overflows, so then each pixel is divided first (exact for the power-of-two counts
+/// of the blocks, short of subnormals) and the means of finite pixels stay finite.
+impl Px for f64 {
+    #[inline(always)]
+    fn mean4(a: Self, b: Self, c: Self, d: Self) -> Self {
+        Self::mean_of(&[a, b, c, d])
+    }
+    #[inline(always)]
+    fn mean2(a: Self, b: Self) -> Self {
+        Self::mean_of(&[a, b])
+    }
+    #[inline(always)]
+    fn mean_of(px: &[Self]) -> Self {
+        let n = px.len().max(1) as f64;
+        let s: f64 = px.iter().sum();
+        if s.is_finite() || px.iter().any(|v| !v.is_finite()) {
+            s / n
+        } else {
+            px.iter().map(|v| v / n).sum()
+        }
     }
 }
 

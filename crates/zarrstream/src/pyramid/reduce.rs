@@ -105,8 +105,13 @@ fn reduce_pair_typed<T: Px>(
                 Downsample::Min => px.fold(first, lo),
                 Downsample::Max => px.fold(first, hi),
                 Downsample::Mean => {
-                    let (sum, n) = px.fold((0.0, 0.0), |(s, n), v| (s + v.to_f64(), n + 1.0));
-                    T::from_mean(sum / n)
+                    let mut block = [first; 8];
+                    let mut n = 0;
+                    for (b, v) in block.iter_mut().zip(px) {
+                        *b = v;
+                        n += 1;
+                    }
+                    T::mean_of(&block[..n])
                 }
             };
         }
@@ -176,11 +181,16 @@ pub(crate) fn reduce(
     dst: &mut [u8],
 ) {
     match dtype {
+        DataType::Int8 => reduce_bytes::<i8>(method, src, hw, region, dst),
         DataType::UInt8 => reduce_bytes::<u8>(method, src, hw, region, dst),
-        DataType::UInt16 => reduce_bytes::<u16>(method, src, hw, region, dst),
         DataType::Int16 => reduce_bytes::<i16>(method, src, hw, region, dst),
+        DataType::UInt16 => reduce_bytes::<u16>(method, src, hw, region, dst),
+        DataType::Int32 => reduce_bytes::<i32>(method, src, hw, region, dst),
         DataType::UInt32 => reduce_bytes::<u32>(method, src, hw, region, dst),
+        DataType::Int64 => reduce_bytes::<i64>(method, src, hw, region, dst),
+        DataType::UInt64 => reduce_bytes::<u64>(method, src, hw, region, dst),
         DataType::Float32 => reduce_bytes::<f32>(method, src, hw, region, dst),
+        DataType::Float64 => reduce_bytes::<f64>(method, src, hw, region, dst),
     }
 }
 
@@ -196,11 +206,16 @@ pub(crate) fn reduce_pair(
     dst: &mut [u8],
 ) {
     match dtype {
+        DataType::Int8 => reduce_pair_bytes::<i8>(method, planes, hw, region, dst),
         DataType::UInt8 => reduce_pair_bytes::<u8>(method, planes, hw, region, dst),
-        DataType::UInt16 => reduce_pair_bytes::<u16>(method, planes, hw, region, dst),
         DataType::Int16 => reduce_pair_bytes::<i16>(method, planes, hw, region, dst),
+        DataType::UInt16 => reduce_pair_bytes::<u16>(method, planes, hw, region, dst),
+        DataType::Int32 => reduce_pair_bytes::<i32>(method, planes, hw, region, dst),
         DataType::UInt32 => reduce_pair_bytes::<u32>(method, planes, hw, region, dst),
+        DataType::Int64 => reduce_pair_bytes::<i64>(method, planes, hw, region, dst),
+        DataType::UInt64 => reduce_pair_bytes::<u64>(method, planes, hw, region, dst),
         DataType::Float32 => reduce_pair_bytes::<f32>(method, planes, hw, region, dst),
+        DataType::Float64 => reduce_pair_bytes::<f64>(method, planes, hw, region, dst),
     }
 }
 
@@ -208,7 +223,7 @@ pub(crate) fn reduce_pair(
 mod tests {
     use super::*;
 
-    fn naive(method: Downsample, src: &[i64], h: usize, w: usize) -> Vec<i64> {
+    fn naive(method: Downsample, src: &[i128], h: usize, w: usize) -> Vec<i128> {
         let mut out = Vec::new();
         for i in 0..h.div_ceil(2) {
             for j in 0..w.div_ceil(2) {
@@ -218,16 +233,21 @@ mod tests {
                         v.push(src[y * w + x]);
                     }
                 }
-                let n = v.len() as i64;
-                out.push(match method {
-                    Downsample::Decimate => v[0],
-                    Downsample::Min => *v.iter().min().unwrap(),
-                    Downsample::Max => *v.iter().max().unwrap(),
-                    Downsample::Mean => (2 * v.iter().sum::<i64>() + n).div_euclid(2 * n),
-                });
+                out.push(naive_block(method, v[0], &v));
             }
         }
         out
+    }
+
+    /// One block's output by definition; integer means rounded half up.
+    fn naive_block(method: Downsample, first: i128, v: &[i128]) -> i128 {
+        let n = v.len() as i128;
+        match method {
+            Downsample::Decimate => first,
+            Downsample::Min => *v.iter().min().unwrap(),
+            Downsample::Max => *v.iter().max().unwrap(),
+            Downsample::Mean => (2 * v.iter().sum::<i128>() + n).div_euclid(2 * n),
+        }
     }
 
     const METHODS: [Downsample; 4] = [
@@ -237,16 +257,16 @@ mod tests {
         Downsample::Max,
     ];
 
-    /// Reduces `vals` (`T` widened to i64 for the comparison) whole and in bands of
+    /// Reduces `vals` (`T` widened to i128 for the comparison) whole and in bands of
     /// `band` output rows, and checks both against [`naive`].
-    fn check<T: bytemuck::Pod + Into<i64>>(dtype: DataType, vals: &[T], h: usize, w: usize) {
-        let wide: Vec<i64> = vals.iter().map(|&v| v.into()).collect();
+    fn check<T: bytemuck::Pod + Into<i128>>(dtype: DataType, vals: &[T], h: usize, w: usize) {
+        let wide: Vec<i128> = vals.iter().map(|&v| v.into()).collect();
         let size = std::mem::size_of::<T>();
         let row = w.div_ceil(2) * size;
         for m in METHODS {
             let want = naive(m, &wide, h, w);
             let src: &[u8] = bytemuck::cast_slice(vals);
-            let widen = |d: &[u8]| -> Vec<i64> {
+            let widen = |d: &[u8]| -> Vec<i128> {
                 copy_to_vec::<T>(d).into_iter().map(Into::into).collect()
             };
             for band in [h.div_ceil(2), 1, 3] {
@@ -306,8 +326,121 @@ mod tests {
         }
     }
 
-    /// Two z planes reduced together against the 2×2×2 definition, odd sizes included,
-    /// and a plane without a partner against the 2×2 one.
+    /// Values of every integer type near both ends of its range and in between, so
+    /// sums overflow the type (and, for the 64-bit types, 64 bits).
+    fn extremes<T: TryFrom<i128> + Copy>(n: usize, lo: i128, hi: i128) -> Vec<T> {
+        (0..n)
+            .map(|i| {
+                let v = match i % 4 {
+                    0 => hi,
+                    1 => lo,
+                    2 => hi - (i as i128 % 3),
+                    _ => lo + (hi - lo) / 7 * (i as i128 % 7),
+                };
+                T::try_from(v).ok().unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_integer_type_matches_the_naive_reduction_at_its_extremes() {
+        for (h, w) in [(1usize, 3usize), (4, 6), (5, 7), (3, 17)] {
+            let n = h * w;
+            check(DataType::Int8, &extremes::<i8>(n, -128, 127), h, w);
+            check(DataType::UInt8, &extremes::<u8>(n, 0, 255), h, w);
+            let (lo, hi) = (i32::MIN.into(), i32::MAX.into());
+            check(DataType::Int32, &extremes::<i32>(n, lo, hi), h, w);
+            check(
+                DataType::UInt32,
+                &extremes::<u32>(n, 0, u32::MAX.into()),
+                h,
+                w,
+            );
+            let (lo, hi) = (i64::MIN.into(), i64::MAX.into());
+            check(DataType::Int64, &extremes::<i64>(n, lo, hi), h, w);
+            check(
+                DataType::UInt64,
+                &extremes::<u64>(n, 0, u64::MAX.into()),
+                h,
+                w,
+            );
+        }
+    }
+
+    /// Float means: `float32` through f64, `float64` without overflow near `f64::MAX`.
+    #[test]
+    fn float_means_stay_finite_and_exact_where_they_can() {
+        let region = Region::band((2, 2), 0, 1);
+        let mean = |vals: [f64; 4]| {
+            let mut dst = [0u8; 8];
+            let src = bytemuck::cast_slice(&vals);
+            reduce(
+                DataType::Float64,
+                Downsample::Mean,
+                src,
+                (2, 2),
+                &region,
+                &mut dst,
+            );
+            f64::from_le_bytes(dst)
+        };
+        assert_eq!(mean([f64::MAX; 4]), f64::MAX);
+        assert_eq!(mean([1.0, 2.0, 3.0, 4.0]), 2.5);
+        assert_eq!(mean([-f64::MAX, f64::MAX, 1.0, -1.0]), 0.0);
+        assert!(mean([f64::NAN, 1.0, 1.0, 1.0]).is_nan());
+        let vals = [f32::MAX, f32::MAX, 1.5, -0.5];
+        let mut dst = [0u8; 4];
+        let src = bytemuck::cast_slice(&vals);
+        reduce(
+            DataType::Float32,
+            Downsample::Mean,
+            src,
+            (2, 2),
+            &region,
+            &mut dst,
+        );
+        let want = ((f64::from(f32::MAX) * 2.0 + 1.0) / 4.0) as f32;
+        assert_eq!(f32::from_le_bytes(dst), want);
+    }
+
+    /// Two z planes `a` and `b` of `T` reduced together against the 2×2×2 definition.
+    fn check_pairs<T: bytemuck::Pod + Into<i128>>(
+        dtype: DataType,
+        a: &[T],
+        b: &[T],
+        h: usize,
+        w: usize,
+    ) {
+        // The pixels of block (i, j) that exist, plane a first.
+        let block = |i: usize, j: usize| -> Vec<i128> {
+            let mut v = Vec::new();
+            for p in [a, b] {
+                for y in 2 * i..(2 * i + 2).min(h) {
+                    for x in 2 * j..(2 * j + 2).min(w) {
+                        v.push(p[y * w + x].into());
+                    }
+                }
+            }
+            v
+        };
+        let size = std::mem::size_of::<T>();
+        for m in METHODS {
+            let mut want = Vec::new();
+            for i in 0..h.div_ceil(2) {
+                for j in 0..w.div_ceil(2) {
+                    want.push(naive_block(m, a[2 * i * w + 2 * j].into(), &block(i, j)));
+                }
+            }
+            let mut dst = vec![0u8; h.div_ceil(2) * w.div_ceil(2) * size];
+            let region = Region::band((h, w), 0, h.div_ceil(2));
+            let planes = (bytemuck::cast_slice(a), bytemuck::cast_slice(b));
+            reduce_pair(dtype, m, planes, (h, w), &region, &mut dst);
+            let got: Vec<i128> = copy_to_vec::<T>(&dst).into_iter().map(Into::into).collect();
+            assert_eq!(got, want, "{m:?} {h}x{w} {dtype:?}");
+        }
+    }
+
+    /// Two z planes reduced together against the 2×2×2 definition, odd sizes included.
     #[test]
     fn z_pairs_match_a_naive_reduction() {
         for (h, w) in [(1usize, 1usize), (3, 5), (4, 4), (5, 2)] {
@@ -316,43 +449,14 @@ mod tests {
                     .map(|i| ((i * 7919 + seed * 104729) % 2001) as i16 - 1000)
                     .collect()
             };
-            let (a, b) = (plane(1), plane(2));
-            // The pixels of block (i, j) that exist, plane a first.
-            let block = |i: usize, j: usize| -> Vec<i64> {
-                let mut v = Vec::new();
-                for p in [&a, &b] {
-                    for y in 2 * i..(2 * i + 2).min(h) {
-                        for x in 2 * j..(2 * j + 2).min(w) {
-                            v.push(p[y * w + x].into());
-                        }
-                    }
-                }
-                v
-            };
-            for m in METHODS {
-                let mut want = Vec::new();
-                for i in 0..h.div_ceil(2) {
-                    for j in 0..w.div_ceil(2) {
-                        let v = block(i, j);
-                        let n = v.len() as i64;
-                        want.push(match m {
-                            Downsample::Decimate => a[2 * i * w + 2 * j].into(),
-                            Downsample::Min => *v.iter().min().unwrap(),
-                            Downsample::Max => *v.iter().max().unwrap(),
-                            Downsample::Mean => (2 * v.iter().sum::<i64>() + n).div_euclid(2 * n),
-                        });
-                    }
-                }
-                let mut dst = vec![0u8; h.div_ceil(2) * w.div_ceil(2) * 2];
-                let region = Region::band((h, w), 0, h.div_ceil(2));
-                let planes = (bytemuck::cast_slice(&a), bytemuck::cast_slice(&b));
-                reduce_pair(DataType::Int16, m, planes, (h, w), &region, &mut dst);
-                let got: Vec<i64> = copy_to_vec::<i16>(&dst)
-                    .into_iter()
-                    .map(i64::from)
-                    .collect();
-                assert_eq!(got, want, "{m:?} {h}x{w}");
-            }
+            check_pairs(DataType::Int16, &plane(1), &plane(2), h, w);
+            let n = h * w;
+            let (lo, hi) = (i64::MIN.into(), i64::MAX.into());
+            let (a, b) = (extremes::<i64>(n, lo, hi), extremes::<i64>(n + 1, lo, hi));
+            check_pairs(DataType::Int64, &a, &b[1..], h, w);
+            let hi = u64::MAX.into();
+            let (a, b) = (extremes::<u64>(n, 0, hi), extremes::<u64>(n + 2, 0, hi));
+            check_pairs(DataType::UInt64, &a, &b[2..], h, w);
         }
     }
 }

@@ -130,13 +130,13 @@ fn inner_codecs(list: &Value, dtype: DataType) -> Result<(Codec, bool), ReadErro
 fn fill_value(v: &Value, dtype: DataType) -> Result<f64, ReadError> {
     let bad = || err(format!("fill_value {v} is not a {dtype} value"));
     match (v, dtype) {
-        (Value::String(s), DataType::Float32) => match s.as_str() {
+        (Value::String(s), DataType::Float32 | DataType::Float64) => match s.as_str() {
             "NaN" => Ok(f64::NAN),
             "Infinity" => Ok(f64::INFINITY),
             "-Infinity" => Ok(f64::NEG_INFINITY),
             _ => Err(bad()),
         },
-        (Value::Number(n), DataType::Float32) => n.as_f64().ok_or_else(bad),
+        (Value::Number(n), DataType::Float32 | DataType::Float64) => n.as_f64().ok_or_else(bad),
         (Value::Number(n), _) => n
             .as_i64()
             .map(|i| i as f64)

@@ -191,13 +191,7 @@ pub(crate) mod proptests {
     }
 
     pub(crate) fn arb_dtype() -> impl Strategy<Value = DataType> {
-        prop_oneof![
-            Just(DataType::UInt8),
-            Just(DataType::UInt16),
-            Just(DataType::Int16),
-            Just(DataType::UInt32),
-            Just(DataType::Float32),
-        ]
+        proptest::sample::select(DataType::ALL.to_vec())
     }
 
     /// A valid spec of rank 3-5: leading chunk extents up to `lead`, plane chunk extents

@@ -279,13 +279,7 @@ mod proptests {
                     proptest::collection::vec((0u64..=4, 1u64..=3, 1u64..=2), lead),
                     // (extent, chunk, chunks per shard) for y and x
                     proptest::collection::vec((1u64..=13, 1u64..=6, 1u64..=3), 2),
-                    prop_oneof![
-                        Just(DataType::UInt8),
-                        Just(DataType::UInt16),
-                        Just(DataType::Int16),
-                        Just(DataType::UInt32),
-                        Just(DataType::Float32),
-                    ],
+                    proptest::sample::select(DataType::ALL.to_vec()),
                     any::<u16>(),
                     1u64..=6,
                     any::<u64>(),
@@ -300,6 +294,7 @@ mod proptests {
                     .collect();
                 let fill = match dtype {
                     DataType::UInt8 => f64::from(fill % 256),
+                    DataType::Int8 => f64::from(fill as u8 as i8),
                     DataType::Int16 => f64::from(fill as i16),
                     _ => f64::from(fill),
                 };

@@ -12,7 +12,8 @@ Pyramid levels: level k must equal numpy's 2x2 reduction (y, x) of level k-1, or
 2x2x2 reduction when "z_axis" names the z axis, computed here from the expected level 0:
 exactly for decimate/min/max and for the integer mean, whose rounding is round half up
 of the exact mean, floor((2*sum + n) / (2*n)) with n the pixels that exist (4 or 8, and
-fewer on the last row/column/plane of odd sizes).
+fewer on the last row/column/plane of odd sizes), in Python integers for the 64-bit types;
+float means are sum / n of data whose sums are exact.
 
 For each image: the group validates with ome-zarr-models (NGFF 0.5 pydantic models);
 the ome-zarr reader (parse_url + Reader) finds one image node whose level 0 equals the
@@ -67,9 +68,20 @@ def reduce2(a, method, z_axis=None):
     if method in ("min", "max"):
         blocks = np.pad(a, pad, mode="edge").reshape(shape)
         return getattr(blocks, method)(axis=pairs)
-    s = np.pad(a.astype(np.int64), pad).reshape(shape).sum(axis=pairs)
     n = np.pad(np.ones(a.shape, np.int64), pad).reshape(shape).sum(axis=pairs)
-    return ((2 * s + n) // (2 * n)).astype(a.dtype)
+    if a.dtype.kind == "f":
+        # The test data's sums are exact in float64, so the mean is too.
+        s = np.pad(a.astype(np.float64), pad).reshape(shape).sum(axis=pairs)
+        return (s / n).astype(a.dtype)
+    if a.dtype.itemsize < 8:
+        s = np.pad(a.astype(np.int64), pad).reshape(shape).sum(axis=pairs)
+        return ((2 * s + n) // (2 * n)).astype(a.dtype)
+    # The 64-bit types' sums overflow int64: Python integers (numpy's padding would mix
+    # in numpy scalars, which overflow, so every element is made a Python int).
+    to_int = np.frompyfunc(int, 1, 1)
+    s = to_int(np.pad(a, pad)).reshape(shape).sum(axis=pairs)
+    m = (2 * s + to_int(n)) // to_int(2 * n)
+    return np.array(m.tolist(), dtype=a.dtype)
 
 
 def pyramid(entry, want):

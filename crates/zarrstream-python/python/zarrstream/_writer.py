@@ -180,6 +180,12 @@ def _durability(value: str | float | datetime.timedelta) -> Any:
 
 def _fill_value(value: float) -> Any:
     f = float(value)
+    if isinstance(value, (int, np.integer)) and int(value) != f:
+        # Fill values travel as doubles; an integer a double rounds (beyond 2**53) would
+        # silently become another value.
+        raise InvalidSpecError(
+            f"fill value {int(value)} is not exactly representable as a double "
+            "(int64/uint64 fill values beyond 2**53 must be multiples of a power of two)")
     return ("NaN" if f != f else "Infinity" if f == float("inf")
             else "-Infinity" if f == float("-inf") else f)
 

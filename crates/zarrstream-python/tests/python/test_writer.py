@@ -337,3 +337,21 @@ def test_frame_metadata(tmp_path: Path, rng) -> None:
         assert (json.loads(got) == {"i": i}) if (i % 2 and i != 7) else got == b""
     # tensorstore reads the same values.
     np.testing.assert_array_equal(read_tensorstore(path / "frame_meta" / "timestamp"), ts)
+
+
+@pytest.mark.parametrize(("dtype", "fill"), [("int64", -2**63), ("uint64", 2**60 + 2**12),
+                                             ("int8", -128), ("float64", float("-inf"))])
+def test_fill_values_at_the_ends_of_the_new_types(tmp_path: Path, dtype: str, fill) -> None:
+    """Fill values near the ends of the types read back exactly as zarr-python's
+    fill_value and in the chunks no frame reached."""
+    path = tmp_path / "f.zarr"
+    frame = np.ones((16, 16), dtype)
+    with zarrstream.Writer(path, shape=(3, 16, 32), chunks=(1, 16, 16), shards=(1, 16, 32),
+                           dtype=dtype, fill_value=fill) as w:
+        w.append(np.concatenate([frame, frame], axis=1))  # frame 0 only; 1 and 2 are fill
+    a = zarr.open_array(path, mode="r")
+    assert a.dtype == np.dtype(dtype)
+    want = np.full((3, 16, 32), fill, dtype)
+    want[0] = 1
+    np.testing.assert_array_equal(a[...], want)
+    np.testing.assert_array_equal(read_tensorstore(path), want)

@@ -449,6 +449,40 @@ static void frame_meta(void)
           "two frames of metadata: %s", doc ? doc : "(none)");
 }
 
+/* The wider types: a float64 array takes frames of 8-byte elements only, an int64 fill
+ * value a double cannot hold is refused, and every type name is accepted. */
+static void data_types(void)
+{
+    static double wide[H * W];
+    for (size_t i = 0; i < H * W; i++)
+        wide[i] = (double)i * 0.5 - 100.0;
+    const char *store = path("float64.zarr");
+    zs_writer *w = create_ok(store, config("\"dtype\": \"float64\", \"fill_value\": \"NaN\""));
+    EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_FRAME_SIZE, "expected 32768 bytes");
+    CHECK(zs_writer_push(w, wide, sizeof wide) == ZS_OK, "a float64 frame: %s", zs_last_error());
+    finish_ok(w, 1);
+    char meta[4200];
+    snprintf(meta, sizeof meta, "%s/zarr.json", store);
+    const char *doc = read_file(meta);
+    CHECK(doc != NULL && strstr(doc, "\"data_type\": \"float64\"") != NULL, "float64: %s",
+          doc ? doc : "(none)");
+    zs_writer *bad = (zs_writer *)&checks;
+    EXPECT(zs_writer_create(path("int64.zarr"),
+                            config("\"dtype\": \"int64\", \"fill_value\": 9223372036854775808"),
+                            &bad),
+           ZS_E_INVALID_CONFIG, "not representable as int64");
+    CHECK(bad == NULL, "*out is NULL");
+    const char *names[] = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                           "uint64", "float32", "float64", "i8", "u64", "f64"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char extra[64], name[64];
+        snprintf(extra, sizeof extra, "\"dtype\": \"%s\"", names[i]);
+        snprintf(name, sizeof name, "types-%zu.zarr", i);
+        zs_writer *t = create_ok(path(name), config(extra));
+        zs_writer_abort(t);
+    }
+}
+
 static void basic(void)
 {
     printf("version %s\n", zs_version());
@@ -466,6 +500,7 @@ static void basic(void)
     ome_image();
     attributes();
     frame_meta();
+    data_types();
     last_error_is_per_thread();
     writers_in_parallel();
 }

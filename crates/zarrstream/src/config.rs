@@ -742,7 +742,10 @@ mod tests {
                 r#""sink": "disk""#,
                 "sink: \"disk\" is not a sink (auto, mmap, pwrite, direct)",
             ),
-            (r#""dtype": "complex64""#, "dtype: \"complex64\" is not a data type"),
+            (
+                r#""dtype": "complex64""#,
+                "dtype: \"complex64\" is not a data type",
+            ),
             (r#""codec": "gzip""#, "codec: \"gzip\" is not a codec"),
             (r#""backpressure": "wait""#, "unknown variant `wait`"),
             (r#""durability": "periodic""#, "expected newtype variant"),

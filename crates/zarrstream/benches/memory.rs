@@ -19,7 +19,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{Args, C1, C2, Workload, mib, out_dir, render, reset_peak, status_bytes};
+use support::{Args, C1, Workload, mib, out_dir, render, reset_peak, status_bytes};
 use zarrstream::{
     Codec, Levels, Ome, SinkChoice, Writer, WriterOptions, estimate_memory, estimate_memory_ome,
 };

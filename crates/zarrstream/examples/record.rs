@@ -1047,8 +1047,6 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "stored_allocated_bytes": m.usage.allocated,
         "baseline_rss_mib": kib_to_mib(m.baseline_rss_kib),
         "extra_rss_mib": extra_rss,
-        "memory_estimate_mib": memory_json(&m.estimate),
-        "writer_memory_peak_mib": round(mib(s.memory.peak), 1),
         "peak_rss_reset_after_frames": m.peak_reset,
         "writer_seconds": round(s.seconds, 6),
         "distinct_frames": m.distinct_frames,
@@ -1057,6 +1055,11 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "out": o.out.display().to_string(),
     });
     if let Value::Object(map) = &mut doc {
+        map.insert("memory_estimate_mib".into(), memory_json(&m.estimate));
+        map.insert(
+            "writer_memory_peak_mib".into(),
+            json!(round(mib(s.memory.peak), 1)),
+        );
         if let Some(arrays) = &m.arrays {
             map.insert(
                 "arrays".into(),

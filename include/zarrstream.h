@@ -290,7 +290,8 @@ int zs_writer_set_attribute(struct zs_writer *w,
  * in `*stats_json` as a JSON object (free it with `zs_string_free`; NULL on failure):
  * frames_pushed, frames_written, frames_dropped, bytes_in, bytes_stored, shards,
  * seconds, push_latency_ns and frame_latency_ns ({count, min, mean, max, p50, p90, p99, p999}),
- * sink, pool_bytes, staging_bytes.
+ * sink, pool_bytes, staging_bytes, memory ({current, peak}: the bytes the writer's
+ * buffers held at the end, 0 once freed, and at most, as `zs_writer_memory_in_use`).
  *
  * The writer is freed whatever the result: never use `w` again. Returns ZS_OK, or the
  * first error the writer met (ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL), or ZS_E_CLOSED
@@ -539,6 +540,67 @@ void zs_recording_abort(struct zs_recording *r,
                         const char *reason);
 
 /**
+ * Stores in `*estimate_json` (a JSON object the caller frees with `zs_string_free`)
+ * the most memory, in bytes, that the writer `zs_writer_create` would make from
+ * `config_json` will use, by part: {"frame_pool", "staging", "encoders",
+ * "mapped_shards", "pyramid", "bookkeeping", "page_cache", "resident", "total"}.
+ * "resident" (every part but "page_cache") bounds what the writer adds to the
+ * process's resident memory; "total" adds the file pages it lets the page cache hold.
+ * README's "Memory" section says what each part covers. Nothing is created.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL argument; for a configuration that
+ * `zs_writer_create` would refuse before touching the disk, the code and message it
+ * would return (ZS_E_INVALID_CONFIG, ZS_E_INVALID_ARGUMENT); `*estimate_json` is NULL
+ * then.
+ *
+ * # Safety
+ * `config_json` is NULL or NUL-terminated; `estimate_json` is NULL or points to
+ * writable storage for one pointer.
+ */
+int zs_estimate_memory(const char *config_json,
+                       char **estimate_json);
+
+/**
+ * As `zs_estimate_memory`, for the recording `zs_recording_create` would make from
+ * `config_json`: every array's parts summed, the shared encoding workers counted once.
+ *
+ * # Safety
+ * As `zs_estimate_memory`.
+ */
+int zs_recording_estimate_memory(const char *config_json,
+                                 char **estimate_json);
+
+/**
+ * Stores in `*current` and `*peak` the bytes the writer's own buffers hold now and
+ * at most so far (frame pool, staging, the encoding workers' scratch and encoders,
+ * mapped shard pages, and those of every pyramid level), as the writer counts them
+ * where it allocates and frees them. Either pointer may be NULL.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `w`; ZS_E_CLOSED after a panic
+ * poisoned the writer.
+ *
+ * # Safety
+ * `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
+ * no other thread during the call; `current` and `peak` are NULL or point to a
+ * writable `uint64_t`.
+ */
+int zs_writer_memory_in_use(struct zs_writer *w,
+                            uint64_t *current,
+                            uint64_t *peak);
+
+/**
+ * As `zs_writer_memory_in_use`, for the whole recording: every array's buffers and the
+ * shared encoding workers'. Any thread may call it while others push.
+ *
+ * # Safety
+ * `r` is NULL or a recording from `zs_recording_create` not yet finished or aborted;
+ * `current` and `peak` are NULL or point to a writable `uint64_t`.
+ */
+int zs_recording_memory_in_use(const struct zs_recording *r,
+                               uint64_t *current,
+                               uint64_t *peak);
+
+/**
  * The message of the last failed call on the calling thread, or "" if no call on this
  * thread has failed. Calls that succeed leave it unchanged (test the return code
  * first). The string belongs to the library and stays valid until the next failing
@@ -547,12 +609,11 @@ void zs_recording_abort(struct zs_recording *r,
 const char *zs_last_error(void);
 
 /**
- * Frees a string returned by `zs_writer_finish` or `zs_recording_finish`. NULL is a
- * no-op.
+ * Frees a string returned by `zs_writer_finish`, `zs_recording_finish` or an estimate
+ * function. NULL is a no-op.
  *
  * # Safety
- * `s` is NULL or a string from `zs_writer_finish` or `zs_recording_finish` not yet
- * freed.
+ * `s` is NULL or a string from one of those functions not yet freed.
  */
 void zs_string_free(char *s);
 

@@ -215,7 +215,42 @@ static void invalid_configs(void)
         EXPECT(zs_writer_create(store, cases[i].json, &w), ZS_E_INVALID_CONFIG, cases[i].message);
         CHECK(w == NULL, "case %zu: *out is NULL", i);
         CHECK(!exists(store), "case %zu: nothing was created", i);
+        /* The memory estimate refuses the same configurations with the same code and
+         * message as creating the writer. */
+        char *estimate = (char *)&checks;
+        EXPECT(zs_estimate_memory(cases[i].json, &estimate), ZS_E_INVALID_CONFIG,
+               cases[i].message);
+        CHECK(estimate == NULL, "case %zu: *estimate_json is NULL", i);
     }
+}
+
+/* The memory functions' NULL arguments, and an estimate and a live count that agree. */
+static void memory(void)
+{
+    char *estimate = NULL;
+    EXPECT(zs_estimate_memory(NULL, &estimate), ZS_E_INVALID_ARGUMENT, "config_json is NULL");
+    EXPECT(zs_estimate_memory(config(""), NULL), ZS_E_INVALID_ARGUMENT,
+           "estimate_json is NULL");
+    EXPECT(zs_recording_estimate_memory("{\"arrays\": []}", &estimate), ZS_E_INVALID_CONFIG,
+           "a non-empty list of array objects is required");
+    EXPECT(zs_writer_memory_in_use(NULL, NULL, NULL), ZS_E_INVALID_ARGUMENT, "w is NULL");
+    EXPECT(zs_recording_memory_in_use(NULL, NULL, NULL), ZS_E_INVALID_ARGUMENT, "r is NULL");
+
+    int rc = zs_estimate_memory(config(""), &estimate);
+    CHECK(rc == ZS_OK && estimate != NULL, "estimate: %d", rc);
+    long resident = stat_of(estimate, "resident");
+    CHECK(resident > 0 && stat_of(estimate, "total") >= resident, "estimate %s", estimate);
+    zs_string_free(estimate);
+
+    zs_writer *w = create_ok(path("memory.zarr"), config(""));
+    uint64_t current = 0, peak = 0;
+    CHECK(zs_writer_memory_in_use(w, &current, &peak) == ZS_OK, "memory in use");
+    CHECK(current > 0 && current <= peak && peak <= (uint64_t)resident,
+          "in use %llu, peak %llu, estimate %ld", (unsigned long long)current,
+          (unsigned long long)peak, resident);
+    CHECK(zs_writer_memory_in_use(w, NULL, &peak) == ZS_OK, "one pointer may be NULL");
+    push_ok(w, 4);
+    finish_ok(w, 4);
 }
 
 static void existing_and_locked(void)
@@ -490,6 +525,7 @@ static void basic(void)
           "no error yet: \"\"");
     null_arguments();
     invalid_configs();
+    memory();
     existing_and_locked();
     frame_size();
     array_full();

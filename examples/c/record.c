@@ -6,7 +6,9 @@
  *
  * Pushes FRAMES (default 64) frames of 256 x 256 uint16 into a new array at STORE
  * (inner chunks of 128 x 128, shards of 16 frames, blosc-lz4) and prints the statistics
- * that zs_writer_finish returns, as JSON on the last line. Build it with the Makefile
+ * that zs_writer_finish returns, as JSON on the last line. Before it: the memory estimate
+ * (zs_estimate_memory, a line "estimate: JSON") and the memory the writer held before
+ * finishing (zs_writer_memory_in_use, "memory: CURRENT PEAK"). Build it with the Makefile
  * beside this file.
  *
  * The camera is deterministic (camera_pixel), so a reader can recompute every frame:
@@ -64,6 +66,14 @@ int main(int argc, char **argv)
 
     printf("zarrstream %s: recording %ld frames of %d x %d uint16 into %s\n", zs_version(),
            frames, HEIGHT, WIDTH, store);
+    char *estimate = NULL;
+    if (zs_estimate_memory(config, &estimate) != ZS_OK) {
+        fprintf(stderr, "record: estimate: %s\n", zs_last_error());
+        return 1;
+    }
+    printf("estimate: %s\n", estimate);
+    zs_string_free(estimate);
+
     zs_writer *w = NULL;
     if (zs_writer_create(store, config, &w) != ZS_OK) {
         fprintf(stderr, "record: %s\n", zs_last_error());
@@ -91,6 +101,14 @@ int main(int argc, char **argv)
             dropped++;
     }
     free(frame);
+
+    uint64_t current = 0, peak = 0;
+    if (zs_writer_memory_in_use(w, &current, &peak) != ZS_OK) {
+        fprintf(stderr, "record: memory: %s\n", zs_last_error());
+        zs_writer_abort(w);
+        return 1;
+    }
+    printf("memory: %llu %llu\n", (unsigned long long)current, (unsigned long long)peak);
 
     char *stats = NULL;
     if (zs_writer_finish(w, &stats) != ZS_OK) { /* frees the writer in any case */

@@ -21,7 +21,9 @@
  * keys, wrong frame size, resume with another codec, ...). Every frame is computed
  * from its index (pixel0, pixel1, pixel_img, pixel_w), so a reader can check them.
  *
- * Prints "stats: {...}" (the first finish's statistics), "counts: N0 N1 NI NW" (frames
+ * Prints "estimate: {...}" (zs_recording_estimate_memory), "memory: CURRENT PEAK"
+ * (zs_recording_memory_in_use after the first pushes), "stats: {...}" (the first
+ * finish's statistics), "counts: N0 N1 NI NW" (frames
  * in cam0, stage/cam1, img and w.zarr at the end) and "recording: N checks passed".
  * The first check that fails prints where and why and exits 1.
  */
@@ -446,10 +448,18 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s", argv[1]);
     const char *store = path("rec.zarr");
 
+    char *estimate = NULL;
+    OK(zs_recording_estimate_memory(config("", "zstd:1", 1), &estimate));
+    printf("estimate: %s\n", estimate);
+    zs_string_free(estimate);
+
     zs_recording *r = NULL;
     OK(zs_recording_create(store, config("", "zstd:1", 1), &r));
     CHECK(r != NULL, "a recording");
     push_all(r, N0, 0, N1_A, 0, NI_A);
+    uint64_t current = 0, peak = 0;
+    OK(zs_recording_memory_in_use(r, &current, &peak));
+    printf("memory: %llu %llu\n", (unsigned long long)current, (unsigned long long)peak);
     bad_input(r);
 
     /* Attributes: root (NULL or ""), an array by key, an image's group. */

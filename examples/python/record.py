@@ -7,7 +7,9 @@ with ctypes (no compiled Python extension).
 The shared library is --lib, else $ZARRSTREAM_LIB, else libzarrstream.so from this
 repository's target/release or target/debug (cargo build --release -p zarrstream-capi).
 Needs numpy. Writes FRAMES (default 64) frames of 256 x 256 uint16, the same
-deterministic camera as examples/c/record.c, and prints the statistics as JSON.
+deterministic camera as examples/c/record.c, and prints the memory estimate ("estimate:
+JSON"), the memory in use before finishing ("memory: CURRENT PEAK") and the statistics
+as JSON.
 """
 
 import argparse
@@ -72,6 +74,11 @@ def load(path=None):
     # char ** as void ** so the pointer survives to be freed (c_char_p would copy it).
     lib.zs_writer_finish.argtypes = [writer_p, ctypes.POINTER(ctypes.c_void_p)]
     lib.zs_writer_finish.restype = ctypes.c_int
+    lib.zs_estimate_memory.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.zs_estimate_memory.restype = ctypes.c_int
+    lib.zs_writer_memory_in_use.argtypes = [writer_p, ctypes.POINTER(ctypes.c_uint64),
+                                            ctypes.POINTER(ctypes.c_uint64)]
+    lib.zs_writer_memory_in_use.restype = ctypes.c_int
     lib.zs_writer_abort.argtypes = [writer_p]
     lib.zs_writer_abort.restype = None
     lib.zs_string_free.argtypes = [ctypes.c_void_p]
@@ -106,6 +113,13 @@ class Writer:
         rc = self._lib.zs_writer_push(self._w, frame.ctypes.data, frame.nbytes)
         return self._check(rc) != ZS_DROPPED
 
+    def memory_in_use(self):
+        """(current, peak) bytes held by the writer's own buffers."""
+        current, peak = ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(self._lib.zs_writer_memory_in_use(self._w, ctypes.byref(current),
+                                                      ctypes.byref(peak)))
+        return current.value, peak.value
+
     def finish(self):
         """Finishes the recording and frees the writer; returns the statistics."""
         stats = ctypes.c_void_p()
@@ -130,6 +144,18 @@ class Writer:
         else:
             self.abort()
         return False
+
+
+def estimate_memory(lib, config):
+    """The memory estimate of the writer `config` describes, as a dict of bytes."""
+    out = ctypes.c_void_p()
+    rc = lib.zs_estimate_memory(json.dumps(config).encode(), ctypes.byref(out))
+    if rc < 0:
+        raise ZarrstreamError(rc, lib.zs_last_error().decode(errors="replace"))
+    try:
+        return json.loads(ctypes.string_at(out.value).decode())
+    finally:
+        lib.zs_string_free(out)
 
 
 def camera_frame(t):
@@ -166,9 +192,11 @@ def main():
     print(f"zarrstream {lib.zs_version().decode()}: recording {args.frames} frames "
           f"of {HEIGHT} x {WIDTH} uint16 into {args.store}")
     try:
+        print(f"estimate: {json.dumps(estimate_memory(lib, config))}")
         with Writer(lib, args.store, config) as w:
             for t in range(args.frames):
                 w.push(camera_frame(t))
+            print("memory: {} {}".format(*w.memory_in_use()))
     except ZarrstreamError as e:
         sys.exit(f"record.py: {e}")
     print(json.dumps(w.stats))

@@ -2,7 +2,7 @@
 //! own serialisation of `Stats` (field names of the Rust struct, latency summaries in
 //! nanoseconds).
 
-use zarrstream::{RecordingStats, Stats};
+use zarrstream::{MemoryEstimate, RecordingStats, Stats};
 
 /// The statistics as one line of JSON.
 pub fn to_json(s: &Stats) -> Result<String, serde_json::Error> {
@@ -14,6 +14,17 @@ pub fn to_json(s: &Stats) -> Result<String, serde_json::Error> {
 /// `<stats>` as [`to_json`] writes it.
 pub fn recording_to_json(s: &RecordingStats) -> Result<String, serde_json::Error> {
     serde_json::to_string(s)
+}
+
+/// A memory estimate as one line of JSON: its parts (the library's field names), then
+/// `resident` and `total`, in bytes.
+pub fn estimate_to_json(e: &MemoryEstimate) -> Result<String, serde_json::Error> {
+    let mut v = serde_json::to_value(e)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("resident".into(), e.resident().into());
+        o.insert("total".into(), e.total().into());
+    }
+    serde_json::to_string(&v)
 }
 
 #[cfg(test)]

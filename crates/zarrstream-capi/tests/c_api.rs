@@ -230,6 +230,49 @@ fn check_stats(stdout: &str, frames: u64) {
     assert_eq!(s["bytes_in"], frames * 256 * 256 * 2, "{s}");
     assert_eq!(s["shards"], frames.div_ceil(16), "{s}");
     assert_eq!(s["push_latency_ns"]["count"], frames, "{s}");
+    check_memory(stdout, &s);
+}
+
+/// The estimate record.c printed bounds what the writer counted before finishing and
+/// at its peak, and nothing is left counted after `zs_writer_finish`.
+fn check_memory(stdout: &str, stats: &serde_json::Value) {
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line in {stdout}"))
+    };
+    let est: serde_json::Value = serde_json::from_str(line("estimate: ")).unwrap();
+    let resident = est["resident"].as_u64().unwrap();
+    let parts: u64 = [
+        "frame_pool",
+        "staging",
+        "encoders",
+        "mapped_shards",
+        "pyramid",
+        "bookkeeping",
+    ]
+    .iter()
+    .map(|k| est[k].as_u64().unwrap())
+    .sum();
+    assert_eq!(parts, resident, "{est}");
+    assert_eq!(
+        est["total"].as_u64(),
+        Some(resident + est["page_cache"].as_u64().unwrap())
+    );
+    let live: Vec<u64> = line("memory: ")
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let peak = stats["memory"]["peak"].as_u64().unwrap();
+    assert!(
+        live[0] > 0 && live[0] <= live[1] && live[1] <= peak,
+        "{live:?} {stats}"
+    );
+    assert!(peak <= resident, "peak {peak} > estimate {est}");
+    // The pools were counted.
+    assert!(peak >= stats["pool_bytes"].as_u64().unwrap(), "{stats}");
+    assert_eq!(stats["memory"]["current"], 0, "{stats}");
 }
 
 /// The interop environment's Python, or `None` after a loud skip (outside CI).
@@ -379,6 +422,10 @@ fn check_recording_stats(stdout: &str) {
         "{s}"
     );
     assert_eq!(total["push_latency_ns"]["count"], 9 + 11 + 3, "{s}");
+    check_memory(stdout, total);
+    for a in arrays.values() {
+        assert_eq!(a["memory"]["current"], 0, "{s}");
+    }
 }
 
 /// recording.c: three arrays (two cameras of different shapes and dtypes pushed from

@@ -29,5 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::recover, m)?)?;
     m.add_function(wrap_pyfunction!(tools::inspect, m)?)?;
     m.add_function(wrap_pyfunction!(tools::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::estimate_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::estimate_recording_memory, m)?)?;
     Ok(())
 }

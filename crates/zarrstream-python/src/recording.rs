@@ -248,6 +248,15 @@ impl NativeRecording {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// `(current, peak)` bytes held by the recording's own buffers (every array's and
+    /// the shared workers'), as it counts them.
+    fn memory_in_use(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        self.with(py, "memory_in_use", |rec| {
+            let m = rec.memory_in_use();
+            Ok((m.current, m.peak))
+        })
+    }
+
     /// Frames offered to array `key` so far (accepted and dropped).
     fn frames_pushed(&self, py: Python<'_>, key: &str) -> PyResult<u64> {
         let i = self.index(key).map_err(|f| f.into_pyerr(py))?;

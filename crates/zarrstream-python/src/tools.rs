@@ -50,3 +50,38 @@ pub(crate) fn verify(py: Python<'_>, path: PathBuf, decode: bool) -> PyResult<St
     })
     .map_err(|f| f.into_pyerr(py))
 }
+
+/// The memory estimate of the writer `config` describes (the `zarrstream::config`
+/// JSON), as JSON: its parts, `resident` and `total`, in bytes.
+#[pyfunction]
+pub(crate) fn estimate_memory(py: Python<'_>, config: &str) -> PyResult<String> {
+    py.detach(|| {
+        guarded("estimating memory", || {
+            let parsed = zarrstream::config::Config::parse(config)?.into_parsed()?;
+            estimate_json(&parsed.estimate_memory()?)
+        })
+    })
+    .map_err(|f| f.into_pyerr(py))
+}
+
+/// The memory estimate of the recording `config` describes (the
+/// `zarrstream::config::RecordingConfig` JSON), as [`estimate_memory`] gives it.
+#[pyfunction]
+pub(crate) fn estimate_recording_memory(py: Python<'_>, config: &str) -> PyResult<String> {
+    py.detach(|| {
+        guarded("estimating memory", || {
+            let parsed = zarrstream::config::RecordingConfig::parse(config)?;
+            estimate_json(&parsed.estimate_memory()?)
+        })
+    })
+    .map_err(|f| f.into_pyerr(py))
+}
+
+fn estimate_json(e: &zarrstream::MemoryEstimate) -> Result<String, Failure> {
+    let mut v = serde_json::to_value(e).map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("resident".into(), e.resident().into());
+        o.insert("total".into(), e.total().into());
+    }
+    json(&v)
+}

@@ -223,6 +223,15 @@ impl NativeWriter {
         self.locked(py, |w| w.map_or(0, Writer::frames_encoded))
     }
 
+    /// `(current, peak)` bytes held by the writer's own buffers, as it counts them.
+    fn memory_in_use(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        let m = self.locked(py, |w| w.map(Writer::memory_in_use));
+        let m = m
+            .ok_or_else(|| Failure::new(Kind::Closed, "the writer is closed"))
+            .map_err(|f| f.into_pyerr(py))?;
+        Ok((m.current, m.peak))
+    }
+
     /// The array as the library built it: shape, chunk and shard shapes, dtype, codec,
     /// fill value, dimension names and the sink in use.
     fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

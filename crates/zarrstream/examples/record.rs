@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArrayConfig, ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MetaType, Ome,
-    Omero, Recording, Stats, Writer, WriterOptions,
+    ArrayConfig, ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MemoryEstimate,
+    MetaType, Ome, Omero, Recording, Stats, Writer, WriterOptions, estimate_memory,
+    estimate_memory_ome,
 };
 
 use crate::args::{Command, OmeArgs, Options, UsageError, join};
@@ -190,6 +191,11 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         );
     }
 
+    let estimate = memory_estimate(&opts, &spec)?;
+    if opts.estimate_memory && !opts.quiet {
+        eprintln!("record: memory estimate {estimate}");
+    }
+
     // The frames stay resident; what the acquisition adds on top is what matters.
     let peak_reset = report::reset_peak_rss();
     let baseline_rss_kib = report::proc_status_kib("VmRSS");
@@ -258,6 +264,7 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         distinct_frames: pool.len(),
         prep_seconds,
         source,
+        estimate,
     };
     let doc = report_json(&opts, &measured);
     if let Some(path) = &opts.report {
@@ -351,7 +358,8 @@ fn array_key(k: usize) -> String {
 }
 
 /// Creates (or with `--resume`, reopens) the writer or recording at `--out`.
-fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
+/// The writer options the flags ask for.
+fn writer_options(opts: &Options) -> WriterOptions {
     let options = WriterOptions::default()
         .threads(opts.threads)
         .pin_threads(opts.pin)
@@ -366,19 +374,16 @@ fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
     } else {
         options
     };
-    let Some(n) = opts.arrays else {
-        let options = if opts.frame_meta {
-            options.frame_meta(synthetic_meta_spec())
-        } else {
-            options
-        };
-        let spec = spec.clone();
-        return Ok(Target::One(match &opts.ome {
-            Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
-            None => Writer::create(&opts.out, spec, options)?,
-        }));
-    };
-    let arrays = (0..n)
+    if opts.frame_meta && opts.arrays.is_none() {
+        options.frame_meta(synthetic_meta_spec())
+    } else {
+        options
+    }
+}
+
+/// The arrays of `--arrays`.
+fn array_configs(opts: &Options, spec: &ArraySpec, n: usize) -> Vec<ArrayConfig> {
+    (0..n)
         .map(|k| {
             let mut a = ArrayConfig::new(array_key(k), spec.clone());
             if let Some(o) = &opts.ome {
@@ -389,7 +394,29 @@ fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
             }
             a
         })
-        .collect();
+        .collect()
+}
+
+/// The most memory the writer (or recording) of these flags will use.
+fn memory_estimate(opts: &Options, spec: &ArraySpec) -> Result<MemoryEstimate, Failure> {
+    let options = writer_options(opts);
+    Ok(match (opts.arrays, &opts.ome) {
+        (Some(n), _) => Recording::estimate_memory(&array_configs(opts, spec, n), &options)?,
+        (None, Some(a)) => estimate_memory_ome(spec, &ome_options(a), &options)?,
+        (None, None) => estimate_memory(spec, &options)?,
+    })
+}
+
+fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
+    let options = writer_options(opts);
+    let Some(n) = opts.arrays else {
+        let spec = spec.clone();
+        return Ok(Target::One(match &opts.ome {
+            Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
+            None => Writer::create(&opts.out, spec, options)?,
+        }));
+    };
+    let arrays = array_configs(opts, spec, n);
     Ok(Target::Many(Recording::create(&opts.out, arrays, options)?))
 }
 
@@ -945,6 +972,8 @@ struct Measured {
     distinct_frames: usize,
     prep_seconds: f64,
     source: String,
+    /// The memory estimate made before the writer was created.
+    estimate: MemoryEstimate,
 }
 
 impl Measured {
@@ -1026,6 +1055,11 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "out": o.out.display().to_string(),
     });
     if let Value::Object(map) = &mut doc {
+        map.insert("memory_estimate_mib".into(), memory_json(&m.estimate));
+        map.insert(
+            "writer_memory_peak_mib".into(),
+            json!(round(mib(s.memory.peak), 1)),
+        );
         if let Some(arrays) = &m.arrays {
             map.insert(
                 "arrays".into(),
@@ -1053,6 +1087,23 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         }
     }
     doc
+}
+
+/// The estimate's parts in MiB, with `resident` (the bound on the extra RSS) and
+/// `total` (with the page cache).
+fn memory_json(e: &MemoryEstimate) -> Value {
+    let m = |b: u64| round(mib(b), 1);
+    json!({
+        "resident": m(e.resident()),
+        "total": m(e.total()),
+        "frame_pool": m(e.frame_pool),
+        "staging": m(e.staging),
+        "encoders": m(e.encoders),
+        "mapped_shards": m(e.mapped_shards),
+        "pyramid": m(e.pyramid),
+        "bookkeeping": m(e.bookkeeping),
+        "page_cache": m(e.page_cache),
+    })
 }
 
 /// The `"arrays"` list of the report: one entry per array of `--arrays`.
@@ -1139,6 +1190,26 @@ fn print_summary(o: &Options, m: &Measured) {
     }
     if let Some(counts) = &m.resumed_from {
         println!("  resumed after {} frame(s)", join(counts));
+    }
+    if o.estimate_memory {
+        let e = m.estimate.resident();
+        let measured = match (m.peak_rss_kib, m.baseline_rss_kib) {
+            (Some(p), Some(b)) => {
+                let extra = p.saturating_sub(b) * 1024;
+                format!(
+                    "measured peak {:.1} MiB over the loaded frames ({:.3} of the estimate), ",
+                    mib(extra),
+                    extra as f64 / e.max(1) as f64
+                )
+            }
+            _ => String::new(),
+        };
+        println!(
+            "  memory: estimate {:.1} MiB resident (+{:.1} MiB page cache), {measured}writer's own count peaked at {:.1} MiB",
+            mib(e),
+            mib(m.estimate.page_cache),
+            mib(s.memory.peak)
+        );
     }
     if o.fps > 0.0 {
         println!(

@@ -506,6 +506,12 @@ impl RecordingConfig {
         })
     }
 
+    /// The memory the recording [`create`](Self::create) would make will use at most
+    /// ([`Recording::estimate_memory`]).
+    pub fn estimate_memory(&self) -> crate::Result<crate::MemoryEstimate> {
+        Recording::estimate_memory(&self.arrays, &self.options)
+    }
+
     /// Creates the recording at `root` and sets the root group's attributes.
     pub fn create(self, root: &Path) -> crate::Result<Recording> {
         let rec = Recording::create(root, self.arrays, self.options)?;
@@ -567,6 +573,16 @@ impl Parsed {
         match &self.ome {
             Some(ome) => Writer::create_ome(path, self.spec, ome, self.options),
             None => Writer::create(path, self.spec, self.options),
+        }
+    }
+
+    /// The memory the writer [`create`](Self::create) would make will use at most:
+    /// [`estimate_memory_ome`](crate::estimate_memory_ome) when an `ome` object was
+    /// given, [`estimate_memory`](crate::estimate_memory) otherwise.
+    pub fn estimate_memory(&self) -> crate::Result<crate::MemoryEstimate> {
+        match &self.ome {
+            Some(ome) => crate::estimate_memory_ome(&self.spec, ome, &self.options),
+            None => crate::estimate_memory(&self.spec, &self.options),
         }
     }
 }

@@ -37,6 +37,7 @@ mod dtype;
 mod error;
 mod frame_meta;
 mod metadata;
+mod meter;
 mod ome;
 mod pyramid;
 pub mod read;
@@ -55,6 +56,7 @@ pub use codec::{BloscCompressor, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
 pub use error::{Error, IoError, OmeError, ParseError, Result, SpecError};
 pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};
+pub use meter::MemoryUsage;
 pub use ome::{
     Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel,
     SpaceUnit, TimeUnit, Window,
@@ -65,6 +67,6 @@ pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::{LatencySummary, Stats};
 pub use writer::{
-    ArrayConfig, ArrayId, Backpressure, Durability, PoolBuf, PushOutcome, Recording,
-    RecordingStats, Writer, WriterOptions,
+    ArrayConfig, ArrayId, Backpressure, Durability, MemoryEstimate, PoolBuf, PushOutcome,
+    Recording, RecordingStats, Writer, WriterOptions, estimate_memory, estimate_memory_ome,
 };

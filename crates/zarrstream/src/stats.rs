@@ -4,6 +4,7 @@ use std::fmt;
 
 use hdrhistogram::Histogram;
 
+use crate::meter::MemoryUsage;
 use crate::sink::SinkKind;
 
 /// Statistics returned by [`Writer::finish`](crate::Writer::finish).
@@ -40,6 +41,12 @@ pub struct Stats {
     pub pool_bytes: usize,
     /// Bytes of staging buffers for chunks deeper than one frame.
     pub staging_bytes: usize,
+    /// Bytes held by the writer's own buffers (as
+    /// [`Writer::memory_in_use`](crate::Writer::memory_in_use) counts them): `peak`
+    /// over the whole run, `current` after `finish` freed them (0 unless something
+    /// outlived the writer). In a recording, an array's figure covers its own buffers
+    /// (pools, staging, mapped shards, levels); the total's adds the shared workers'.
+    pub memory: MemoryUsage,
 }
 
 fn sink_name<S: serde::Serializer>(sink: &SinkKind, s: S) -> Result<S::Ok, S::Error> {

@@ -1382,6 +1382,7 @@ fn during_acquisition_every_read_is_exact() {
         .args(["--dtype", "u16", "--codec", "zstd:1", "--fill-value", "17"])
         .args(["--frames", &c.frames.to_string(), "--fps", &fps.to_string()])
         .args(["--threads", "2", "--no-pin", "--dim-names", "t,c,z,y,x"])
+        .arg("--estimate-memory")
         .arg("--input")
         .arg(&input)
         .arg("--report")
@@ -1417,4 +1418,18 @@ fn during_acquisition_every_read_is_exact() {
         status.is_some_and(|s| s.success()),
         "reading during acquisition failed ({status:?}); see above"
     );
+    // `--estimate-memory`: the estimate printed before the run and against the measured
+    // peak after it; the report's estimate bounds the writer's own count.
+    assert!(
+        rec_text.contains("record: memory estimate ") && rec_text.contains("  memory: estimate "),
+        "{rec_text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("report.json")).expect("report"))
+            .expect("report JSON");
+    let resident = report["memory_estimate_mib"]["resident"]
+        .as_f64()
+        .expect("estimate");
+    let counted = report["writer_memory_peak_mib"].as_f64().expect("count");
+    assert!(counted > 0.0 && counted <= resident, "{report}");
 }

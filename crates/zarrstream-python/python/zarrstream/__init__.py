@@ -21,7 +21,16 @@ from typing import Any
 
 from . import _native
 from ._recording import ArraySpec, Recording, RecordingStats
-from ._writer import DTYPES, Latency, Ome, Stats, Writer
+from ._writer import (
+    DTYPES,
+    Latency,
+    MemoryEstimate,
+    MemoryUsage,
+    Ome,
+    Stats,
+    Writer,
+    estimate_memory,
+)
 from .errors import (
     ArrayFullError,
     ClosedError,
@@ -55,6 +64,8 @@ __all__ = [
     "InvalidFrameError",
     "InvalidSpecError",
     "Latency",
+    "MemoryEstimate",
+    "MemoryUsage",
     "NeedsRecoveryError",
     "NotAStoreError",
     "NotOwnedError",
@@ -73,6 +84,7 @@ __all__ = [
     "Writer",
     "ZarrstreamError",
     "__version__",
+    "estimate_memory",
     "inspect",
     "recover",
     "verify",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,8 @@ import numpy.typing as npt
 from . import _native
 from ._lifecycle import _Lifecycle
 from ._writer import (
+    MemoryEstimate,
+    MemoryUsage,
     Ome,
     Stats,
     _array_config,
@@ -77,6 +80,29 @@ class RecordingStats:
     def _from_native(cls, d: Mapping[str, Any]) -> RecordingStats:
         arrays = {str(key): Stats._from_native(s) for key, s in d["arrays"].items()}
         return cls(arrays=arrays, total=Stats._from_native(d["total"]))
+
+
+def _entries(arrays: (Mapping[str, ArraySpec | Mapping[str, Any]]
+                      | Sequence[tuple[str, ArraySpec | Mapping[str, Any]]]),
+             ) -> list[dict[str, Any]]:
+    """The ``arrays`` entries of the library's recording configuration."""
+    pairs = list(arrays.items() if isinstance(arrays, Mapping) else arrays)
+    if not pairs:
+        raise InvalidSpecError("a recording needs at least one array")
+    entries = []
+    for key, spec in pairs:
+        if not isinstance(key, str):
+            raise InvalidSpecError(f"array key {key!r} is not a string")
+        if not isinstance(spec, ArraySpec):
+            if not isinstance(spec, Mapping):
+                raise InvalidSpecError(
+                    f"array {key!r}: {spec!r} is not an ArraySpec or a mapping")
+            try:
+                spec = ArraySpec(**spec)
+            except TypeError as e:
+                raise InvalidSpecError(f"array {key!r}: {e}") from e
+        entries.append({"key": key, **spec._config()})
+    return entries
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,29 +188,13 @@ class Recording(_Lifecycle):
         # rather than a bare "closed".
         self._failure: ZarrstreamError | None = None
         self._path = os.fspath(path)
-        pairs = list(arrays.items() if isinstance(arrays, Mapping) else arrays)
-        if not pairs:
-            raise InvalidSpecError("a recording needs at least one array")
-        entries = []
-        for key, spec in pairs:
-            if not isinstance(key, str):
-                raise InvalidSpecError(f"array key {key!r} is not a string")
-            if not isinstance(spec, ArraySpec):
-                if not isinstance(spec, Mapping):
-                    raise InvalidSpecError(
-                        f"array {key!r}: {spec!r} is not an ArraySpec or a mapping")
-                try:
-                    spec = ArraySpec(**spec)
-                except TypeError as e:
-                    raise InvalidSpecError(f"array {key!r}: {e}") from e
-            entries.append({"key": key, **spec._config()})
         config: dict[str, Any] = {
             **_options_config(
                 threads=threads, pin_threads=pin_threads, background_nice=background_nice,
                 sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
                 backpressure=backpressure, durability=durability, packing=packing,
                 overwrite=overwrite, resume=resume, existing_group=existing_group),
-            "arrays": entries,
+            "arrays": _entries(arrays),
         }
         if attributes is not None:
             config["attributes"] = dict(attributes)
@@ -196,6 +206,40 @@ class Recording(_Lifecycle):
             shape = tuple(spec["shape"])
             self._arrays[key] = _Geometry((int(shape[-2]), int(shape[-1])),
                                           np.dtype(str(spec["dtype"])), spec)
+
+    @staticmethod
+    def estimate_memory(
+        arrays: (Mapping[str, ArraySpec | Mapping[str, Any]]
+                 | Sequence[tuple[str, ArraySpec | Mapping[str, Any]]]),
+        **options: Any,
+    ) -> MemoryEstimate:
+        """The most memory a :class:`Recording` of ``arrays`` with these options (the
+        keywords of :class:`Recording` but ``path`` and ``attributes``) will use, by
+        part: every array's pools, staging, mapped shards and pyramid levels, the
+        shared encoding workers counted once. Nothing is created.
+
+        Raises:
+            InvalidSpecError: (a ``ValueError``) for what :class:`Recording` would
+                refuse as impossible shapes, options or keys.
+            TypeError: for a keyword :class:`Recording` does not take.
+        """
+        known = set(inspect.signature(_options_config).parameters)
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(
+                f"estimate_memory() got an unexpected keyword argument {unknown[0]!r}")
+        config = {**_options_config(**options), "arrays": _entries(arrays)}
+        return MemoryEstimate._from_native(
+            _native.estimate_recording_memory(_config_json(config)))
+
+    def memory_in_use(self) -> MemoryUsage:
+        """The bytes the recording's own buffers hold now and at most so far (every
+        array's and the shared workers'), as it counts them. After closing:
+        ``stats.total.memory``."""
+        if self._stats is not None:
+            return self._stats.total.memory
+        current, peak = self._live().memory_in_use()
+        return MemoryUsage(current=current, peak=peak)
 
     # -- properties -------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,8 @@ from . import _native
 from ._lifecycle import _Lifecycle
 from .errors import ClosedError, InvalidFrameError, InvalidSpecError, ZarrstreamError
 
-__all__ = ["Latency", "Ome", "Stats", "Writer"]
+__all__ = ["Latency", "MemoryEstimate", "MemoryUsage", "Ome", "Stats", "Writer",
+           "estimate_memory"]
 
 #: The element types zarrstream writes, by numpy name.
 DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32",
@@ -98,6 +100,64 @@ class Latency:
 
 
 @dataclasses.dataclass(frozen=True)
+class MemoryUsage:
+    """Bytes held by a writer's own buffers (frame pool, staging, encoding workers'
+    scratch and encoders, mapped shard pages, pyramid levels), counted by the writer
+    where it allocates and frees them."""
+
+    #: Bytes held now (in :attr:`Stats.memory`: after closing, 0 once all is freed).
+    current: int
+    #: The most bytes held at once so far.
+    peak: int
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """The most memory a writer (or recording) will use, by part, in bytes: an upper
+    bound derived from how the writer sizes its buffers (:func:`estimate_memory`).
+
+    :attr:`resident` (every part but :attr:`page_cache`) bounds what the writer adds to
+    the process's resident memory; :attr:`total` adds the file pages it lets the page
+    cache hold. Where the sink is left to the file system (``"auto"``), each part is the
+    largest of the sinks the writer may end up with.
+    """
+
+    #: Level 0's frame pool.
+    frame_pool: int
+    #: Level 0's staging groups (chunks deeper than one frame).
+    staging: int
+    #: The encoding workers: a slot of scratch each (pwrite and direct sinks) and the
+    #: codec's context and scratch per kind of array.
+    encoders: int
+    #: Shard pages mapped by the sink for every shard that may be open at once (the
+    #: whole file with mmap, the working index with direct).
+    mapped_shards: int
+    #: Every pyramid level below level 0 (pools, encoders, mapped shards).
+    pyramid: int
+    #: Thread stacks and malloc arenas (256 KiB per thread), latency histograms,
+    #: per-frame metadata columns.
+    bookkeeping: int
+    #: File pages left in the page cache, not mapped (not in RSS).
+    page_cache: int
+
+    @property
+    def resident(self) -> int:
+        """Every part but :attr:`page_cache`: the bound on resident memory."""
+        return (self.frame_pool + self.staging + self.encoders + self.mapped_shards
+                + self.pyramid + self.bookkeeping)
+
+    @property
+    def total(self) -> int:
+        """:attr:`resident` plus :attr:`page_cache`."""
+        return self.resident + self.page_cache
+
+    @classmethod
+    def _from_native(cls, text: str) -> MemoryEstimate:
+        d = json.loads(text)
+        return cls(**{f.name: int(d[f.name]) for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
 class Stats:
     """What a finished recording reports (:meth:`Writer.close`).
 
@@ -128,12 +188,16 @@ class Stats:
     pool_bytes: int
     #: Bytes of staging buffers for chunks deeper than one frame.
     staging_bytes: int
+    #: Bytes held by the writer's own buffers: the peak over the recording, and what
+    #: was still held after closing (0).
+    memory: MemoryUsage
 
     @classmethod
     def _from_native(cls, d: dict[str, Any]) -> Stats:
         d = dict(d)
         d["push_latency_ns"] = Latency(**d["push_latency_ns"])
         d["frame_latency_ns"] = Latency(**d["frame_latency_ns"])
+        d["memory"] = MemoryUsage(**d["memory"])
         return cls(**d)
 
     @property
@@ -269,6 +333,39 @@ def _options_config(
     if durability is not None:
         config["durability"] = _durability(durability)
     return config
+
+
+def _split_keywords(what: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """:class:`Writer`'s keyword arguments (but ``path``) as the library's JSON
+    configuration; an unknown keyword is a ``TypeError``, as for a call."""
+    array_keys = set(inspect.signature(_array_config).parameters)
+    option_keys = set(inspect.signature(_options_config).parameters)
+    unknown = sorted(set(kwargs) - array_keys - option_keys)
+    if unknown:
+        raise TypeError(f"{what}() got an unexpected keyword argument {unknown[0]!r}")
+    return {
+        **_array_config(**{k: v for k, v in kwargs.items() if k in array_keys}),
+        **_options_config(**{k: v for k, v in kwargs.items() if k in option_keys}),
+    }
+
+
+def estimate_memory(*, shape: Sequence[int | None], chunks: Sequence[int],
+                    shards: Sequence[int], **options: Any) -> MemoryEstimate:
+    """The most memory a :class:`Writer` created with these keyword arguments (all of
+    :class:`Writer`'s but ``path``) will use, by part, without creating anything::
+
+        m = zarrstream.estimate_memory(shape=(None, 2048, 2048), chunks=(1, 512, 512),
+                                       shards=(32, 2048, 2048), threads=2)
+        print(m.resident / 2**20, "MiB")
+
+    Raises:
+        InvalidSpecError: (a ``ValueError``) for what :class:`Writer` would refuse as
+            impossible shapes or options (the same message).
+        TypeError: for a keyword :class:`Writer` does not take.
+    """
+    config = _split_keywords(
+        "estimate_memory", {"shape": shape, "chunks": chunks, "shards": shards, **options})
+    return MemoryEstimate._from_native(_native.estimate_memory(_config_json(config)))
 
 
 def _config_json(config: Mapping[str, Any]) -> str:
@@ -525,6 +622,16 @@ class Writer(_Lifecycle):
         if self._stats is None:
             raise ClosedError("stats are known once the writer is closed")
         return self._stats
+
+    def memory_in_use(self) -> MemoryUsage:
+        """The bytes the writer's own buffers hold now and at most so far (frame pool,
+        staging, encoding workers, mapped shard pages, pyramid levels), as the writer
+        counts them; :func:`estimate_memory` bounds it. After closing:
+        :attr:`Stats.memory`."""
+        if self._stats is not None:
+            return self._stats.memory
+        current, peak = self._live().memory_in_use()
+        return MemoryUsage(current=current, peak=peak)
 
     # -- recording --------------------------------------------------------------------
 

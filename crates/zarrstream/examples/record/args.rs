@@ -119,6 +119,12 @@ RECORDING:
                             array as it is on disk (not with --overwrite)
 
 OUTPUT:
+    --estimate-memory       print the memory estimate (zarrstream::estimate_memory)
+                            before the run, and after it the estimate against the
+                            measured peak RSS over the loaded frames and the
+                            writer's own count (the report always has them:
+                            memory_estimate_mib, extra_rss_mib,
+                            writer_memory_peak_mib)
     --report FILE           write the JSON report to FILE
     --quiet                 print nothing but errors
     --progress              print `encoded N` to stderr whenever the number of
@@ -185,6 +191,8 @@ pub(crate) struct Options {
     pub quiet: bool,
     /// Print `encoded N` to stderr as `Writer::frames_encoded` grows.
     pub progress: bool,
+    /// `--estimate-memory`: print the estimate and the measured peak.
+    pub estimate_memory: bool,
     /// `--arrays N`: N arrays `cam0..` in one `Recording` (`None`: one `Writer`).
     pub arrays: Option<usize>,
     /// `--camera-threads`: one pushing thread per array.
@@ -264,6 +272,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         report: None,
         quiet: false,
         progress: false,
+        estimate_memory: false,
         arrays: None,
         camera_threads: false,
         resume: false,
@@ -292,6 +301,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 "--no-pin" => o.pin = false,
                 "--quiet" => o.quiet = true,
                 "--progress" => o.progress = true,
+                "--estimate-memory" => o.estimate_memory = true,
                 "--camera-threads" => o.camera_threads = true,
                 "--resume" => o.resume = true,
                 "--ome" => raw.ome = true,

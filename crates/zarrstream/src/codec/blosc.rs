@@ -151,7 +151,7 @@ fn encode_blocks(
     if pos > limit {
         return None;
     }
-    scratch.resize(bs, 0);
+    super::grow_exact(scratch, bs);
     for j in 0..nblocks {
         let start = j * bs;
         let bsize = bs.min(nbytes - start);

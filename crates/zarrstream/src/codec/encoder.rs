@@ -94,6 +94,12 @@ impl ChunkEncoder {
         self
     }
 
+    /// Bytes this encoder holds now: its scratch and its compression context (zstd's
+    /// own figure for its context). For the writer's memory count.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.scratch.capacity() + self.zstd.as_ref().map_or(0, zstd::ZstdEncoder::held_bytes)
+    }
+
     /// Slot size needed for a chunk of `raw` bytes, crc32c included.
     pub fn slot_bound(&self, raw: usize) -> usize {
         self.codec.bound(raw) + self.checksum.size()

@@ -166,6 +166,20 @@ impl Codec {
     }
 }
 
+/// See `ZstdEncoder::context_bytes`.
+pub(crate) fn zstd_context_bytes(level: i32, chunk: usize) -> Result<usize, crate::Error> {
+    zstd::ZstdEncoder::context_bytes(level, chunk)
+}
+
+/// Resizes a scratch buffer to `len` bytes, growing its capacity to exactly what the
+/// largest chunk needs (not doubling), so the memory estimate can bound it.
+pub(crate) fn grow_exact(scratch: &mut Vec<u8>, len: usize) {
+    if let Some(more) = len.checked_sub(scratch.len()).filter(|&m| m > 0) {
+        scratch.reserve_exact(more);
+    }
+    scratch.resize(len, 0);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,24 @@ impl ZstdEncoder {
         Ok(ZstdEncoder { ctx })
     }
 
+    /// Bytes of the compression context (zstd's `ZSTD_sizeof_CCtx`).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.ctx.sizeof()
+    }
+
+    /// The bytes zstd's context for `level` holds once it has compressed a chunk of
+    /// `chunk` bytes: zstd sizes its workspace from the level and the input's size
+    /// alone (not its content), so one compression of zeros tells, in zstd's own count.
+    /// (zstd's `ZSTD_estimateCCtxSize` is not offered by the safe bindings.)
+    pub(crate) fn context_bytes(level: i32, chunk: usize) -> Result<usize, Error> {
+        let mut enc = ZstdEncoder::new(level, false)?;
+        // Zeroed allocations: the pages zstd only reads stay shared zero pages.
+        let input = vec![0u8; chunk];
+        let mut out = vec![0u8; bound(chunk)];
+        enc.ctx.compress2(&mut out[..], &input).map_err(err)?;
+        Ok(enc.held_bytes())
+    }
+
     /// zstd compresses from one contiguous input; a strided tile is gathered into
     /// `scratch` first (zstd's streaming mode would copy it into its window anyway).
     pub(crate) fn encode(
@@ -44,7 +62,7 @@ impl ZstdEncoder {
         let input = match src.as_contiguous() {
             Some(all) => all,
             None => {
-                scratch.resize(src.len(), 0);
+                super::grow_exact(scratch, src.len());
                 src.copy_range(0, src.len(), scratch);
                 &scratch[..]
             }

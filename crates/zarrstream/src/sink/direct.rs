@@ -26,6 +26,7 @@ use rustix::fs::{AtFlags, OFlags, StatxFlags};
 
 use super::{Scratch, SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
+use crate::meter::{Held, Meter, page_span};
 use crate::shard::{FinalLayout, ShardLayout, encode_index, entry_bytes};
 use crate::slots::map_reserved_file;
 
@@ -43,10 +44,14 @@ fn align_up(v: u64) -> u64 {
 /// 4 KiB alignment where the kernel reports it (`statx`). The caller also checks that
 /// a mapping of the file is safe (the working index is written through one).
 pub(crate) fn supported(dir: &Path, layout: &ShardLayout) -> bool {
-    let aligned = [layout.slot_size, layout.data_start]
+    aligned(layout) && probe(dir).is_ok()
+}
+
+/// Whether the layout puts slots at 4 KiB boundaries.
+pub(crate) fn aligned(layout: &ShardLayout) -> bool {
+    [layout.slot_size, layout.data_start]
         .iter()
-        .all(|v| v.is_multiple_of(ALIGN));
-    aligned && probe(dir).is_ok()
+        .all(|v| v.is_multiple_of(ALIGN))
 }
 
 fn probe(dir: &Path) -> std::io::Result<()> {
@@ -88,11 +93,13 @@ pub(crate) struct DirectSink {
     index: Mutex<Option<MmapMut>>,
     /// Offset of entry 0.
     index_first: usize,
+    /// The working index's mapped pages, counted until unmapped.
+    held: Option<Held>,
 }
 
 impl DirectSink {
     /// Opens `temp` a second time, for direct writes.
-    pub(crate) fn new(temp: TempShard) -> Result<Self> {
+    pub(crate) fn new(temp: TempShard, meter: &std::sync::Arc<Meter>) -> Result<Self> {
         let direct =
             open_direct(&temp.path, false).map_err(|e| Error::io("open", &temp.path, e, 0))?;
         let l = temp.layout;
@@ -103,6 +110,7 @@ impl DirectSink {
         let index_first = usize::try_from(l.index_offset)
             .map_err(|_| internal("shard larger than the address space"))?;
         Ok(DirectSink {
+            held: Some(Held::new(meter, page_span(l.index_offset, l.index_size))),
             next: Mutex::new(l.data_start),
             direct,
             index: Mutex::new(Some(index)),
@@ -200,12 +208,13 @@ impl SlotSink for DirectSink {
         self.temp.keep();
     }
 
-    fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
+    fn finalize(mut self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
         if !fin.moves.is_empty() || !fin.holes.is_empty() {
             return Err(internal("direct sink: a packed shard has nothing to move"));
         }
         // Unmapped before the file is cut below it.
         drop(self.index.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(self.held.take());
         // Buffered: the final index starts where the last chunk ends, mid-block.
         let mut buf = vec![0; self.temp.layout.index_size as usize];
         encode_index(&fin.entries, &mut buf);
@@ -297,7 +306,8 @@ mod tests {
             let l = layout(location, 4);
             assert!(supported(dir.path(), &l), "{location:?}");
             let path = dir.path().join("shard.partial");
-            let sink = DirectSink::new(TempShard::create(&path, l).unwrap()).unwrap();
+            let sink =
+                DirectSink::new(TempShard::create(&path, l).unwrap(), &Meter::new()).unwrap();
             // Lengths around block boundaries; chunk 5 is never written.
             let lens: Vec<usize> = (0..16)
                 .map(|i| [1, 4095, 4096, 4097, 70_000][i % 5])
@@ -345,7 +355,8 @@ mod tests {
         assert_eq!(l.n, 64);
         for round in 0..20 {
             let path = dir.path().join(format!("shard{round}.partial"));
-            let sink = DirectSink::new(TempShard::create(&path, l).unwrap()).unwrap();
+            let sink =
+                DirectSink::new(TempShard::create(&path, l).unwrap(), &Meter::new()).unwrap();
             let written = write_all(&sink, &[100; 64], 8);
             assert_eq!(working_index(&path, &l), written, "round {round}");
             sink.keep_for_recovery();
@@ -357,7 +368,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let l = layout(IndexLocation::End, 4);
         let path = dir.path().join("shard.partial");
-        let sink = DirectSink::new(TempShard::create(&path, l).unwrap()).unwrap();
+        let sink = DirectSink::new(TempShard::create(&path, l).unwrap(), &Meter::new()).unwrap();
         let mut scratch = Scratch::default();
         let mut staged = MmapMut::map_anon(2 * 8192).unwrap();
         staged

@@ -1,20 +1,29 @@
 //! The mmap sink: workers encode straight into the shard's mapping.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use memmap2::MmapMut;
 
 use super::{Scratch, SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
+use crate::meter::{Held, Meter, PAGE, page_span};
 use crate::shard::{FinalLayout, encode_index, entry_bytes};
 use crate::slots::{SlotGeometry, SlotRegion, map_reserved_file};
 
 pub(crate) struct MmapSink {
     temp: TempShard,
     region: SlotRegion<MmapMut>,
+    /// The mapped pages made resident: the working index's from the start, the slots'
+    /// as they are prefaulted; released when the file is unmapped.
+    held: Held,
+    /// File offset up to which slots are prefaulted (page-rounded).
+    faulted: AtomicU64,
 }
 
 impl MmapSink {
     /// Maps the reserved file; [`SlotSink::prefault`] then populates it ahead of the workers.
-    pub(crate) fn new(temp: TempShard) -> Result<Self> {
+    pub(crate) fn new(temp: TempShard, meter: &Arc<Meter>) -> Result<Self> {
         let map = map_reserved_file(&temp.file).map_err(|e| Error::io("mmap", &temp.path, e, 0))?;
         let l = temp.layout;
         let usize_of = |v: u64| {
@@ -28,7 +37,14 @@ impl MmapSink {
         };
         let region = SlotRegion::new(map, geometry)
             .map_err(|_| internal("slot geometry exceeds the mapping"))?;
-        Ok(MmapSink { temp, region })
+        let held = Held::new(meter, page_span(l.index_offset, l.index_size));
+        let faulted = AtomicU64::new(l.data_start / PAGE * PAGE);
+        Ok(MmapSink {
+            temp,
+            region,
+            held,
+            faulted,
+        })
     }
 }
 
@@ -51,6 +67,14 @@ impl SlotSink for MmapSink {
 
     fn prefault(&self, first: usize, end: usize) {
         self.region.prefault(first, end);
+        let l = &self.temp.layout;
+        let end = (end as u64).min(l.n);
+        if (first as u64) < end {
+            let start = (l.data_start + first as u64 * l.slot_size) / PAGE * PAGE;
+            let stop = (l.data_start + end * l.slot_size).div_ceil(PAGE) * PAGE;
+            let before = self.faulted.fetch_max(stop, Ordering::AcqRel);
+            self.held.add(stop.saturating_sub(before.max(start)));
+        }
     }
 
     fn keep_for_recovery(&self) {
@@ -58,7 +82,9 @@ impl SlotSink for MmapSink {
     }
 
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
-        let MmapSink { temp, region } = *self;
+        let MmapSink {
+            temp, region, held, ..
+        } = *self;
         {
             let mut all = region
                 .close()
@@ -76,6 +102,7 @@ impl SlotSink for MmapSink {
         // Unmap here, on the finisher thread, before cutting the file: truncating mapped
         // pages would fault any later access, and munmap interrupts every core we run on.
         drop(region.into_backing());
+        drop(held);
         temp.punch(&fin.holes)?;
         temp.set_len(fin.len)?;
         Ok(temp)

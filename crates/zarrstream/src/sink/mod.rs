@@ -12,7 +12,10 @@ use std::str::FromStr;
 
 pub(crate) use temp::TempShard;
 
+use std::sync::Arc;
+
 use crate::error::{Error, ParseError, Result};
+use crate::meter::{Held, Meter, page_span};
 use crate::shard::{FinalLayout, ShardLayout};
 
 /// Which sink writes the shard files.
@@ -196,31 +199,71 @@ pub(crate) trait SlotSink: Send + Sync {
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard>;
 }
 
-/// Creates the temporary shard file at `path` and opens the sink of `kind` over it.
-pub(crate) fn open(kind: SinkKind, path: &Path, layout: ShardLayout) -> Result<Box<dyn SlotSink>> {
+/// Creates the temporary shard file at `path` and opens the sink of `kind` over it; the
+/// file's pages that the sink maps and touches count in `meter` while it is mapped.
+pub(crate) fn open(
+    kind: SinkKind,
+    path: &Path,
+    layout: ShardLayout,
+    meter: &Arc<Meter>,
+) -> Result<Box<dyn SlotSink>> {
     let temp = TempShard::create(path, layout)?;
     Ok(match kind {
-        SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp)?),
-        SinkKind::Direct if temp.reserved => Box::new(direct::DirectSink::new(temp)?),
+        SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp, meter)?),
+        SinkKind::Direct if temp.reserved => Box::new(direct::DirectSink::new(temp, meter)?),
         _ => Box::new(pwrite::PwriteSink::new(temp)),
     })
+}
+
+/// Whether shards of `layout` suit the direct sink (block-aligned slots), as far as the
+/// layout alone tells; the file system is probed when a writer starts.
+pub(crate) fn direct_layout_ok(layout: &ShardLayout) -> bool {
+    direct::aligned(layout)
+}
+
+/// Pages of a shard file of `layout` that the sink of `kind` maps and touches while the
+/// shard is open (counted in the writer's meter, and what the memory estimate assumes
+/// per open shard): the mmap sink prefaults every slot and writes the working index
+/// through the mapping; the direct sink touches only the working index's pages.
+pub(crate) fn mapped_bytes(kind: SinkKind, layout: &ShardLayout) -> u64 {
+    let index = page_span(layout.index_offset, layout.index_size);
+    match kind {
+        SinkKind::Mmap => page_span(layout.data_start, layout.n * layout.slot_size) + index,
+        SinkKind::Direct => index,
+        SinkKind::Pwrite => 0,
+    }
 }
 
 /// A worker's encode buffer, reused from chunk to chunk. Page-aligned (an anonymous
 /// mapping), so that the direct sink can hand it to `O_DIRECT` writes as it is.
 #[derive(Default)]
-pub(crate) struct Scratch(Option<memmap2::MmapMut>);
+pub(crate) struct Scratch {
+    map: Option<memmap2::MmapMut>,
+    /// The buffer's pages in the writer's meter (none in tests).
+    held: Option<Held>,
+}
 
 impl Scratch {
+    /// An empty scratch whose buffer counts in `meter`.
+    pub(crate) fn counted(meter: &Arc<Meter>) -> Self {
+        Scratch {
+            map: None,
+            held: Some(Held::new(meter, 0)),
+        }
+    }
+
     /// The first `len` bytes of the buffer, replaced by a larger (zeroed) mapping if it
     /// is shorter.
     pub(crate) fn get(&mut self, len: usize) -> Result<&mut [u8]> {
-        if self.0.as_ref().is_none_or(|m| m.len() < len) {
+        if self.map.as_ref().is_none_or(|m| m.len() < len) {
             let map = memmap2::MmapMut::map_anon(len.max(1))
                 .map_err(|e| Error::io("allocate buffers", "", e, len as u64))?;
-            self.0 = Some(map);
+            if let Some(h) = &self.held {
+                h.set(page_span(0, map.len() as u64));
+            }
+            self.map = Some(map);
         }
-        match self.0.as_mut() {
+        match self.map.as_mut() {
             Some(map) => Ok(&mut map[..len]),
             None => Err(internal("scratch buffer missing")),
         }

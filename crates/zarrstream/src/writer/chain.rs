@@ -22,29 +22,15 @@ use crate::store::prepare_dir;
 /// prepared (made, or replaced with `overwrite`) unless `root_made`: it exists, empty.
 pub(super) fn create_image(
     root: &Path,
-    mut spec: ArraySpec,
+    spec: ArraySpec,
     ome: &Ome,
     options: WriterOptions,
     workers: &Workers,
     root_made: bool,
 ) -> Result<Level> {
-    options.validate()?;
-    let axes = ome.axes(&spec)?;
-    if spec.dimension_names.is_none() {
-        spec.dimension_names = Some(axes.into_iter().map(|a| a.name).collect());
-    }
-    let group = crate::store::group_document(ome.attributes(&spec)?);
-    let n_levels = ome.level_count(&spec)?;
-    let z = ome.z_axis(&spec)?;
-    let mut level_specs = vec![spec.clone()];
-    for _ in 1..n_levels {
-        let mut next = crate::pyramid::next_level_spec(&level_specs[level_specs.len() - 1], z)?;
-        next.lz4_acceleration = Some(ome.level_acceleration());
-        level_specs.push(next);
-    }
-    if options.resume && n_levels > 1 {
-        return Err(Error::ResumeUnsupported("an OME-Zarr image with a pyramid"));
-    }
+    let (level_specs, group) = image_levels(spec, ome, &options)?;
+    let n_levels = level_specs.len();
+    let spec = level_specs[0].clone();
     if !root_made && !options.resume {
         prepare_dir(root, options.overwrite)?;
     }
@@ -72,6 +58,34 @@ pub(super) fn create_image(
     })
 }
 
+/// Checks an image's options and OME metadata as creating it does, and returns the
+/// spec of each level (level 0 first, with dimension names from the axes) and the
+/// group's document.
+pub(super) fn image_levels(
+    mut spec: ArraySpec,
+    ome: &Ome,
+    options: &WriterOptions,
+) -> Result<(Vec<ArraySpec>, serde_json::Value)> {
+    options.validate()?;
+    let axes = ome.axes(&spec)?;
+    if spec.dimension_names.is_none() {
+        spec.dimension_names = Some(axes.into_iter().map(|a| a.name).collect());
+    }
+    let group = crate::store::group_document(ome.attributes(&spec)?);
+    let n_levels = ome.level_count(&spec)?;
+    let z = ome.z_axis(&spec)?;
+    let mut level_specs = vec![spec];
+    for _ in 1..n_levels {
+        let mut next = crate::pyramid::next_level_spec(&level_specs[level_specs.len() - 1], z)?;
+        next.lz4_acceleration = Some(ome.level_acceleration());
+        level_specs.push(next);
+    }
+    if options.resume && n_levels > 1 {
+        return Err(Error::ResumeUnsupported("an OME-Zarr image with a pyramid"));
+    }
+    Ok((level_specs, group))
+}
+
 /// Starts one internal writer per level below 0 (at `root/1`, `root/2`, …), each
 /// fed by a pyramid thread of the level above: a chain, so that the workers encoding
 /// level `k` also reduce level `k + 1`, from the rows they have just read.
@@ -95,7 +109,14 @@ fn start_levels(
         _ => reduction_pool(threads, nice)?,
     };
     let z = ome.z_axis(&level0.shared.spec)?;
-    let opts = level_options(&level0, specs, z, threads, options);
+    let opts = level_options(
+        level0.in_flight(),
+        &level0.shared.grid,
+        specs,
+        z,
+        threads,
+        options,
+    );
     for k in 1..=specs.len() {
         let dir = root.join(k.to_string());
         std::fs::create_dir(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
@@ -127,10 +148,12 @@ pub(super) fn reduction_pool(threads: usize, nice: u8) -> Result<Arc<rayon::Thre
     Ok(Arc::new(reducers))
 }
 
-/// The options of each level below `level0`, top down. With a shared engine only their
-/// pool sizes matter.
-fn level_options(
-    level0: &Level,
+/// The options of each level below level 0 (whose buffers in flight are `in_flight0`
+/// and whose grid is `grid0`), top down. With a shared engine only their pool sizes
+/// matter.
+pub(super) fn level_options(
+    in_flight0: usize,
+    grid0: &Grid,
     specs: &[ArraySpec],
     z: Option<usize>,
     threads: usize,
@@ -139,8 +162,8 @@ fn level_options(
     // Pool sizes, top down: frames of level k in flight at once (each message to the
     // pyramid thread below it holds one) and, when level k's workers reduce level
     // k + 1, one level-(k + 1) buffer for each of them on top of that level's own.
-    let mut in_flight = level0.in_flight();
-    let mut above = level0.shared.grid.clone();
+    let mut in_flight = in_flight0;
+    let mut above = grid0.clone();
     let mut opts = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
         // Level k holds a 4^k-th of the data: fewer workers, not pinned (level 0's

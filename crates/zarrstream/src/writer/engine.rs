@@ -15,6 +15,7 @@ use super::job::Job;
 use super::shared::{FinisherMsg, Shared};
 use super::worker;
 use crate::error::{Error, Result};
+use crate::meter::Meter;
 
 /// What a job's worker needs of its array: the state it shares and where finished
 /// shards go. A level holds one `Arc<Link>` and each of its jobs a clone, so the
@@ -33,12 +34,13 @@ pub(crate) struct Engine {
 impl Engine {
     /// Starts `workers` threads `zarrstream-worker-i`, worker `i` pinned to core
     /// `i mod cores` when `pin`, at niceness `nice`. `bound`: the jobs channel's
-    /// capacity (`None`: unbounded).
+    /// capacity (`None`: unbounded). The workers' scratch and encoders count in `meter`.
     pub(crate) fn start(
         workers: usize,
         pin: bool,
         nice: u8,
         bound: Option<usize>,
+        meter: &Arc<Meter>,
     ) -> Result<Arc<Engine>> {
         let (tx, rx) = match bound {
             Some(n) => bounded::<Job>(n),
@@ -56,9 +58,10 @@ impl Engine {
         for i in 0..workers {
             let rx = rx.clone();
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+            let meter = Arc::clone(meter);
             let spawned = std::thread::Builder::new()
                 .name(format!("zarrstream-worker-{i}"))
-                .spawn(move || worker::run(rx, core, nice));
+                .spawn(move || worker::run(rx, core, nice, &meter));
             match spawned {
                 Ok(h) => lock(&engine.workers).push(h),
                 Err(e) => {

@@ -47,7 +47,7 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Finished shards with writeback in flight under `Durability::None`: enough for the
 /// disk to keep streaming while the finisher moves on, few enough to bound the cache.
-const WRITEBACK_WINDOW: usize = 4;
+pub(super) const WRITEBACK_WINDOW: usize = 4;
 
 pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherReport {
     let mut report = FinisherReport {

@@ -20,6 +20,7 @@ mod intake;
 mod job;
 mod level;
 mod levels;
+mod memory;
 mod options;
 mod outcome;
 mod pool;
@@ -36,8 +37,10 @@ mod worker;
 mod writeback;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
+pub use memory::{MemoryEstimate, estimate_memory, estimate_memory_ome};
 pub use options::{Backpressure, Durability, WriterOptions};
 pub use outcome::PushOutcome;
 pub use pool::PoolBuf;
@@ -49,6 +52,7 @@ use self::start::Workers;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::frame_meta::{self, FrameMeta, FrameMetaSpec, MetaRows, Row};
+use crate::meter::{MemoryUsage, Meter};
 use crate::ome::Ome;
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
@@ -86,6 +90,9 @@ pub struct Writer {
     image: Option<PathBuf>,
     /// Per-frame metadata rows, sent for every frame when the options ask for them.
     meta: Option<MetaRows>,
+    /// Where the buffers of every level (and of the encoding workers of a writer that
+    /// has its own) count the bytes they hold.
+    meter: Arc<Meter>,
 }
 
 impl Writer {
@@ -112,8 +119,14 @@ impl Writer {
         image: Option<PathBuf>,
         meta: Option<&FrameMetaSpec>,
     ) -> Result<Self> {
+        let meter = Arc::clone(&level.shared.meter);
         let (level, meta) = Self::with_frame_meta(level, meta)?;
-        Ok(Writer { level, image, meta })
+        Ok(Writer {
+            level,
+            image,
+            meta,
+            meter,
+        })
     }
 
     /// Sends the row of a frame the writer took (accepted or dropped).
@@ -133,9 +146,13 @@ impl Writer {
             prepare_dir(&dir, options.overwrite)?;
         }
         let meta = options.frame_meta.clone();
+        let meter = Meter::new();
+        let workers = Workers::Own {
+            meter: Arc::clone(&meter),
+        };
         // A store that could not be set up completely is removed, so a retry (e.g. after
         // freeing space) does not meet a half-made store; a resumed one is never removed.
-        let (level, meta) = Level::start(dir.clone(), spec, options, false, &Workers::Own)
+        let (level, meta) = Level::start(dir.clone(), spec, options, false, &workers)
             .and_then(|level| Self::with_frame_meta(level, meta.as_ref()))
             .inspect_err(|_| {
                 if !resume {
@@ -146,6 +163,7 @@ impl Writer {
             level,
             image: None,
             meta,
+            meter,
         })
     }
 
@@ -187,12 +205,17 @@ impl Writer {
         options: WriterOptions,
     ) -> Result<Self> {
         let meta = options.frame_meta.clone();
-        let level = chain::create_image(path.as_ref(), spec, ome, options, &Workers::Own, false)?;
+        let meter = Meter::new();
+        let workers = Workers::Own {
+            meter: Arc::clone(&meter),
+        };
+        let level = chain::create_image(path.as_ref(), spec, ome, options, &workers, false)?;
         let (level, meta) = Self::with_frame_meta(level, meta.as_ref())?;
         Ok(Writer {
             level,
             image: Some(path.as_ref().to_path_buf()),
             meta,
+            meter,
         })
     }
 
@@ -219,6 +242,21 @@ impl Writer {
     /// Frames offered so far (written + dropped).
     pub fn frames_pushed(&self) -> u64 {
         self.level.next_frame
+    }
+
+    /// The bytes the writer's own buffers hold now, and at most so far: frame pool,
+    /// staging, the encoding workers' scratch and encoders, mapped shard pages, and the
+    /// same of every pyramid level. Counted where the buffers are allocated and freed
+    /// (no reading of `/proc`); [`estimate_memory`](crate::estimate_memory) bounds it
+    /// before the writer exists. [`Stats::memory`] has the figures at the end.
+    ///
+    /// ```no_run
+    /// # let writer: zarrstream::Writer = unimplemented!();
+    /// let m = writer.memory_in_use();
+    /// println!("{:.1} MiB now, {:.1} MiB at most", m.current as f64 / 1048576.0, m.peak as f64 / 1048576.0);
+    /// ```
+    pub fn memory_in_use(&self) -> MemoryUsage {
+        self.meter.usage()
     }
 
     /// Pushes one frame (one copy into a pooled buffer). Returns
@@ -360,7 +398,12 @@ impl Writer {
     /// Flushes partial chunks and shards, waits for every thread and publishes the final
     /// metadata. Returns the statistics, or the first error any thread met.
     pub fn finish(self) -> Result<Stats> {
-        self.level.finish()
+        let Writer { level, meter, .. } = self;
+        let mut stats = level.finish()?;
+        // Every buffer is freed by now (threads joined, pools dropped): `current` shows
+        // what, if anything, outlived the writer.
+        stats.memory = meter.usage();
+        Ok(stats)
     }
 
     /// Stops recording at once, for a caller that gives up (a camera fault, a user's

@@ -1,25 +1,34 @@
 //! A bounded pool of equally sized buffers; a buffer goes home when dropped.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use memmap2::{Advice, MmapMut};
 
+use crate::meter::{Held, Meter, page_span};
+
 /// Clones share the buffers.
 #[derive(Clone)]
 pub(crate) struct Pool {
-    home: Sender<MmapMut>,
-    free: Receiver<MmapMut>,
+    home: Sender<Block>,
+    free: Receiver<Block>,
     count: usize,
     len: usize,
+}
+
+/// One buffer and its count in the writer's meter, which ends when the buffer is freed.
+struct Block {
+    map: MmapMut,
+    _held: Held,
 }
 
 /// A frame buffer lent by the writer's pool ([`Writer::buffer`](crate::Writer::buffer));
 /// it goes back to the pool when dropped.
 pub struct PoolBuf {
     /// `None` only while going home.
-    buf: Option<MmapMut>,
-    home: Sender<MmapMut>,
+    buf: Option<Block>,
+    home: Sender<Block>,
 }
 
 impl Pool {
@@ -31,7 +40,9 @@ impl Pool {
     /// the kernel has them, as with the default `madvise` setting): the caller's copy
     /// into deep-chunk staging writes 512-byte runs spread over a 128 MiB group, and with
     /// 4 KiB pages C2 `lz4:1` ran 13 % slower (`record`, BENCHMARKS.md).
-    pub(crate) fn new(count: usize, len: usize) -> std::io::Result<Self> {
+    ///
+    /// Each buffer counts its pages in `meter` until it is freed.
+    pub(crate) fn new(count: usize, len: usize, meter: &Arc<Meter>) -> std::io::Result<Self> {
         let (home, free) = bounded(count);
         for _ in 0..count {
             let mut buf = MmapMut::map_anon(len)?;
@@ -39,8 +50,12 @@ impl Pool {
             let _ = buf.advise(Advice::HugePage);
             // Anonymous memory reads as zeros until written; a store makes it resident.
             buf.iter_mut().step_by(4096).for_each(|b| *b = 1);
+            let block = Block {
+                map: buf,
+                _held: Held::new(meter, page_span(0, len as u64)),
+            };
             // The channel holds exactly `count`, so this never fails.
-            let _ = home.try_send(buf);
+            let _ = home.try_send(block);
         }
         Ok(Pool {
             home,
@@ -75,13 +90,13 @@ impl Pool {
 impl Deref for PoolBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        self.buf.as_deref().unwrap_or_default()
+        self.buf.as_ref().map_or(&[], |b| &b.map[..])
     }
 }
 
 impl DerefMut for PoolBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
-        self.buf.as_deref_mut().unwrap_or_default()
+        self.buf.as_mut().map_or(&mut [], |b| &mut b.map[..])
     }
 }
 
@@ -100,11 +115,19 @@ mod tests {
 
     #[test]
     fn buffers_return_home_on_drop() {
-        let p = Pool::new(2, 8).unwrap();
+        let meter = Meter::new();
+        let p = Pool::new(2, 8, &meter).unwrap();
+        assert_eq!(meter.usage().current, 2 * 4096, "each buffer is a page");
         let a = p.get(false).unwrap();
         let _b = p.get(false).unwrap();
         assert!(p.get(false).is_none());
         drop(a);
         assert_eq!(p.get(false).map(|b| b.len()), Some(8));
+        drop((p, _b));
+        assert_eq!(
+            meter.usage().current,
+            0,
+            "freed buffers are no longer counted"
+        );
     }
 }

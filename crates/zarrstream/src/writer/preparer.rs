@@ -18,6 +18,12 @@ use crate::store;
 /// Shard sets that may wait for the finisher beyond those that must be open together.
 const SPARE_UNFINISHED_SETS: usize = 3;
 
+/// The most shards of `grid` that are reserved and not yet finished at once: the
+/// preparer waits before creating more. Each is mapped until finished (mmap, direct).
+pub(super) fn max_unfinished(grid: &Grid) -> usize {
+    (grid.max_open_boxes(&grid.shard_lead) + SPARE_UNFINISHED_SETS) * grid.shard_tiles
+}
+
 /// All shards (one per `(y, x)` shard tile) at one point of the leading shard grid.
 pub(crate) struct PreparedSet {
     pub coords: Vec<u64>,
@@ -41,7 +47,7 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
     let mut coords = Grid::box_of(&g.coords(shared.start.frame), &g.shard_lead);
     let first_row = shared.start.first_row(g);
     // Sets that must be open together, plus a few finished ones waiting for the finisher.
-    let max_unfinished = (g.max_open_boxes(&g.shard_lead) + SPARE_UNFINISHED_SETS) * g.shard_tiles;
+    let max_unfinished = max_unfinished(g);
     while coords[0] < counts[0] {
         // Bounds the shards that are reserved but not yet finished (e.g. while a slow
         // flush holds the finisher back): beyond it the writer waits here, not in memory.
@@ -98,7 +104,7 @@ fn open_set(shared: &Shared, coords: &[u64], first_row: bool) -> Result<Vec<Arc<
                 }
             }
             let path = shared.tmp_dir.join(crate::store::partial_file_name(&key));
-            let sink = sink::open(shared.sink, &path, shared.layout)?;
+            let sink = sink::open(shared.sink, &path, shared.layout, &shared.meter)?;
             shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
             let shard = OpenShard::new(sink, n, key, coords[0], shared);
             if first_row {

@@ -11,6 +11,7 @@ use super::Writer;
 use super::chain;
 use super::engine::Engine;
 use super::level::Level;
+use super::memory::MemoryEstimate;
 use super::options::WriterOptions;
 use super::outcome::PushOutcome;
 use super::published::{self, OURS};
@@ -19,6 +20,7 @@ use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::frame_meta::{FrameMeta, FrameMetaSpec};
 use crate::metadata;
+use crate::meter::{MemoryUsage, Meter};
 use crate::ome::Ome;
 use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
@@ -190,6 +192,23 @@ pub struct Recording {
     engine: Option<Arc<Engine>>,
     /// Held while the root group's document is rewritten.
     root_doc: Mutex<()>,
+    /// The shared workers' buffers count here, and every array's (each in its own
+    /// meter, a child of this one).
+    meter: Arc<Meter>,
+}
+
+/// Checks every key and every array's per-frame metadata spec.
+pub(super) fn check_arrays(arrays: &[ArrayConfig]) -> Result<()> {
+    check_keys(arrays)?;
+    for a in arrays {
+        if let Some(spec) = &a.frame_meta {
+            spec.validate().map_err(|reason| Error::FrameMeta {
+                field: format!("(spec of {})", a.key),
+                reason,
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks every key: a relative path of plain names, given once, never inside another.
@@ -300,15 +319,7 @@ impl Recording {
     ) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         options.validate()?;
-        check_keys(&arrays)?;
-        for a in &arrays {
-            if let Some(spec) = &a.frame_meta {
-                spec.validate().map_err(|reason| Error::FrameMeta {
-                    field: format!("(spec of {})", a.key),
-                    reason,
-                })?;
-            }
-        }
+        check_arrays(&arrays)?;
         let keys: Vec<String> = arrays.iter().map(|a| a.key.clone()).collect();
         let made_root = claim_root(&root, &keys, &options)?;
         let mut made = Vec::new();
@@ -337,20 +348,23 @@ impl Recording {
             SinkChoice::Direct | SinkChoice::Auto => SinkKind::Direct,
             _ => SinkKind::Pwrite,
         };
+        let meter = Meter::new();
         let engine = Engine::start(
             worker_count(threads, kind),
             options.pin_threads,
             options.background_nice,
             None,
+            &meter,
         )?;
         let reducers = if arrays.iter().any(|a| a.ome.is_some()) {
             Some(chain::reduction_pool(threads, options.background_nice)?)
         } else {
             None
         };
-        let workers = Workers::Shared {
+        let workers = |meter| Workers::Shared {
             engine: Arc::clone(&engine),
-            reducers,
+            reducers: reducers.clone(),
+            meter,
         };
         // The frame budget, in bytes, split so that every array has the same number of
         // frames: budget / Σ frame bytes (at least 2).
@@ -365,8 +379,9 @@ impl Recording {
             root: root.to_path_buf(),
             keys: Vec::with_capacity(arrays.len()),
             arrays: Vec::with_capacity(arrays.len()),
-            engine: Some(engine),
+            engine: Some(Arc::clone(&engine)),
             root_doc: Mutex::new(()),
+            meter: Arc::clone(&meter),
         };
         for a in arrays {
             let dir = root.join(&a.key);
@@ -385,6 +400,7 @@ impl Recording {
             };
             let meta = opts.frame_meta.clone();
             let meta = meta.as_ref();
+            let workers = workers(Meter::child(&meter));
             let writer = match &a.ome {
                 Some(ome) => {
                     let level = chain::create_image(&dir, a.spec, ome, opts, &workers, true)?;
@@ -400,6 +416,24 @@ impl Recording {
             rec.arrays.push(Mutex::new(Some(writer)));
         }
         Ok(rec)
+    }
+
+    /// The most memory a [`create`](Self::create) of `arrays` with `options` will use:
+    /// every array's pools, staging, mapped shards and pyramid levels, the shared
+    /// encoding workers once (see [`MemoryEstimate`]). Invalid keys, options or
+    /// metadata fail with the error `create` would return.
+    pub fn estimate_memory(
+        arrays: &[ArrayConfig],
+        options: &WriterOptions,
+    ) -> Result<MemoryEstimate> {
+        super::memory::estimate_recording(arrays, options)
+    }
+
+    /// The bytes the recording's own buffers hold now, and at most so far: every
+    /// array's (as [`Writer::memory_in_use`]) and the shared encoding workers'.
+    /// [`Recording::estimate_memory`] bounds it before the recording exists.
+    pub fn memory_in_use(&self) -> MemoryUsage {
+        self.meter.usage()
     }
 
     /// The root of the recording's group.
@@ -543,7 +577,9 @@ impl Recording {
         if let Some(e) = first {
             return Err(e);
         }
-        let total = total(&arrays).ok_or(Error::Closed)?;
+        let mut total = total(&arrays).ok_or(Error::Closed)?;
+        // After the workers are joined: their buffers are freed too.
+        total.memory = self.meter.usage();
         Ok(RecordingStats { arrays, total })
     }
 

@@ -14,6 +14,7 @@ use super::options::Durability;
 use super::published::Published;
 use super::resume::Start;
 use crate::error::Error;
+use crate::meter::Meter;
 use crate::shard::{IndexEntries, Packing, ShardLayout};
 use crate::sink::{SinkKind, SlotSink};
 use crate::spec::ArraySpec;
@@ -39,6 +40,9 @@ pub(crate) struct Shared {
     pub frame_latency: Mutex<Histogram<u64>>,
     /// Where this writer starts: frame 0, or after the frames of the array it resumes.
     pub start: Start,
+    /// Where the level's buffers count the bytes they hold (shared by the levels of a
+    /// writer; an array's own in a recording).
+    pub meter: Arc<Meter>,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -55,8 +59,10 @@ impl Shared {
         packing: Packing,
         durability: Durability,
         (start, attributes): (Start, serde_json::Map<String, serde_json::Value>),
+        meter: Arc<Meter>,
     ) -> Self {
         Shared {
+            meter,
             published: Published::new(attributes),
             start,
             spec,

@@ -38,6 +38,8 @@ impl Level {
             sink: self.shared.sink,
             pool_bytes: self.frame_pool.bytes(),
             staging_bytes: self.group_pool.as_ref().map_or(0, Pool::bytes),
+            // Filled in by the public `finish`, once this level is dropped.
+            memory: self.shared.meter.usage(),
         })
     }
 

@@ -19,6 +19,7 @@ use super::resume::{self, Start};
 use super::shared::{FinisherMsg, Shared};
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
+use crate::meter::Meter;
 use crate::shard::ShardLayout;
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
@@ -48,17 +49,28 @@ pub(super) fn pool_frames(option: usize, threads: usize) -> usize {
     if option == 0 { 2 * threads + 2 } else { option }
 }
 
-/// Where a level's encoding workers come from.
+/// Where a level's encoding workers come from, and the meter its buffers count in.
 #[derive(Clone)]
 pub(super) enum Workers {
-    /// The level starts its own engine, sized by its options (a [`Writer`](super::Writer)).
-    Own,
+    /// The level starts its own engine, sized by its options (a [`Writer`](super::Writer)),
+    /// whose buffers count in `meter` too.
+    Own { meter: Arc<Meter> },
     /// Every level shares `engine` and, for pyramids, the reduction pool `reducers`
-    /// (a [`Recording`](super::Recording)).
+    /// (a [`Recording`](super::Recording)); the engine counts in the recording's meter.
     Shared {
         engine: Arc<Engine>,
         reducers: Option<Arc<rayon::ThreadPool>>,
+        meter: Arc<Meter>,
     },
+}
+
+impl Workers {
+    /// The meter of the level's own buffers.
+    pub(super) fn meter(&self) -> &Arc<Meter> {
+        match self {
+            Workers::Own { meter } | Workers::Shared { meter, .. } => meter,
+        }
+    }
 }
 
 /// Encoding workers for `threads` with `sink`: three per thread with the direct sink.
@@ -82,11 +94,12 @@ impl Level {
         keep_frames: bool,
         workers: &Workers,
     ) -> Result<Self> {
-        let (shared, lock) = open(dir, spec, &options)?;
+        let meter = workers.meter();
+        let (shared, lock) = open(dir, spec, &options, meter)?;
         let threads = thread_count(options.threads);
-        let (frame_pool, group_pool) = pools(&shared, &options, threads, keep_frames)?;
+        let (frame_pool, group_pool) = pools(&shared, &options, threads, keep_frames, meter)?;
         let own_engine = match workers {
-            Workers::Own => {
+            Workers::Own { .. } => {
                 let g = &shared.grid;
                 // Jobs never outnumber the chunks of all pooled buffers, so a send never
                 // waits longer than the pool already made the caller wait.
@@ -99,13 +112,14 @@ impl Level {
                     options.pin_threads,
                     options.background_nice,
                     Some(pooled.max(1)),
+                    meter,
                 )?)
             }
             Workers::Shared { .. } => None,
         };
         let jobs = match (workers, &own_engine) {
             (_, Some(e)) | (Workers::Shared { engine: e, .. }, None) => e.sender()?,
-            (Workers::Own, None) => unreachable!("an own engine was started"),
+            (Workers::Own { .. }, None) => unreachable!("an own engine was started"),
         };
         let (fin_tx, fin_rx) = unbounded::<FinisherMsg>();
         // A rendezvous channel: the preparer holds at most one finished set ahead of need.
@@ -150,6 +164,7 @@ fn open(
     dir: PathBuf,
     spec: ArraySpec,
     options: &WriterOptions,
+    meter: &Arc<Meter>,
 ) -> Result<(Arc<Shared>, StoreLock)> {
     let start = if options.resume {
         resume::open(&dir, &spec, options.frame_meta.as_ref())?
@@ -172,6 +187,7 @@ fn open(
         options.packing,
         options.durability,
         start,
+        Arc::clone(meter),
     ));
     let s = &shared.start;
     let progress = Progress {
@@ -184,31 +200,68 @@ fn open(
     Ok((shared, lock))
 }
 
+/// How many buffers of how many bytes a level's pools hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PoolSizes {
+    /// Frame buffers and the bytes of one.
+    pub frames: (usize, usize),
+    /// Staging groups and the bytes of one (chunks deeper than one frame only).
+    pub groups: Option<(usize, usize)>,
+}
+
+impl PoolSizes {
+    /// The pools of a level of `grid` with `frame_bytes` frames, as `options` and
+    /// `threads` size them. `keep_frames`: a pyramid thread reads this level's frames.
+    pub(super) fn new(
+        grid: &Grid,
+        frame_bytes: usize,
+        options: &WriterOptions,
+        threads: usize,
+        keep_frames: bool,
+    ) -> PoolSizes {
+        let groups = grid.deep().then(|| {
+            let n = grid.max_open_boxes(&grid.chunk_lead) + options.spare_groups.max(1);
+            (n, grid.tiles * grid.chunk_bytes)
+        });
+        // Deep chunks stage rows and keep 2 frame buffers, unless a pyramid thread reads
+        // the frames: then they are copied into pooled buffers kept for it, and their
+        // rows staged from there.
+        let frames = if grid.deep() && !keep_frames {
+            2
+        } else {
+            pool_frames(options.pool_frames, threads)
+        };
+        PoolSizes {
+            frames: (frames, frame_bytes),
+            groups,
+        }
+    }
+
+    /// Frame buffers and staging groups in flight at once.
+    pub(super) fn in_flight(&self) -> usize {
+        self.frames.0 + self.groups.map_or(0, |g| g.0)
+    }
+}
+
 /// The frame pool and, for chunks deeper than one frame, the staging pool.
 fn pools(
     shared: &Shared,
     options: &WriterOptions,
     threads: usize,
     keep_frames: bool,
+    meter: &Arc<Meter>,
 ) -> Result<(Pool, Option<Pool>)> {
-    let g = &shared.grid;
-    let pool =
-        |count, len| Pool::new(count, len).map_err(|e| Error::io("allocate buffers", "", e, 0));
-    if g.deep() && !keep_frames {
-        let groups = g.max_open_boxes(&g.chunk_lead) + options.spare_groups.max(1);
-        return Ok((
-            pool(2, shared.spec.frame_bytes)?,
-            Some(pool(groups, g.tiles * g.chunk_bytes)?),
-        ));
-    }
-    let n = pool_frames(options.pool_frames, threads);
-    // Deep chunks with a pyramid: frames are copied into pooled buffers kept for
-    // the pyramid thread, and their rows staged from there.
-    let groups = (g.deep()).then(|| {
-        let groups = g.max_open_boxes(&g.chunk_lead) + options.spare_groups.max(1);
-        pool(groups, g.tiles * g.chunk_bytes)
-    });
-    Ok((pool(n, shared.spec.frame_bytes)?, groups.transpose()?))
+    let sizes = PoolSizes::new(
+        &shared.grid,
+        shared.spec.frame_bytes,
+        options,
+        threads,
+        keep_frames,
+    );
+    let pool = |(count, len)| {
+        Pool::new(count, len, meter).map_err(|e| Error::io("allocate buffers", "", e, 0))
+    };
+    Ok((pool(sizes.frames)?, sizes.groups.map(pool).transpose()?))
 }
 
 /// Starts the shard preparer and the finisher.

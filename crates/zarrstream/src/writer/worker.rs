@@ -1,5 +1,6 @@
 //! Worker threads: encode one inner chunk per job straight into its shard slot.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -9,6 +10,7 @@ use super::job::Job;
 use super::shared::Shared;
 use crate::Error;
 use crate::codec::{Checksum, ChunkEncoder, Codec};
+use crate::meter::{Held, Meter};
 use crate::sink::Scratch;
 
 /// What makes two arrays' encoders interchangeable.
@@ -54,15 +56,28 @@ impl Encoders {
         };
         Some(&mut self.0[i].1)
     }
+
+    /// Bytes the encoders hold (contexts and scratch).
+    fn held_bytes(&self) -> u64 {
+        self.0.iter().map(|(_, e)| e.held_bytes() as u64).sum()
+    }
 }
 
-pub(crate) fn run(jobs: Receiver<Job>, core: Option<core_affinity::CoreId>, nice: u8) {
+pub(crate) fn run(
+    jobs: Receiver<Job>,
+    core: Option<core_affinity::CoreId>,
+    nice: u8,
+    meter: &Arc<Meter>,
+) {
     if let Some(core) = core {
         core_affinity::set_for_current(core);
     }
     super::priority::lower_priority(nice);
     let mut encoders = Encoders::default();
-    let mut scratch = Scratch::default();
+    let mut scratch = Scratch::counted(meter);
+    // The encoders allocate inside the codec libraries; their size is read after each
+    // job (a few additions), since they grow only while encoding.
+    let encoders_held = Held::new(meter, 0);
     for job in jobs {
         let shared = &*job.link.shared;
         // A panic (a bug, in an encoder or the reduction) must not take the job's
@@ -76,8 +91,9 @@ pub(crate) fn run(jobs: Receiver<Job>, core: Option<core_affinity::CoreId>, nice
         if let Err(panic) = encoded {
             shared.fail(Error::panicked("a worker thread", panic.as_ref()));
             encoders = Encoders::default();
-            scratch = Scratch::default();
+            scratch = Scratch::counted(meter);
         }
+        encoders_held.set(encoders.held_bytes());
         if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(r) = &job.batch.reduction {
                 r.finished();

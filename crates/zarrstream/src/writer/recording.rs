@@ -396,7 +396,9 @@ impl Recording {
         let images = plate.images()?;
         let mut layout = Layout::default();
         layout.root.insert("ome".into(), plate.attributes()?);
-        layout.groups = plate.well_attributes()?.into_iter().collect();
+        layout.groups = (plate.well_attributes()?.into_iter())
+            .map(|(well, ome)| (well, serde_json::json!({ "ome": ome })))
+            .collect();
         let arrays = images
             .into_iter()
             .map(|i| ArrayConfig::new(i.key, spec.clone()).ome(ome.clone()))

@@ -521,6 +521,19 @@ struct AcquisitionKeys {
     end_time: Option<u64>,
 }
 
+/// The [`Plate`] a `plate` object describes (the keys of [`RecordingConfig`]'s
+/// `plate`), its layout checked: for bindings that need the plate's images before (or
+/// without) making the recording.
+///
+/// ```
+/// let plate = zarrstream::config::plate_from_json(r#"{"rows": 2, "columns": 3, "fields": 2}"#)?;
+/// assert_eq!(plate.images()?.len(), 12);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plate_from_json(text: &str) -> Result<Plate, ConfigError> {
+    serde_json::from_str::<PlateKeys>(text)?.into_plate()
+}
+
 impl PlateKeys {
     fn into_plate(self) -> Result<Plate, ConfigError> {
         let names = |k: NamesKey, grid: fn(usize) -> Vec<String>| match k {

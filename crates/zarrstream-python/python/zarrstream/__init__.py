@@ -9,7 +9,8 @@
 
 The array is an ordinary Zarr v3 array: zarr-python, tensorstore, zarrs, napari and
 neuroglancer open it, while it is being recorded too. ``zarrstream.Recording`` records
-several arrays (cameras, positions) into one group with one set of encoding workers. ``zarrstream.ome_writers`` plugs
+several arrays (cameras, positions) into one group with one set of encoding workers, or
+an OME-Zarr high-content screening plate (``zarrstream.Plate``) field by field. ``zarrstream.ome_writers`` plugs
 the writer into ome-writers (and so into pymmcore-plus).
 """
 
@@ -20,6 +21,7 @@ import os
 from typing import Any
 
 from . import _native
+from ._plate import Acquisition, Plate, PlateImage
 from ._recording import ArraySpec, Recording, RecordingStats
 from ._writer import DTYPES, Latency, Ome, Stats, Writer
 from .errors import (
@@ -28,6 +30,7 @@ from .errors import (
     DiskFullError,
     InternalError,
     InvalidFrameError,
+    InvalidPlateError,
     InvalidSpecError,
     NeedsRecoveryError,
     NotAStoreError,
@@ -47,18 +50,22 @@ __version__: str = _native.__version__
 
 __all__ = [
     "DTYPES",
+    "Acquisition",
     "ArrayFullError",
     "ArraySpec",
     "ClosedError",
     "DiskFullError",
     "InternalError",
     "InvalidFrameError",
+    "InvalidPlateError",
     "InvalidSpecError",
     "Latency",
     "NeedsRecoveryError",
     "NotAStoreError",
     "NotOwnedError",
     "Ome",
+    "Plate",
+    "PlateImage",
     "Recording",
     "RecordingStats",
     "ResumeMismatchError",

@@ -2,7 +2,16 @@
 
 from typing import Any, final
 
-__all__ = ["NativeRecording", "NativeWriter", "__version__", "inspect", "recover", "verify"]
+__all__ = [
+    "NativeRecording",
+    "NativeWriter",
+    "__version__",
+    "inspect",
+    "plate_image_key",
+    "plate_images",
+    "recover",
+    "verify",
+]
 
 __version__: str
 
@@ -45,3 +54,7 @@ class NativeRecording:
 def inspect(path: str) -> str: ...
 def recover(path: str) -> str: ...
 def verify(path: str, decode: bool = False) -> str: ...
+def plate_images(plate_json: str) -> list[tuple[str, str, int, int | None, str]]: ...
+def plate_image_key(
+    plate_json: str, row: str, column: str, field: int, acquisition: int | None = None
+) -> str: ...

@@ -129,6 +129,14 @@ typedef enum zs_code {
      * image with a pyramid).
      */
     ZS_E_UNSUPPORTED = -14,
+    /**
+     * A recording's `plate` has an invalid layout (the message names the problem): a
+     * well outside its rows or columns, a well given twice, a field count of 0, a row
+     * or column name that is empty, not alphanumeric or given twice, no rows, columns
+     * or wells, an acquisition id given twice or ending before it starts. Nothing was
+     * written.
+     */
+    ZS_E_INVALID_PLATE = -15,
 } zs_code;
 
 /**
@@ -338,9 +346,10 @@ void zs_writer_abort(struct zs_writer *w);
  * - `existing_group`: add the arrays to an existing Zarr group that zarrstream did not
  *   create (refused with ZS_E_EXISTS otherwise); its zarr.json is left as it is;
  * - `attributes`: an object set on the root group's attributes;
- * - `arrays` (required): a non-empty list of objects, one per array, in the order of
- *   their indexes (0, 1, ...). Each has a `key`, the array's relative "/" path under
- *   `root` (plain names; not empty, ".", "..", "c" or starting with "."; unique and
+ * - `arrays` (required, except for a plate): a non-empty list of objects, one per
+ *   array, in the order of their indexes (0, 1, ...). Each has a `key`, the array's
+ *   relative "/" path under `root` (plain names; not empty, ".", "..", "c" or starting
+ *   with "."; unique and
  *   never inside another array's key: ZS_E_INVALID_CONFIG), and the array keys of
  *   `zs_writer_create`: `shape`, `chunk_shape`, `shard_shape` (required), `dtype`,
  *   `fill_value`, `dimension_names`, `codec`, `crc32c`, `index_location`, `attributes`
@@ -355,6 +364,25 @@ void zs_writer_abort(struct zs_writer *w);
  * "shard_shape": [16, 512, 512]}, {"key": "cam1", "shape": [0, 64, 64], "dtype": "uint8",
  * "chunk_shape": [1, 64, 64], "shard_shape": [32, 64, 64], "codec": "zstd:1"}]}
  *
+ * An OME-Zarr 0.5 high-content screening plate gives `plate` and `image` instead of
+ * `arrays` (every field of view is an OME-Zarr image and one array of the recording):
+ * - `plate`: `rows` and `columns` (lists of names, `[A-Za-z0-9]+`, or counts: 2 rows
+ *   are "A", "B", 3 columns "1", "2", "3"), `wells` (["A/1", "B/3"], in the order
+ *   visited; default every well, row by row), `fields` (fields of view per well and
+ *   acquisition, default 1), `name`, `acquisitions` ([{"id": 0, "name": "...",
+ *   "description": "...", "start_time": s, "end_time": s}], seconds since the epoch).
+ *   An invalid layout is ZS_E_INVALID_PLATE, naming the problem;
+ * - `image`: the array keys above (`shape`, ..., `ome`, `frame_meta`) for every field
+ *   image.
+ *
+ * The field images' keys are "ROW/COLUMN/PATH" (PATH = acquisition index x fields +
+ * field) and their indexes follow the order a screening microscope visits them:
+ * acquisition by acquisition, well by well, each well's fields in turn
+ * (`zs_recording_array_index(r, "B/3/1", &i)` finds one). `root`/zarr.json holds
+ * `attributes.ome.plate`, each well group `attributes.ome.well`. Example:
+ * {"plate": {"rows": 2, "columns": 3, "fields": 2}, "image": {"shape": [0, 512, 512],
+ * "chunk_shape": [1, 512, 512], "shard_shape": [1, 512, 512], "ome": {}}}
+ *
  * Threads: unlike a zs_writer, a zs_recording may be used from several threads at once:
  * calls on **different** arrays (push, push_with, skip, set_attribute, frames_pushed,
  * ...) run concurrently, one pushing thread per camera; calls on the same array from
@@ -365,9 +393,9 @@ void zs_writer_abort(struct zs_writer *w);
  *
  * On success returns ZS_OK and stores the new recording in `*out`; on failure stores
  * NULL in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
- * argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_EXISTS, ZS_E_LOCKED,
- * ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY, ZS_E_UNSUPPORTED, ZS_E_DISK_FULL or ZS_E_IO;
- * what the call created is removed then.
+ * argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_INVALID_PLATE, ZS_E_EXISTS,
+ * ZS_E_LOCKED, ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY, ZS_E_UNSUPPORTED,
+ * ZS_E_DISK_FULL or ZS_E_IO; what the call created is removed then.
  *
  * # Safety
  * `root` and `config_json` are NULL or NUL-terminated strings; `out` is NULL or points
@@ -466,7 +494,8 @@ int zs_recording_frames_pushed(const struct zs_recording *r,
  * the array whose key is `node` (level 0 for an OME-Zarr image) to the JSON value
  * `value_json`, replacing an earlier value; NULL `value_json` removes it. The
  * zarr.json is republished at once and atomically with every other attribute kept, as
- * `zs_writer_set_attribute` does. The writer's own namespace ("zarrstream") is refused.
+ * `zs_writer_set_attribute` does. The writer's own namespace ("zarrstream") is
+ * refused, and on a plate's root its "ome" (the plate metadata).
  *
  * Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL `r` or `name`, text that is not
  * UTF-8, JSON that does not parse, or a refused name; ZS_E_NO_ARRAY for an unknown

@@ -60,6 +60,12 @@ pub enum ZsCode {
     /// The request is valid but this version cannot do it (e.g. resuming an OME-Zarr
     /// image with a pyramid).
     ZS_E_UNSUPPORTED = -14,
+    /// A recording's `plate` has an invalid layout (the message names the problem): a
+    /// well outside its rows or columns, a well given twice, a field count of 0, a row
+    /// or column name that is empty, not alphanumeric or given twice, no rows, columns
+    /// or wells, an acquisition id given twice or ending before it starts. Nothing was
+    /// written.
+    ZS_E_INVALID_PLATE = -15,
 }
 
 use ZsCode::*;
@@ -95,6 +101,7 @@ impl CapiError {
             CapiError::Null(_) | CapiError::Argument(_) | CapiError::NotUtf8(_) => {
                 ZS_E_INVALID_ARGUMENT
             }
+            CapiError::Config(ConfigError::Plate(_)) => ZS_E_INVALID_PLATE,
             CapiError::Config(_) => ZS_E_INVALID_CONFIG,
             CapiError::Poisoned => ZS_E_CLOSED,
             CapiError::Writer(e) => match e {
@@ -116,6 +123,7 @@ impl CapiError {
                 E::ResumeMismatch { .. } => ZS_E_SPEC_MISMATCH,
                 E::NeedsRecovery { .. } => ZS_E_NEEDS_RECOVERY,
                 E::ResumeUnsupported(_) => ZS_E_UNSUPPORTED,
+                E::Plate(_) => ZS_E_INVALID_PLATE,
                 E::Attribute { .. } | E::NotAnImage(_) | E::FrameMeta { .. } => {
                     ZS_E_INVALID_ARGUMENT
                 }
@@ -315,6 +323,10 @@ mod tests {
             (
                 Error::ConflictingOptions("resume", "overwrite"),
                 ZS_E_INVALID_CONFIG,
+            ),
+            (
+                Error::Plate(zarrstream::PlateError::NoFields),
+                ZS_E_INVALID_PLATE,
             ),
             (
                 Error::Codec {

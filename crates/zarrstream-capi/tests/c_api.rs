@@ -7,7 +7,8 @@
 //! `libzarrstream.a`. The tests run them (one under valgrind), read the stores back with
 //! zarr-python (the interop environment of `tests/support/python.rs`), and run the ctypes
 //! example. `errors.c` holds the C-level checks of every error path; `recording.c`
-//! those of `zs_recording` (several arrays pushed from two threads, resume).
+//! those of `zs_recording` (several arrays pushed from two threads, resume); `plate.c`
+//! those of an OME-Zarr plate.
 //!
 //! Needs `make`, a C and a C++ compiler, `valgrind` and, for the disk-full test, a tmpfs
 //! mount in a private mount namespace (`unshare`, root or user namespaces). Outside CI a
@@ -30,7 +31,8 @@ use python::{in_ci, shout};
 struct Built {
     /// Holds libzarrstream.so and libzarrstream.a.
     libdir: PathBuf,
-    /// Holds record_shared, record_static, errors_shared and recording_shared.
+    /// Holds record_shared, record_static, errors_shared, recording_shared and
+    /// plate_shared.
     bin: PathBuf,
 }
 
@@ -449,6 +451,37 @@ fn c_recording_two_threads_and_resume_read_back_by_zarr_python() {
     check_recording(&py, dir.path(), &out);
 }
 
+/// plate.c: an OME-Zarr plate (2 x 3 without one well, 2 fields, 2 acquisitions) pushed
+/// field by field through array keys, bad plates refused with ZS_E_INVALID_PLATE;
+/// ome-zarr-models, the ome-zarr reader and zarr-python read it back.
+#[test]
+fn c_plate_read_back_by_ome_zarr_readers() {
+    let b = built();
+    let dir = scratch("plate");
+    let out = run(
+        Command::new(b.bin.join("plate_shared")).arg(dir.path()),
+        "plate_shared",
+    );
+    println!("{out}");
+    assert!(out.contains("checks passed"), "{out}");
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("stats: "))
+        .unwrap_or_else(|| panic!("no stats line: {out}"));
+    let s: serde_json::Value = serde_json::from_str(line).expect("stats JSON");
+    assert_eq!(s["arrays"].as_object().map(|a| a.len()), Some(20), "{s}");
+    assert_eq!(s["total"]["frames_written"], 20 * 3, "{s}");
+    let Some(py) = interop_python("c_api plate read-back") else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_plate.py");
+    let out = run(
+        Command::new(py).arg(script).arg(dir.path()),
+        "check_plate.py",
+    );
+    println!("{}", out.trim_end());
+}
+
 #[test]
 fn c_recording_under_valgrind_is_clean() {
     let b = built();
@@ -673,7 +706,7 @@ fn python_example_codes_match_the_header() {
     let header = std::fs::read_to_string(repo().join("include/zarrstream.h")).unwrap();
     let py = std::fs::read_to_string(repo().join("examples/python/record.py")).unwrap();
     let (h, p) = (codes(&header), codes(&py));
-    assert_eq!(h.len(), 16, "{h:?}");
+    assert_eq!(h.len(), 17, "{h:?}");
     assert_eq!(
         h, p,
         "examples/python/record.py's constants differ from the header"

@@ -49,6 +49,7 @@ fn header_is_current() {
         "typedef struct zs_writer zs_writer;",
         "typedef struct zs_recording zs_recording;",
         "ZS_E_UNSUPPORTED = -14,",
+        "ZS_E_INVALID_PLATE = -15,",
         "int zs_recording_create(",
         "ZS_E_INTERNAL = -6,",
         "int zs_writer_create(",

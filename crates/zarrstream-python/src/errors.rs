@@ -19,6 +19,8 @@ use zarrstream::{Error, IoError};
 pub(crate) enum Kind {
     /// Impossible shapes, options or metadata: `ValueError`.
     Invalid,
+    /// An invalid plate layout: `ValueError` (a subclass of `Invalid`'s).
+    Plate,
     /// A frame of the wrong size or type: `ValueError`.
     Frame,
     /// The store path exists: `FileExistsError`.
@@ -54,6 +56,7 @@ impl Kind {
     fn as_str(self) -> &'static str {
         match self {
             Kind::Invalid => "invalid",
+            Kind::Plate => "plate",
             Kind::Frame => "frame",
             Kind::Exists => "exists",
             Kind::Locked => "locked",
@@ -171,6 +174,7 @@ impl From<Error> for Failure {
                 Failure::new(Kind::NeedsRecovery, message).at(&path)
             }
             Error::ResumeUnsupported(_) => Failure::new(Kind::Unsupported, message),
+            Error::Plate(_) => Failure::new(Kind::Plate, message),
             Error::Codec { .. } | Error::Internal(_) => Failure::new(Kind::Internal, message),
             // `Error` is non-exhaustive: a variant added later is a bug report until it
             // is mapped here.
@@ -201,7 +205,11 @@ impl From<IoError> for Failure {
 
 impl From<ConfigError> for Failure {
     fn from(e: ConfigError) -> Self {
-        Failure::new(Kind::Invalid, e.to_string())
+        let kind = match e {
+            ConfigError::Plate(_) => Kind::Plate,
+            _ => Kind::Invalid,
+        };
+        Failure::new(kind, e.to_string())
     }
 }
 

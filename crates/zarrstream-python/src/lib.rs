@@ -14,6 +14,7 @@
 mod errors;
 #[allow(unsafe_code)]
 mod frames;
+mod plate;
 mod recording;
 mod tools;
 mod writer;
@@ -31,5 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::verify, m)?)?;
     m.add_function(wrap_pyfunction!(tools::estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(tools::estimate_recording_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(plate::plate_images, m)?)?;
+    m.add_function(wrap_pyfunction!(plate::plate_image_key, m)?)?;
     Ok(())
 }

@@ -14,8 +14,9 @@
 //! pusher waits until then, and the frame latency is measured from that scheduled time,
 //! so a stall of the writer shows up in the latency of every frame it delays (open loop).
 //! `--arrays N` records N cameras (`cam0..`) into one group with a `Recording`, from one
-//! thread or (`--camera-threads`) one thread per camera; `--resume` continues a finished
-//! array or recording. `--help` lists every option.
+//! thread or (`--camera-threads`) one thread per camera; `--plate ROWSxCOLS --fields F`
+//! records an OME-Zarr high-content screening plate field by field; `--resume` continues
+//! a finished array or recording. `--help` lists every option.
 
 #[path = "record/args.rs"]
 mod args;
@@ -35,7 +36,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use zarrstream::{
     ArrayConfig, ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MemoryEstimate,
-    MetaType, Ome, Omero, Recording, Stats, Writer, WriterOptions, estimate_memory,
+    MetaType, Ome, Omero, Plate, Recording, Stats, Writer, WriterOptions, estimate_memory,
     estimate_memory_ome,
 };
 
@@ -66,9 +67,16 @@ impl From<zarrstream::Error> for Failure {
             e @ (zarrstream::Error::ResumeMismatch { .. }
             | zarrstream::Error::ResumeUnsupported(_)
             | zarrstream::Error::ConflictingOptions(..)
-            | zarrstream::Error::NotOwned { .. }) => Failure::Usage(e.to_string()),
+            | zarrstream::Error::NotOwned { .. }
+            | zarrstream::Error::Plate(_)) => Failure::Usage(e.to_string()),
             e => Failure::Run(Box::new(e)),
         }
+    }
+}
+
+impl From<zarrstream::PlateError> for Failure {
+    fn from(e: zarrstream::PlateError) -> Self {
+        Failure::from(zarrstream::Error::from(e))
     }
 }
 
@@ -171,17 +179,24 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
     } else {
         (None, None)
     };
+    // A plate's one camera takes every field's frames in turn.
+    let plate = plate_of(&opts);
+    let images = match &plate {
+        Some(p) => p.images()?.len() as u64,
+        None => 1,
+    };
+    let camera_frames = frames.saturating_mul(images);
     let prep = Instant::now();
     let (pool, source) = match input {
-        Some(i) => load_input(i, frames)?,
+        Some(i) => load_input(i, camera_frames)?,
         None => {
             let first = resumed_from.as_ref().map_or(0, |c| c[0]);
-            render_frames(&opts, &spec, frames, first)?
+            render_frames(&opts, &spec, camera_frames, first)?
         }
     };
     let prep_seconds = prep.elapsed().as_secs_f64();
     if let Some(path) = &opts.save_frames {
-        return save_frames(path, &pool, frames, opts.quiet);
+        return save_frames(path, &pool, camera_frames, opts.quiet);
     }
     if !opts.quiet {
         eprintln!(
@@ -217,7 +232,9 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
             (run, writer.finish()?, None)
         }
         Target::Many(rec) => {
-            let run = if opts.camera_threads {
+            let run = if let Some(p) = &plate {
+                acquire_plate(&rec, p, &pool, frames, spec.frames_per_step(), &opts)?
+            } else if opts.camera_threads {
                 acquire_threads(&rec, &pool, frames, &opts)?
             } else {
                 acquire_round_robin(&rec, &pool, frames, &opts)?
@@ -357,7 +374,12 @@ fn array_key(k: usize) -> String {
     format!("cam{k}")
 }
 
-/// Creates (or with `--resume`, reopens) the writer or recording at `--out`.
+/// The plate of `--plate ROWSxCOLS --fields F` (rows A, B, …; columns 1, 2, …).
+fn plate_of(o: &Options) -> Option<Plate> {
+    o.plate
+        .map(|(rows, columns)| Plate::grid(rows, columns).fields(o.fields))
+}
+
 /// The writer options the flags ask for.
 fn writer_options(opts: &Options) -> WriterOptions {
     let options = WriterOptions::default()
@@ -400,6 +422,12 @@ fn array_configs(opts: &Options, spec: &ArraySpec, n: usize) -> Vec<ArrayConfig>
 /// The most memory the writer (or recording) of these flags will use.
 fn memory_estimate(opts: &Options, spec: &ArraySpec) -> Result<MemoryEstimate, Failure> {
     let options = writer_options(opts);
+    if let Some(plate) = plate_of(opts) {
+        let ome = ome_options(&opts.ome.clone().unwrap_or_default());
+        return Ok(Recording::estimate_plate_memory(
+            &plate, spec, &ome, &options,
+        )?);
+    }
     Ok(match (opts.arrays, &opts.ome) {
         (Some(n), _) => Recording::estimate_memory(&array_configs(opts, spec, n), &options)?,
         (None, Some(a)) => estimate_memory_ome(spec, &ome_options(a), &options)?,
@@ -407,8 +435,14 @@ fn memory_estimate(opts: &Options, spec: &ArraySpec) -> Result<MemoryEstimate, F
     })
 }
 
+/// Creates (or with `--resume`, reopens) the writer or recording at `--out`.
 fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
     let options = writer_options(opts);
+    if let Some(plate) = plate_of(opts) {
+        let ome = ome_options(&opts.ome.clone().unwrap_or_default());
+        let rec = Recording::create_plate(&opts.out, &plate, spec.clone(), &ome, options)?;
+        return Ok(Target::Many(rec));
+    }
     let Some(n) = opts.arrays else {
         let spec = spec.clone();
         return Ok(Target::One(match &opts.ome {
@@ -798,14 +832,56 @@ fn push_array(
     Ok(())
 }
 
-/// `--progress` with `--arrays`: prints `encoded KEY N` when array `a`'s count grew.
+/// `--progress` with `--arrays` or `--plate`: prints `encoded KEY N` when array `a`'s
+/// count grew.
 fn report_progress(rec: &Recording, a: usize, seen: &mut u64) -> zarrstream::Result<()> {
     let now = rec.frames_encoded(a)?;
     if now > *seen {
         *seen = now;
-        eprintln!("encoded {} {now}", array_key(a));
+        eprintln!("encoded {} {now}", rec.keys().nth(a).unwrap_or_default());
     }
     Ok(())
+}
+
+/// `--plate`: one camera visiting the plate as a screening microscope does. Each pass
+/// moves the stage well by well (row by row) and takes each well's fields one after
+/// another; at each field it takes one time point (`per_visit` frames: every channel
+/// and z plane of it). Passes repeat until every field has `frames` frames. The
+/// camera's frames (cycling through `pool`) go to the fields in that order, each paced
+/// on the one camera clock.
+fn acquire_plate(
+    rec: &Recording,
+    plate: &Plate,
+    pool: &[Vec<u8>],
+    frames: u64,
+    per_visit: u64,
+    o: &Options,
+) -> Result<Acquisition, Failure> {
+    let images = plate.images()?;
+    let len = pool.len() as u64;
+    let per_visit = per_visit.max(1);
+    let mut encoded = vec![0; images.len()];
+    let mut pacer = Pacer::new(Instant::now(), o.fps);
+    let mut g = 0u64;
+    for pass in 0..frames.div_ceil(per_visit) {
+        let first = pass * per_visit;
+        for (a, seen) in encoded.iter_mut().enumerate() {
+            for k in first..frames.min(first + per_visit) {
+                let scheduled = pacer.wait(g);
+                let frame = &pool[(g % len) as usize];
+                push_array(rec, a, frame, k, scheduled, pacer.started, o.frame_meta)?;
+                g += 1;
+            }
+            if o.progress {
+                report_progress(rec, a, seen)?;
+            }
+        }
+    }
+    Ok(Acquisition {
+        started: pacer.started,
+        late_frames: pacer.late_frames,
+        max_lateness: pacer.max_lateness,
+    })
 }
 
 /// `--arrays` from one thread: frame `k` of every array in turn (all due at the same
@@ -1081,6 +1157,13 @@ fn report_json(o: &Options, m: &Measured) -> Value {
                 }),
             );
             map.insert("camera_threads".into(), json!(o.camera_threads));
+        }
+        if let Some((rows, columns)) = o.plate {
+            map.insert(
+                "plate".into(),
+                json!({"rows": rows, "columns": columns, "fields": o.fields,
+                       "images": m.arrays.as_ref().map_or(0, Vec::len)}),
+            );
         }
         if let Some(counts) = &m.resumed_from {
             map.insert("resumed_from".into(), json!(counts.iter().sum::<u64>()));

@@ -22,8 +22,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::{
-    ArrayConfig, ArraySpec, Backpressure, Downsample, Durability, FrameMetaSpec, Levels, Ome,
-    OmeError, Omero, OmeroChannel, ParseError, Recording, SpecError, Window, Writer, WriterOptions,
+    Acquisition, ArrayConfig, ArraySpec, Backpressure, Downsample, Durability, FrameMetaSpec,
+    Levels, Ome, OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError, Recording,
+    SpecError, Window, Writer, WriterOptions,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -52,6 +53,9 @@ pub enum ConfigError {
     /// An OME option is invalid (the library's own error).
     #[error("invalid OME-Zarr options: {0}")]
     Ome(#[from] OmeError),
+    /// A plate's layout is invalid (the library's own error).
+    #[error("invalid plate: {0}")]
+    Plate(#[from] PlateError),
 }
 
 /// The whole configuration object.
@@ -434,6 +438,18 @@ const ARRAY_KEYS: &[&str] = &[
 /// a `key` and the array keys of [`Config`] (`shape`, …, `attributes`, `ome`,
 /// `frame_meta`). A key in the wrong place is an error that says where it goes.
 ///
+/// An OME-Zarr high-content screening plate ([`Recording::create_plate`]) gives `plate`
+/// and `image` instead of `arrays`:
+///
+/// - `plate`: `rows` and `columns` (lists of names, or counts: `2` is `["A", "B"]`, `3`
+///   is `["1", "2", "3"]`), `wells` (`["A/1", "B/3"]`, in the order visited; default
+///   every well, row by row), `fields` (per well and acquisition, default 1), `name`,
+///   `acquisitions` (`[{"id": 0, "name": "…", "description": "…", "start_time": s,
+///   "end_time": s}]`, times in seconds since the Unix epoch). A layout the library
+///   refuses is [`ConfigError::Plate`].
+/// - `image`: the array keys of [`Config`] for every field image (`shape`, …, `ome`,
+///   whose settings default to `Ome::new()`'s; its `frame_meta` is the recording's).
+///
 /// ```
 /// use zarrstream::config::RecordingConfig;
 /// let config = RecordingConfig::parse(
@@ -451,12 +467,114 @@ const ARRAY_KEYS: &[&str] = &[
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct RecordingConfig {
-    /// The arrays, in the order given.
+    /// The arrays, in the order given (empty for a plate: its field images are made
+    /// from [`plate`](Self::plate)).
     pub arrays: Vec<ArrayConfig>,
     /// The options shared by every array.
     pub options: WriterOptions,
     /// Attributes set on the root group once it is created.
     pub attributes: Map<String, Value>,
+    /// A high-content screening plate, when `plate` was given.
+    pub plate: Option<PlateConfig>,
+}
+
+/// A plate's layout and the image every field of view is (the `plate` and `image` keys
+/// of [`RecordingConfig`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PlateConfig {
+    /// The layout, checked.
+    pub plate: Plate,
+    /// Level 0 of every field image.
+    pub spec: ArraySpec,
+    /// The OME settings of every field image.
+    pub ome: Ome,
+}
+
+/// The `plate` object: the settings of [`Plate`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlateKeys {
+    name: Option<String>,
+    rows: NamesKey,
+    columns: NamesKey,
+    wells: Option<Vec<String>>,
+    fields: Option<u32>,
+    acquisitions: Option<Vec<AcquisitionKeys>>,
+}
+
+/// Rows or columns: their names, or how many (named as [`Plate::grid`] names them).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum NamesKey {
+    Count(usize),
+    Names(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AcquisitionKeys {
+    id: u32,
+    name: Option<String>,
+    description: Option<String>,
+    start_time: Option<u64>,
+    end_time: Option<u64>,
+}
+
+/// The [`Plate`] a `plate` object describes (the keys of [`RecordingConfig`]'s
+/// `plate`), its layout checked: for bindings that need the plate's images before (or
+/// without) making the recording.
+///
+/// ```
+/// let plate = zarrstream::config::plate_from_json(r#"{"rows": 2, "columns": 3, "fields": 2}"#)?;
+/// assert_eq!(plate.images()?.len(), 12);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plate_from_json(text: &str) -> Result<Plate, ConfigError> {
+    serde_json::from_str::<PlateKeys>(text)?.into_plate()
+}
+
+impl PlateKeys {
+    fn into_plate(self) -> Result<Plate, ConfigError> {
+        let names = |k: NamesKey, grid: fn(usize) -> Vec<String>| match k {
+            NamesKey::Count(n) => grid(n),
+            NamesKey::Names(v) => v,
+        };
+        let rows = names(self.rows, |n| Plate::grid(n, 0).rows().to_vec());
+        let columns = names(self.columns, |n| Plate::grid(0, n).columns().to_vec());
+        let mut plate = Plate::new(rows, columns);
+        if let Some(v) = self.name {
+            plate = plate.name(v);
+        }
+        if let Some(wells) = self.wells {
+            let pairs = wells
+                .iter()
+                .map(|w| match w.split_once('/') {
+                    Some((r, c)) if !c.contains('/') => Ok((r.to_string(), c.to_string())),
+                    _ => Err(ConfigError::Value {
+                        key: "plate.wells",
+                        message: format!("{w:?} is not a well path ROW/COLUMN"),
+                    }),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            plate = plate.wells(pairs);
+        }
+        if let Some(v) = self.fields {
+            plate = plate.fields(v);
+        }
+        if let Some(list) = self.acquisitions {
+            plate = plate.acquisitions(list.into_iter().map(|a| {
+                let mut acq = Acquisition::new(a.id);
+                acq.name = a.name;
+                acq.description = a.description;
+                acq.start_time = a.start_time;
+                acq.end_time = a.end_time;
+                acq
+            }));
+        }
+        plate.validate()?;
+        Ok(plate)
+    }
 }
 
 impl RecordingConfig {
@@ -469,8 +587,25 @@ impl RecordingConfig {
                 message: "not a JSON object".into(),
             });
         };
-        let arrays = match top.remove("arrays") {
-            Some(Value::Array(a)) if !a.is_empty() => a,
+        let plate = top.remove("plate");
+        let image = top.remove("image");
+        if plate.is_none() && image.is_some() {
+            return Err(ConfigError::Value {
+                key: "image",
+                message: "is the field image of a plate: give `plate` too, or use `arrays`".into(),
+            });
+        }
+        let arrays = match (top.remove("arrays"), &plate) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Value {
+                    key: "arrays",
+                    message: "a plate's arrays are its field images: give `image` (the \
+                              array keys of every field image), not `arrays`"
+                        .into(),
+                });
+            }
+            (None, Some(_)) => Vec::new(),
+            (Some(Value::Array(a)), None) if !a.is_empty() => a,
             _ => {
                 return Err(ConfigError::Value {
                     key: "arrays",
@@ -494,27 +629,55 @@ impl RecordingConfig {
                 message: "is an array key; give it in each entry of `arrays`".into(),
             });
         }
-        let options = serde_json::from_value::<Config>(Value::Object(top))?.take_options()?;
+        let mut options = serde_json::from_value::<Config>(Value::Object(top))?.take_options()?;
         let arrays = arrays
             .into_iter()
             .map(|a| array_config(a, &options))
             .collect::<Result<_, _>>()?;
+        let plate = match plate {
+            None => None,
+            Some(p) => {
+                let plate = serde_json::from_value::<PlateKeys>(p)?.into_plate()?;
+                let Some(Value::Object(image)) = image else {
+                    return Err(ConfigError::Value {
+                        key: "image",
+                        message: "a plate needs `image`, the array keys of every field image"
+                            .into(),
+                    });
+                };
+                let (spec, ome, frame_meta) = array_parts(image, "image", &options)?;
+                options.frame_meta = frame_meta;
+                Some(PlateConfig {
+                    plate,
+                    spec,
+                    ome: ome.unwrap_or_default(),
+                })
+            }
+        };
         Ok(RecordingConfig {
             arrays,
             options,
             attributes,
+            plate,
         })
     }
 
     /// The memory the recording [`create`](Self::create) would make will use at most
     /// ([`Recording::estimate_memory`]).
     pub fn estimate_memory(&self) -> crate::Result<crate::MemoryEstimate> {
-        Recording::estimate_memory(&self.arrays, &self.options)
+        match &self.plate {
+            Some(p) => Recording::estimate_plate_memory(&p.plate, &p.spec, &p.ome, &self.options),
+            None => Recording::estimate_memory(&self.arrays, &self.options),
+        }
     }
 
-    /// Creates the recording at `root` and sets the root group's attributes.
+    /// Creates the recording at `root` (a plate's, when `plate` was given) and sets the
+    /// root group's attributes.
     pub fn create(self, root: &Path) -> crate::Result<Recording> {
-        let rec = Recording::create(root, self.arrays, self.options)?;
+        let rec = match self.plate {
+            Some(p) => Recording::create_plate(root, &p.plate, p.spec, &p.ome, self.options)?,
+            None => Recording::create(root, self.arrays, self.options)?,
+        };
         for (name, value) in self.attributes {
             rec.set_root_attribute(&name, value)?;
         }
@@ -539,6 +702,24 @@ fn array_config(entry: Value, options: &WriterOptions) -> Result<ArrayConfig, Co
             });
         }
     };
+    let (spec, ome, frame_meta) = array_parts(entry, &key, options)?;
+    let mut array = ArrayConfig::new(key, spec);
+    if let Some(ome) = ome {
+        array = array.ome(ome);
+    }
+    if let Some(m) = frame_meta {
+        array = array.frame_meta(m);
+    }
+    Ok(array)
+}
+
+/// The specification, OME settings and per-frame metadata (or the recording's
+/// default) of one array object (`key` names it in errors).
+fn array_parts(
+    entry: Map<String, Value>,
+    key: &str,
+    options: &WriterOptions,
+) -> Result<(ArraySpec, Option<Ome>, Option<FrameMetaSpec>), ConfigError> {
     let allowed = |k: &str| ARRAY_KEYS.contains(&k) || k == "frame_meta";
     if let Some(k) = entry.keys().find(|k| !allowed(k)) {
         // Recording options are the recording's; an unknown key is serde's to name.
@@ -556,14 +737,8 @@ fn array_config(entry: Value, options: &WriterOptions) -> Result<ArrayConfig, Co
     let mut c: Config = serde_json::from_value(Value::Object(entry))?;
     let spec = c.take_spec()?;
     let frame_meta = c.take_options()?.frame_meta.or(options.frame_meta.clone());
-    let mut array = ArrayConfig::new(key, spec);
-    if let Some(ome) = c.ome.map(OmeKeys::into_ome).transpose()? {
-        array = array.ome(ome);
-    }
-    if let Some(m) = frame_meta {
-        array = array.frame_meta(m);
-    }
-    Ok(array)
+    let ome = c.ome.map(OmeKeys::into_ome).transpose()?;
+    Ok((spec, ome, frame_meta))
 }
 
 impl Parsed {
@@ -866,5 +1041,64 @@ mod tests {
         assert!(e.contains("shap"), "{e}");
         let e = bad(r#"{"thread": 1, "arrays": [{"key": "a"}]}"#);
         assert!(e.contains("thread"), "{e}");
+    }
+
+    #[test]
+    fn a_plate_config_makes_the_plate() {
+        let image = r#""image": {"shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+            "shard_shape": [2, 8, 8], "ome": {"pixel_size": [0.5, 0.5]},
+            "frame_meta": {"fields": {"x": "float64"}}}"#;
+        let c = RecordingConfig::parse(&format!(
+            r#"{{"threads": 2, "plate": {{"name": "P", "rows": 2, "columns": ["01", "02", "03"],
+                "wells": ["A/01", "B/03"], "fields": 2,
+                "acquisitions": [{{"id": 4, "name": "a", "description": "d",
+                                   "start_time": 10, "end_time": 20}}]}}, {image}}}"#
+        ))
+        .unwrap();
+        let p = c.plate.as_ref().unwrap();
+        let want = Plate::new(["A", "B"], ["01", "02", "03"])
+            .name("P")
+            .wells([("A", "01"), ("B", "03")])
+            .fields(2)
+            .acquisitions([Acquisition::new(4)
+                .name("a")
+                .description("d")
+                .start_time(10)
+                .end_time(20)]);
+        assert_eq!(p.plate, want);
+        assert_eq!(p.ome, Ome::new().pixel_size(0.5, 0.5));
+        assert_eq!(p.spec.frame_bytes(), 128);
+        assert!(c.arrays.is_empty());
+        assert_eq!(c.options.frame_meta.as_ref().unwrap().fields()[0].0, "x");
+
+        let bad = |text: &str| RecordingConfig::parse(text).unwrap_err();
+        let plate_err = |plate: &str| match bad(&format!(r#"{{"plate": {plate}, {image}}}"#)) {
+            ConfigError::Plate(e) => e,
+            e => panic!("{plate}: {e}"),
+        };
+        assert!(matches!(
+            plate_err(r#"{"rows": 2, "columns": 2, "wells": ["A/1", "C/1"]}"#),
+            PlateError::WellOutside { axis: "row", .. }
+        ));
+        assert_eq!(
+            plate_err(r#"{"rows": 1, "columns": 1, "fields": 0}"#),
+            PlateError::NoFields
+        );
+        let e = bad(&format!(
+            r#"{{"plate": {{"rows": 1, "columns": 1, "wells": ["A1"]}}, {image}}}"#
+        ));
+        assert!(e.to_string().contains("\"A1\" is not a well path"), "{e}");
+        let e = bad(r#"{"plate": {"rows": 1, "columns": 1}}"#);
+        assert!(e.to_string().contains("a plate needs `image`"), "{e}");
+        let e = bad(&format!(
+            r#"{{"plate": {{"rows": 1, "columns": 1}}, "arrays": [], {image}}}"#
+        ));
+        assert!(e.to_string().contains("give `image`"), "{e}");
+        let e = bad(&format!(r#"{{{image}}}"#));
+        assert!(e.to_string().contains("give `plate` too"), "{e}");
+        let e = bad(&format!(
+            r#"{{"plate": {{"rows": 1, "columns": 1, "field": 2}}, {image}}}"#
+        ));
+        assert!(e.to_string().contains("unknown field `field`"), "{e}");
     }
 }

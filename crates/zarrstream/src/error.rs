@@ -178,6 +178,85 @@ pub enum OmeError {
     },
 }
 
+/// Why the layout of an OME-Zarr high-content screening plate
+/// ([`Plate`](crate::Plate)) was rejected. Checked before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlateError {
+    /// The plate has no rows, no columns, or an empty list of wells.
+    #[error("the plate has no {0}")]
+    Empty(&'static str),
+    /// A row or column name is empty, not alphanumeric (NGFF allows `[A-Za-z0-9]+`),
+    /// or given twice (also when differing only in case, which would collide on a
+    /// case-insensitive file system).
+    #[error("plate {axis} name {name:?}: {reason}")]
+    Name {
+        /// `"row"` or `"column"`.
+        axis: &'static str,
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A well names a row or column the plate does not have.
+    #[error("well {row}/{column} is outside the plate: it has no {axis} {missing:?}")]
+    WellOutside {
+        /// The well's row.
+        row: String,
+        /// The well's column.
+        column: String,
+        /// `"row"` or `"column"`: which of the two the plate lacks.
+        axis: &'static str,
+        /// The name the plate lacks (the row's or the column's).
+        missing: String,
+    },
+    /// A well is listed twice.
+    #[error("well {row}/{column} is given twice")]
+    DuplicateWell {
+        /// The well's row.
+        row: String,
+        /// The well's column.
+        column: String,
+    },
+    /// A field count of 0: every well needs at least one field of view.
+    #[error("plate field count 0: every well needs at least one field of view")]
+    NoFields,
+    /// Two acquisitions share an id.
+    #[error("plate acquisition id {0} is given twice")]
+    DuplicateAcquisition(u32),
+    /// An acquisition ends before it starts.
+    #[error("plate acquisition {id}: end time {end} is before start time {start}")]
+    AcquisitionTimes {
+        /// The acquisition's id.
+        id: u32,
+        /// Its start, in seconds since the Unix epoch.
+        start: u64,
+        /// Its end, in seconds since the Unix epoch.
+        end: u64,
+    },
+    /// A field image the plate does not have was asked for
+    /// ([`Plate::image_key`](crate::Plate::image_key)).
+    #[error("the plate has no field image {row}/{column} field {field}{}: {reason}", of_acquisition(.acquisition))]
+    NoImage {
+        /// The row asked for.
+        row: String,
+        /// The column asked for.
+        column: String,
+        /// The field asked for.
+        field: u32,
+        /// The acquisition asked for.
+        acquisition: Option<u32>,
+        /// Why there is none.
+        reason: &'static str,
+    },
+}
+
+/// `" of acquisition N"`, or nothing.
+fn of_acquisition(a: &Option<u32>) -> String {
+    a.map(|a| format!(" of acquisition {a}"))
+        .unwrap_or_default()
+}
+
 /// Errors of the writer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -188,6 +267,9 @@ pub enum Error {
     /// The OME-Zarr image options are invalid.
     #[error("invalid OME-Zarr options: {0}")]
     Ome(#[from] OmeError),
+    /// The layout of an OME-Zarr plate is invalid.
+    #[error("invalid plate: {0}")]
+    Plate(#[from] PlateError),
     /// A writer option is out of its range.
     #[error("writer option {option} = {value} is out of range (at most {max})")]
     InvalidOption {

@@ -54,12 +54,12 @@ mod writer;
 
 pub use codec::{BloscCompressor, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
-pub use error::{Error, IoError, OmeError, ParseError, Result, SpecError};
+pub use error::{Error, IoError, OmeError, ParseError, PlateError, Result, SpecError};
 pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};
 pub use meter::MemoryUsage;
 pub use ome::{
-    Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero, OmeroChannel,
-    SpaceUnit, TimeUnit, Window,
+    Acquisition, Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero,
+    OmeroChannel, Plate, PlateImage, SpaceUnit, TimeUnit, Window,
 };
 pub use pyramid::{Downsample, Levels, MAX_LEVELS};
 pub use shard::Packing;

@@ -9,7 +9,8 @@
 
 The array is an ordinary Zarr v3 array: zarr-python, tensorstore, zarrs, napari and
 neuroglancer open it, while it is being recorded too. ``zarrstream.Recording`` records
-several arrays (cameras, positions) into one group with one set of encoding workers. ``zarrstream.ome_writers`` plugs
+several arrays (cameras, positions) into one group with one set of encoding workers, or
+an OME-Zarr high-content screening plate (``zarrstream.Plate``) field by field. ``zarrstream.ome_writers`` plugs
 the writer into ome-writers (and so into pymmcore-plus).
 """
 
@@ -20,6 +21,7 @@ import os
 from typing import Any
 
 from . import _native
+from ._plate import Acquisition, Plate, PlateImage
 from ._recording import ArraySpec, Recording, RecordingStats
 from ._writer import (
     DTYPES,
@@ -37,6 +39,7 @@ from .errors import (
     DiskFullError,
     InternalError,
     InvalidFrameError,
+    InvalidPlateError,
     InvalidSpecError,
     NeedsRecoveryError,
     NotAStoreError,
@@ -56,12 +59,14 @@ __version__: str = _native.__version__
 
 __all__ = [
     "DTYPES",
+    "Acquisition",
     "ArrayFullError",
     "ArraySpec",
     "ClosedError",
     "DiskFullError",
     "InternalError",
     "InvalidFrameError",
+    "InvalidPlateError",
     "InvalidSpecError",
     "Latency",
     "MemoryEstimate",
@@ -70,6 +75,8 @@ __all__ = [
     "NotAStoreError",
     "NotOwnedError",
     "Ome",
+    "Plate",
+    "PlateImage",
     "Recording",
     "RecordingStats",
     "ResumeMismatchError",

@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from . import _native
 from ._lifecycle import _Lifecycle
+from ._plate import Plate
 from ._writer import (
     MemoryEstimate,
     MemoryUsage,
@@ -66,6 +67,18 @@ class ArraySpec:
                                 for f in dataclasses.fields(self)})
 
 
+def _as_spec(what: str, spec: ArraySpec | Mapping[str, Any]) -> ArraySpec:
+    """``spec``, or the :class:`ArraySpec` its keywords make."""
+    if isinstance(spec, ArraySpec):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise InvalidSpecError(f"{what}: {spec!r} is not an ArraySpec or a mapping")
+    try:
+        return ArraySpec(**spec)
+    except TypeError as e:
+        raise InvalidSpecError(f"{what}: {e}") from e
+
+
 @dataclasses.dataclass(frozen=True)
 class RecordingStats:
     """What a finished :class:`Recording` reports: each array's :class:`Stats`, and
@@ -93,15 +106,7 @@ def _entries(arrays: (Mapping[str, ArraySpec | Mapping[str, Any]]
     for key, spec in pairs:
         if not isinstance(key, str):
             raise InvalidSpecError(f"array key {key!r} is not a string")
-        if not isinstance(spec, ArraySpec):
-            if not isinstance(spec, Mapping):
-                raise InvalidSpecError(
-                    f"array {key!r}: {spec!r} is not an ArraySpec or a mapping")
-            try:
-                spec = ArraySpec(**spec)
-            except TypeError as e:
-                raise InvalidSpecError(f"array {key!r}: {e}") from e
-        entries.append({"key": key, **spec._config()})
+        entries.append({"key": key, **_as_spec(f"array {key!r}", spec)._config()})
     return entries
 
 
@@ -140,12 +145,29 @@ class Recording(_Lifecycle):
     Leaving the ``with`` block by an exception aborts every array, keeping every frame
     accepted so far.
 
+    An OME-Zarr high-content screening plate: ``plate=`` a :class:`Plate` and
+    ``image=`` the :class:`ArraySpec` of every field image (each an OME-Zarr image;
+    ``ome`` defaults to ``{}``), instead of ``arrays``. The keys are the plate's
+    ``ROW/COLUMN/PATH`` (:meth:`Plate.images`, :meth:`Plate.key`), in the order a
+    screening microscope visits them; the root group holds the plate metadata and each
+    well group its images::
+
+        plate = zarrstream.Plate(rows=2, columns=3, fields=2)
+        image = zarrstream.ArraySpec(shape=(None, 512, 512), chunks=(1, 512, 512),
+                                     shards=(1, 512, 512), dtype="uint16")
+        with zarrstream.Recording("plate.ome.zarr", plate=plate, image=image) as rec:
+            for field in plate.images():
+                rec.append(field.key, camera.snap())
+
     Args:
         path: The group directory. Created (refused if it exists, unless
             ``overwrite``); with ``existing_group=True`` an existing Zarr group someone
             else made receives the arrays, its ``zarr.json`` left as it is.
         arrays: Key -> :class:`ArraySpec` (or a mapping of its keywords), or a sequence
-            of ``(key, spec)`` pairs.
+            of ``(key, spec)`` pairs (not with ``plate``).
+        plate: A :class:`Plate`: every field of view is an array (give ``image``).
+        image: With ``plate``: the :class:`ArraySpec` (or a mapping of its keywords) of
+            every field image.
         existing_group: Add the arrays to an existing Zarr group zarrstream did not
             create (otherwise :class:`NotOwnedError`, a ``FileExistsError``).
         overwrite: Replace an existing group (or, with ``existing_group``, the arrays'
@@ -157,6 +179,8 @@ class Recording(_Lifecycle):
     Raises:
         InvalidSpecError: (a ``ValueError``) for impossible shapes, options or keys
             (a key given twice, a key inside another's, ``..``, …).
+        InvalidPlateError: (an :class:`InvalidSpecError`) for an impossible plate
+            layout (a well outside its rows or columns, a field count of 0, …).
         StoreExistsError: (a ``FileExistsError``) when ``path`` exists.
         NotOwnedError: (a ``FileExistsError``) for a foreign group without
             ``existing_group=True``.
@@ -166,8 +190,10 @@ class Recording(_Lifecycle):
         self,
         path: str | os.PathLike[str],
         arrays: (Mapping[str, ArraySpec | Mapping[str, Any]]
-                 | Sequence[tuple[str, ArraySpec | Mapping[str, Any]]]),
+                 | Sequence[tuple[str, ArraySpec | Mapping[str, Any]]] | None) = None,
         *,
+        plate: Plate | None = None,
+        image: ArraySpec | Mapping[str, Any] | None = None,
         threads: int | None = None,
         pin_threads: bool | None = None,
         background_nice: int | None = None,
@@ -188,14 +214,32 @@ class Recording(_Lifecycle):
         # rather than a bare "closed".
         self._failure: ZarrstreamError | None = None
         self._path = os.fspath(path)
-        config: dict[str, Any] = {
-            **_options_config(
-                threads=threads, pin_threads=pin_threads, background_nice=background_nice,
-                sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
-                backpressure=backpressure, durability=durability, packing=packing,
-                overwrite=overwrite, resume=resume, existing_group=existing_group),
-            "arrays": _entries(arrays),
-        }
+        config: dict[str, Any] = _options_config(
+            threads=threads, pin_threads=pin_threads, background_nice=background_nice,
+            sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
+            backpressure=backpressure, durability=durability, packing=packing,
+            overwrite=overwrite, resume=resume, existing_group=existing_group)
+        if plate is not None:
+            if arrays is not None:
+                raise InvalidSpecError(
+                    "a plate's arrays are its field images: give image=, not arrays")
+            if not isinstance(plate, Plate):
+                raise TypeError(f"plate must be a zarrstream.Plate, not {plate!r}")
+            if image is None:
+                raise InvalidSpecError("a plate needs image=, the ArraySpec of every "
+                                       "field image")
+            field = _as_spec("image", image)
+            if field.ome is None:
+                field = dataclasses.replace(field, ome={})
+            config["plate"] = plate._config()
+            config["image"] = field._config()
+        else:
+            if image is not None:
+                raise InvalidSpecError("image= is the field image of a plate: give "
+                                       "plate= too, or use arrays")
+            if arrays is None:
+                raise InvalidSpecError("a recording needs arrays (or plate= and image=)")
+            config["arrays"] = _entries(arrays)
         if attributes is not None:
             config["attributes"] = dict(attributes)
         self._native = _native.NativeRecording(self._path, _config_json(config))

@@ -15,6 +15,7 @@ __all__ = [
     "DiskFullError",
     "InternalError",
     "InvalidFrameError",
+    "InvalidPlateError",
     "InvalidSpecError",
     "NeedsRecoveryError",
     "NotAStoreError",
@@ -37,6 +38,12 @@ class ZarrstreamError(Exception):
 
 class InvalidSpecError(ZarrstreamError, ValueError):
     """An impossible array shape, codec, dtype, option or OME setting."""
+
+
+class InvalidPlateError(InvalidSpecError):
+    """An impossible :class:`~zarrstream.Plate` layout: a well outside its rows or
+    columns, a well given twice, a field count of 0, a row or column name that is
+    empty, not alphanumeric or given twice, an acquisition id given twice, …"""
 
 
 class InvalidFrameError(ZarrstreamError, ValueError):
@@ -145,6 +152,8 @@ def _from_native(kind: str, message: str, code: int | None,
         return _os_error(NeedsRecoveryError, None, message, path)
     if kind == "invalid":
         return InvalidSpecError(message)
+    if kind == "plate":
+        return InvalidPlateError(message)
     if kind == "frame":
         return InvalidFrameError(message)
     if kind == "closed":

@@ -111,6 +111,20 @@ RECORDING:
                             Writer]
     --camera-threads        one pushing thread per array (needs --arrays), each
                             paced at --fps like a camera of its own
+    --plate ROWSxCOLS       record an OME-Zarr 0.5 high-content screening plate at
+                            --out (implies --ome): ROWS x COLS wells (rows A, B, ...,
+                            columns 1, 2, ...), each with --fields fields of view, every
+                            field an OME-Zarr image at --out/ROW/COL/FIELD and an array
+                            of one Recording; --out holds the plate metadata, each
+                            well ROW/COL its list of fields. One camera, pushed as a
+                            screening microscope visits the plate: the stage moves
+                            well by well (row by row) and takes each well's fields one
+                            after another, one time point (all channels and z planes
+                            of it) per visit; --frames counts per field, so the plate
+                            is passed over --frames / (frames per time point) times.
+                            The camera's frames (synthetic, or --input cycled) go to
+                            the fields in that order.
+    --fields F              fields of view per well (needs --plate) [default: 1]
     --resume                append to the finished array (with --arrays, the
                             recording) at --out, which must exist: the first new
                             frame follows the last one recorded (with --input, it
@@ -199,6 +213,10 @@ pub(crate) struct Options {
     pub camera_threads: bool,
     /// `--resume`: continue the finished array or recording at `out`.
     pub resume: bool,
+    /// `--plate ROWSxCOLS`: an OME-Zarr plate of this many rows and columns.
+    pub plate: Option<(usize, usize)>,
+    /// `--fields F`: fields of view per well.
+    pub fields: u32,
 }
 
 /// The OME-Zarr options (`--ome` and its companions).
@@ -276,7 +294,10 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         arrays: None,
         camera_threads: false,
         resume: false,
+        plate: None,
+        fields: 1,
     };
+    let mut fields_given = false;
     let mut raw = Raw::default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -492,6 +513,21 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 }
             }
             "--report" => o.report = Some(PathBuf::from(nonempty(&name, v)?)),
+            "--plate" => {
+                let grid = v
+                    .split_once(['x', 'X'])
+                    .and_then(|(r, c)| Some((r.trim().parse().ok()?, c.trim().parse().ok()?)));
+                match grid {
+                    Some(rc) => o.plate = Some(rc),
+                    None => {
+                        return usage(format!("--plate '{v}': expected ROWSxCOLS, e.g. 8x12"));
+                    }
+                }
+            }
+            "--fields" => {
+                o.fields = parse_num(&name, v)?;
+                fields_given = true;
+            }
             "--arrays" => {
                 o.arrays = match parse_num::<usize>(&name, v)? {
                     0 => return usage(format!("--arrays '{v}': expected at least 1")),
@@ -503,6 +539,21 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
     }
     if o.camera_threads && o.arrays.is_none() {
         return usage("--camera-threads needs --arrays");
+    }
+    if fields_given && o.plate.is_none() {
+        return usage("--fields needs --plate");
+    }
+    if o.plate.is_some() {
+        if o.arrays.is_some() {
+            return usage(
+                "--plate and --arrays cannot be combined (a plate's arrays are its fields)",
+            );
+        }
+        if o.resume {
+            return usage("--resume is not supported with --plate");
+        }
+        // Every field of a plate is an OME-Zarr image.
+        raw.ome = true;
     }
     if o.resume && o.overwrite {
         return usage(
@@ -823,6 +874,21 @@ mod tests {
         let o = run(&["--arrays", "2", "--frame-meta"]);
         assert!(o.frame_meta);
         assert_eq!(o.arrays, Some(2));
+    }
+
+    #[test]
+    fn plate_flags() {
+        let o = run(&["--plate", "2x3", "--fields", "4"]);
+        assert_eq!((o.plate, o.fields), (Some((2, 3)), 4));
+        assert!(o.ome.is_some(), "a plate's fields are OME-Zarr images");
+        assert_eq!(run(&["--plate=8X12"]).plate, Some((8, 12)));
+        assert_eq!(run(&["--plate", "1x1"]).fields, 1);
+        assert!(err(&["--plate", "2by3"]).contains("expected ROWSxCOLS"));
+        assert!(err(&["--plate", "x3"]).contains("expected ROWSxCOLS"));
+        assert_eq!(err(&["--fields", "2"]), "--fields needs --plate");
+        assert!(err(&["--plate", "2x2", "--arrays", "2"]).contains("cannot be combined"));
+        assert!(err(&["--plate", "2x2", "--resume"]).contains("not supported"));
+        assert!(err(&["--plate", "2x2", "--fields", "-1"]).contains("non-negative"));
     }
 
     #[test]

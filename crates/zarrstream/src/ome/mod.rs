@@ -9,6 +9,7 @@
 
 mod axis;
 mod omero;
+mod plate;
 mod units;
 
 use std::time::Duration;
@@ -21,6 +22,7 @@ use crate::spec::ArraySpec;
 
 pub use axis::{Axis, AxisKind};
 pub use omero::{Omero, OmeroChannel, Window};
+pub use plate::{Acquisition, Plate, PlateImage};
 pub use units::{SpaceUnit, TimeUnit};
 
 use omero::{PALETTE, dtype_range};

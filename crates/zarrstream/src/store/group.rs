@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::contract::METADATA_FILE;
 
@@ -31,9 +31,11 @@ pub(crate) fn group_document(attributes: Value) -> Value {
 }
 
 /// The group document of a recording's root, marked as made by zarrstream and naming
-/// its arrays.
-pub(crate) fn recording_group(keys: &[String]) -> Value {
-    group_document(json!({"zarrstream": {MARK: {"arrays": keys}}}))
+/// its arrays, with `extra` attributes beside the mark (a plate's `ome`).
+pub(crate) fn recording_group(keys: &[String], extra: &Map<String, Value>) -> Value {
+    let mut attributes = extra.clone();
+    attributes.insert("zarrstream".into(), json!({MARK: {"arrays": keys}}));
+    group_document(Value::Object(attributes))
 }
 
 /// A plain group document (the groups between a recording's root and its arrays).
@@ -78,7 +80,7 @@ mod tests {
         let write = |v: &Value| std::fs::write(g.join(METADATA_FILE), v.to_string()).unwrap();
         write(&plain_group());
         assert_eq!(group_state(&g), GroupState::Foreign);
-        write(&recording_group(&["a".into()]));
+        write(&recording_group(&["a".into()], &Map::new()));
         assert_eq!(group_state(&g), GroupState::Ours);
         write(&json!({"zarr_format": 3, "node_type": "array"}));
         assert_eq!(group_state(&g), GroupState::NotAGroup);

@@ -1,11 +1,12 @@
 //! A recording of several arrays in one group: one engine of encoding workers and one
 //! memory budget shared by all of them.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::Writer;
 use super::chain;
@@ -21,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::frame_meta::{FrameMeta, FrameMetaSpec};
 use crate::metadata;
 use crate::meter::{MemoryUsage, Meter};
-use crate::ome::Ome;
+use crate::ome::{Ome, Plate};
 use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
 use crate::stats::Stats;
@@ -195,6 +196,18 @@ pub struct Recording {
     /// The shared workers' buffers count here, and every array's (each in its own
     /// meter, a child of this one).
     meter: Arc<Meter>,
+    /// A root attribute the recording writes itself besides `zarrstream` (a plate's
+    /// `ome`), refused by `set_root_attribute`.
+    root_reserved: Option<&'static str>,
+}
+
+/// A plate's field images: one OME image array of `spec` per field, in visiting order.
+fn plate_arrays(plate: &Plate, spec: &ArraySpec, ome: &Ome) -> Result<Vec<ArrayConfig>> {
+    Ok(plate
+        .images()?
+        .into_iter()
+        .map(|i| ArrayConfig::new(i.key, spec.clone()).ome(ome.clone()))
+        .collect())
 }
 
 /// Checks every key and every array's per-frame metadata spec.
@@ -209,6 +222,16 @@ pub(super) fn check_arrays(arrays: &[ArrayConfig]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The attributes of the groups a recording lays out around its arrays (a plate's);
+/// empty for a plain recording.
+#[derive(Debug, Default)]
+struct Layout {
+    /// Added beside the recording's mark in the root group's attributes.
+    root: Map<String, Value>,
+    /// The attributes of groups between the root and the arrays, by key.
+    groups: HashMap<String, Value>,
 }
 
 /// Checks every key: a relative path of plain names, given once, never inside another.
@@ -251,14 +274,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Makes (or, as the options allow, takes) the recording's root group. Returns whether
 /// this call created it (and so may remove it on failure).
-fn claim_root(root: &Path, keys: &[String], options: &WriterOptions) -> Result<bool> {
+fn claim_root(
+    root: &Path,
+    keys: &[String],
+    options: &WriterOptions,
+    layout: &Layout,
+) -> Result<bool> {
     let not_owned = |reason| Error::NotOwned {
         path: root.to_path_buf(),
         reason,
     };
     let create = |overwrite| -> Result<bool> {
         prepare_dir(root, overwrite)?;
-        metadata::publish(root, &store::recording_group(keys))?;
+        metadata::publish(root, &store::recording_group(keys, &layout.root))?;
         Ok(true)
     };
     match group_state(root) {
@@ -284,17 +312,22 @@ fn claim_root(root: &Path, keys: &[String], options: &WriterOptions) -> Result<b
     }
 }
 
-/// Gives every directory between `root` and `dir` a group document if it has none.
-fn groups_between(root: &Path, key: &str) -> Result<()> {
+/// Gives every directory between `root` and `dir` a group document if it has none
+/// (with the layout's attributes for that group, if it names it).
+fn groups_between(root: &Path, key: &str, layout: &Layout) -> Result<()> {
     let mut parent = root.to_path_buf();
     let parts: Vec<&str> = key.split('/').collect();
-    for part in &parts[..parts.len() - 1] {
+    for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
         parent.push(part);
         match group_state(&parent) {
             GroupState::Absent => {
                 std::fs::create_dir_all(&parent)
                     .map_err(|e| Error::io("create directory", &parent, e, 0))?;
-                metadata::publish(&parent, &store::plain_group())?;
+                let doc = match layout.groups.get(&parts[..=i].join("/")) {
+                    Some(attributes) => store::group_document(attributes.clone()),
+                    None => store::plain_group(),
+                };
+                metadata::publish(&parent, &doc)?;
             }
             GroupState::Ours | GroupState::Foreign => {}
             GroupState::NotAGroup => {
@@ -303,6 +336,29 @@ fn groups_between(root: &Path, key: &str) -> Result<()> {
                     reason: "not a Zarr v3 group, so an array key cannot pass through it",
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// With resume: the root attributes the layout writes (a plate's `ome`) must be those on
+/// disk, or the arrays would be continued under a different plate.
+fn same_root_attributes(root: &Path, layout: &Layout) -> Result<()> {
+    if layout.root.is_empty() {
+        return Ok(());
+    }
+    let path = root.join(store::METADATA_FILE);
+    let text = std::fs::read(&path).map_err(|e| Error::io("read", &path, e, 0))?;
+    let doc: Value = serde_json::from_slice(&text).unwrap_or(Value::Null);
+    for (name, want) in &layout.root {
+        let got = doc.pointer(&format!("/attributes/{name}"));
+        if got != Some(want) {
+            return Err(Error::ResumeMismatch {
+                path: root.to_path_buf(),
+                field: "plate",
+                on_disk: got.map_or_else(|| "none".into(), Value::to_string),
+                requested: want.to_string(),
+            });
         }
     }
     Ok(())
@@ -317,27 +373,111 @@ impl Recording {
         arrays: Vec<ArrayConfig>,
         options: WriterOptions,
     ) -> Result<Self> {
-        let root = root.as_ref().to_path_buf();
+        Self::create_in(root.as_ref(), arrays, options, Layout::default(), None)
+    }
+
+    /// Creates an OME-Zarr 0.5 high-content screening plate at `root`: every field of
+    /// view of `plate` is an OME-Zarr image (`ome`'s settings, level 0 stored as `spec`)
+    /// at its [`PlateImage::key`](crate::PlateImage::key) `ROW/COLUMN/PATH`, and one
+    /// array of this recording, in the order of [`Plate::images`] (acquisition by
+    /// acquisition, well by well, each well's fields in turn). All of them share the
+    /// recording's workers and memory budget, as any recording's arrays do.
+    ///
+    /// `root/zarr.json` holds `attributes.ome.plate` beside the recording's mark
+    /// (`attributes.zarrstream`); each well `ROW/COLUMN` holds `attributes.ome.well`
+    /// listing its images; row groups `ROW` are plain groups. The plate's layout is
+    /// checked before anything is written ([`Error::Plate`]). With
+    /// [`resume`](WriterOptions::resume), the plate on disk must be the same
+    /// ([`Error::ResumeMismatch`] naming `plate`); `existing_group` is refused (the
+    /// root group is the plate's and must carry its metadata).
+    ///
+    /// ```no_run
+    /// use zarrstream::{ArraySpec, Ome, Plate, Recording, WriterOptions};
+    /// let plate = Plate::grid(8, 12).name("screen 7").fields(4);
+    /// let spec = ArraySpec::builder()
+    ///     .shape([0, 1024, 1024])
+    ///     .chunk_shape([1, 512, 512])
+    ///     .shard_shape([1, 1024, 1024])
+    ///     .build()?;
+    /// let ome = Ome::new().pixel_size(0.65, 0.65);
+    /// let rec = Recording::create_plate("screen.ome.zarr", &plate, spec, &ome,
+    ///                                   WriterOptions::default())?;
+    /// let frame = vec![0u16; 1024 * 1024];
+    /// for image in plate.images()? {
+    ///     // The stage is over this field of view: one frame of it.
+    ///     let _ = rec.push(&image.key, &frame)?;
+    /// }
+    /// rec.finish()?;
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn create_plate(
+        root: impl AsRef<Path>,
+        plate: &Plate,
+        spec: ArraySpec,
+        ome: &Ome,
+        options: WriterOptions,
+    ) -> Result<Self> {
+        let root = root.as_ref();
+        if options.existing_group {
+            return Err(Error::ConflictingOptions("plate", "existing_group"));
+        }
+        let arrays = plate_arrays(plate, &spec, ome)?;
+        let mut layout = Layout::default();
+        layout.root.insert("ome".into(), plate.attributes()?);
+        layout.groups = (plate.well_attributes()?.into_iter())
+            .map(|(well, ome)| (well, serde_json::json!({ "ome": ome })))
+            .collect();
+        Self::create_in(root, arrays, options, layout, Some("ome"))
+    }
+
+    /// The most memory the recording [`create_plate`](Self::create_plate) would make
+    /// will use: [`estimate_memory`](Self::estimate_memory) over its field images.
+    pub fn estimate_plate_memory(
+        plate: &Plate,
+        spec: &ArraySpec,
+        ome: &Ome,
+        options: &WriterOptions,
+    ) -> Result<crate::MemoryEstimate> {
+        Self::estimate_memory(&plate_arrays(plate, spec, ome)?, options)
+    }
+
+    fn create_in(
+        root: &Path,
+        arrays: Vec<ArrayConfig>,
+        options: WriterOptions,
+        layout: Layout,
+        root_reserved: Option<&'static str>,
+    ) -> Result<Self> {
+        let root = root.to_path_buf();
         options.validate()?;
         check_arrays(&arrays)?;
         let keys: Vec<String> = arrays.iter().map(|a| a.key.clone()).collect();
-        let made_root = claim_root(&root, &keys, &options)?;
+        let made_root = claim_root(&root, &keys, &options, &layout)?;
+        if options.resume {
+            same_root_attributes(&root, &layout)?;
+        }
         let mut made = Vec::new();
-        Self::start(&root, arrays, options, &mut made).inspect_err(|_| {
-            if made_root {
-                let _ = std::fs::remove_dir_all(&root);
-            } else {
-                for dir in &made {
-                    let _ = std::fs::remove_dir_all(dir);
+        Self::start(&root, arrays, options, &layout, &mut made)
+            .map(|mut rec| {
+                rec.root_reserved = root_reserved;
+                rec
+            })
+            .inspect_err(|_| {
+                if made_root {
+                    let _ = std::fs::remove_dir_all(&root);
+                } else {
+                    for dir in &made {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
                 }
-            }
-        })
+            })
     }
 
     fn start(
         root: &Path,
         arrays: Vec<ArrayConfig>,
         options: WriterOptions,
+        layout: &Layout,
         made: &mut Vec<PathBuf>,
     ) -> Result<Self> {
         let threads = thread_count(options.threads);
@@ -382,10 +522,11 @@ impl Recording {
             engine: Some(Arc::clone(&engine)),
             root_doc: Mutex::new(()),
             meter: Arc::clone(&meter),
+            root_reserved: None,
         };
         for a in arrays {
             let dir = root.join(&a.key);
-            groups_between(root, &a.key)?;
+            groups_between(root, &a.key, layout)?;
             if !options.resume {
                 // Replaced with `overwrite`, unless a live writer holds an array in it.
                 prepare_dir(&dir, options.overwrite)?;
@@ -545,14 +686,27 @@ impl Recording {
     /// # }
     /// ```
     pub fn set_root_attribute(&self, name: &str, value: Value) -> Result<()> {
+        self.check_root_name(name)?;
         let _doc = lock(&self.root_doc);
         published::set_group_attribute(&self.root, name, Some(value), OURS)
     }
 
     /// Removes the attribute `name` of the recording's root group.
     pub fn remove_root_attribute(&self, name: &str) -> Result<()> {
+        self.check_root_name(name)?;
         let _doc = lock(&self.root_doc);
         published::set_group_attribute(&self.root, name, None, OURS)
+    }
+
+    /// Refuses the root attribute a plate keeps for its own metadata (`ome`).
+    fn check_root_name(&self, name: &str) -> Result<()> {
+        match self.root_reserved {
+            Some(reserved) if name == reserved => Err(Error::Attribute {
+                name: name.to_string(),
+                reason: "the plate's own metadata, written by the recording",
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Finishes every array (each even if another fails), then stops the workers.

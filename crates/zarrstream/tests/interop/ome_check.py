@@ -3,6 +3,7 @@
 
     ome_check.py images MANIFEST.json   validate and read finished images
     ome_check.py live MANIFEST.json     read an image again and again while it is recorded
+    ome_check.py plate MANIFEST.json    validate and read an HCS plate (tests/plate.rs)
 
 MANIFEST: {"images": [{"name", "path", "expected" (raw little-endian file), "dtype"
 (numpy), "shape", "levels", "method", "z_axis" (optional)}]} or {"live": {... as one
@@ -20,16 +21,28 @@ the ome-zarr reader (parse_url + Reader) finds one image node whose level 0 equa
 expected data; zarr-python reads level 0 through the group equal to it too. Live: every
 read (zarr-python through the group, and ome-zarr's Reader) sees level 0's shape never
 ahead of its data and never shrinking. Prints FAIL lines and exits 1 on any failure.
+
+Plate: {"plate": {"path", "rows", "columns", "wells" (["A/1", ...]), "acquisitions" (ids),
+"field_count", "name", "dtype", "shape" (of every field image), "levels", "method",
+"images": [{"key", "expected", "acquisition"}]}}. The plate validates with
+ome-zarr-models' HCS model (wells, their images and acquisitions, every field an image);
+the ome-zarr reader finds the plate node, whose level 0 is the grid of every well's first
+field (an absent well reads as zeros), and on a well the grid of its fields; zarr-python
+reads every field's levels equal to the expected data and its 2x2 reductions.
 """
 
 import json
+import math
 import sys
 import time
+import warnings
 
 import numpy as np
 import zarr
 from ome_zarr.io import parse_url
 from ome_zarr.reader import Reader
+from ome_zarr_models.exceptions import ValidationWarning
+from ome_zarr_models.v05.hcs import HCS
 from ome_zarr_models.v05.image import Image
 
 
@@ -199,13 +212,98 @@ def run_live(manifest):
     return fails
 
 
+def run_plate(manifest):
+    p = manifest["plate"]
+    root, fails = p["path"], []
+    shape = tuple(p["shape"])
+    want = {im["key"]: np.fromfile(im["expected"], dtype=p["dtype"]).reshape(shape)
+            for im in p["images"]}
+    # ome-zarr-models: the plate, its wells and their images.
+    try:
+        # A model's warning (a field it expects and we left out) counts as a failure.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ValidationWarning)
+            hcs = HCS.from_zarr(zarr.open_group(root, mode="r"))
+        plate = hcs.ome_attributes.plate
+        got = {
+            "rows": [r.name for r in plate.rows],
+            "columns": [c.name for c in plate.columns],
+            "wells": [w.path for w in plate.wells],
+            "acquisitions": [a.id for a in plate.acquisitions or []],
+            "field_count": plate.field_count,
+            "name": plate.name,
+        }
+        for key, value in got.items():
+            if value != p[key]:
+                fails.append(f"FAIL [plate] ome-zarr-models {key}: {value}, expected {p[key]}")
+        wells = list(hcs.well_groups)
+        if len(wells) != len(p["wells"]):
+            fails.append(f"FAIL [plate] ome-zarr-models found {len(wells)} well groups")
+        listed = {}
+        for path, well in zip(p["wells"], wells):
+            for im in well.ome_attributes.well.images:
+                listed[f"{path}/{im.path}"] = im.acquisition
+        expected = {im["key"]: im["acquisition"] for im in p["images"]}
+        if listed != expected:
+            fails.append(f"FAIL [plate] well images {listed}, expected {expected}")
+        for key in want:
+            Image.from_zarr(zarr.open_group(f"{root}/{key}", mode="r"))
+        print(f"plate: ome-zarr-models validated {len(wells)} wells, {len(listed)} images")
+    except Exception as e:  # noqa: BLE001
+        fails.append(f"FAIL [plate] ome-zarr-models: {type(e).__name__}: {e}")
+    # The ome-zarr reader: the plate as a grid of first fields, a well as a grid of fields.
+    first = {}
+    for im in p["images"]:
+        well = im["key"].rsplit("/", 1)[0]
+        first.setdefault(well, im["key"])
+    try:
+        nodes = list(Reader(parse_url(root))())
+        if not nodes or "plate" not in nodes[0].metadata.get("metadata", {}):
+            raise AssertionError("ome-zarr found no plate node")
+        data = np.asarray(nodes[0].data[0])
+        t, h, w = shape[0], shape[-2], shape[-1]
+        grid = np.zeros(shape[:-2] + (len(p["rows"]) * h, len(p["columns"]) * w), p["dtype"])
+        for i, r in enumerate(p["rows"]):
+            for j, c in enumerate(p["columns"]):
+                if f"{r}/{c}" in first:
+                    grid[..., i * h:(i + 1) * h, j * w:(j + 1) * w] = want[first[f"{r}/{c}"]]
+        compare("plate", "ome-zarr plate grid of first fields", data, grid, fails)
+        if len(nodes[0].data) != p["levels"]:
+            fails.append(f"FAIL [plate] ome-zarr plate has {len(nodes[0].data)} levels")
+        well = p["wells"][0]
+        fields = [im["key"] for im in p["images"] if im["key"].startswith(well + "/")]
+        cols = math.ceil(math.sqrt(len(fields)))
+        rows = math.ceil(len(fields) / cols)
+        grid = np.zeros(shape[:-2] + (rows * h, cols * w), p["dtype"])
+        for k, key in enumerate(fields):
+            i, j = divmod(k, cols)
+            grid[..., i * h:(i + 1) * h, j * w:(j + 1) * w] = want[key]
+        wnodes = list(Reader(parse_url(f"{root}/{well}"))())
+        compare("plate", f"ome-zarr well {well} grid of fields",
+                np.asarray(wnodes[0].data[0]), grid, fails)
+        print(f"plate: ome-zarr read the plate grid {data.shape} and well {well}")
+    except Exception as e:  # noqa: BLE001
+        fails.append(f"FAIL [plate] ome-zarr: {type(e).__name__}: {e}")
+    # zarr-python: every field image and its levels.
+    for key, data in want.items():
+        check_levels = pyramid({"levels": p["levels"], "method": p["method"]}, data)
+        try:
+            group = zarr.open_group(f"{root}/{key}", mode="r")
+            for k, lv in enumerate(check_levels):
+                compare("plate", f"zarr-python {key} level {k}", group[str(k)][...], lv, fails)
+        except Exception as e:  # noqa: BLE001
+            fails.append(f"FAIL [plate] zarr-python {key}: {type(e).__name__}: {e}")
+    return fails
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("images", "live"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("images", "live", "plate"):
         print(__doc__)
         return 2
     with open(sys.argv[2], encoding="utf-8") as f:
         manifest = json.load(f)
-    fails = run_images(manifest) if sys.argv[1] == "images" else run_live(manifest)
+    run = {"images": run_images, "live": run_live, "plate": run_plate}[sys.argv[1]]
+    fails = run(manifest)
     for line in fails:
         print(line)
     if fails:

@@ -171,10 +171,10 @@ extern "C" {
  * - `shape` [D0, ..., Y, X]: rank 3 to 31; D0 = 0 is an unbounded append axis.
  * - `chunk_shape`, `shard_shape`: inner chunk and shard shape, same rank; the inner
  *   chunk divides the shard on every axis.
- * - `dtype`: "uint8", "uint16" (default), "int16", "uint32", "float32" (or u8, u16,
- *   i16, u32, f32).
- * - `fill_value`: a number representable in dtype (default 0), or "NaN", "Infinity",
- *   "-Infinity" for float32.
+ * - `dtype`: "int8", "uint8", "int16", "uint16" (default), "int32", "uint32", "int64",
+ *   "uint64", "float32", "float64" (or i8, u8, i16, u16, i32, u32, i64, u64, f32, f64).
+ * - `fill_value`: a number representable in dtype (default 0; int64/uint64 fill values
+ *   must be exact as a double), or "NaN", "Infinity", "-Infinity" for float32/float64.
  * - `dimension_names`: one distinct string per axis (default none; for an OME image
  *   t, c, z, y, x, c and z only when the array has those axes).
  * - `codec`: "none", "zstd", "zstd:LEVEL" (-131072..=22, default level 1), "lz4",

@@ -17,9 +17,9 @@ const EXPECTED: &str = "none, zstd, zstd:LEVEL, zstd:LEVEL:checksum, blosc-lz4, 
 const SHUFFLES: &str = "noshuffle, shuffle, bitshuffle";
 
 /// Levels when the name has none: the fastest setting that still compresses. For
-/// blosc-zstd that is clevel 1 (zstd level 1 on 32 KiB blocks); ome-writers' and
-/// acquire-zarr's `blosc-zstd` (clevel 3) is a third of its speed on camera chunks for
-/// a few percent of size (BENCHMARKS.md §1), too slow to be the default of a recorder.
+/// blosc-zstd that is clevel 1 (zstd level 1 on 32 KiB blocks), which on camera chunks
+/// is also smaller than ome-writers' and acquire-zarr's clevel 3 (zstd level 5 on
+/// 128 KiB blocks), itself 6–9× slower (BENCHMARKS.md §1).
 const DEFAULT_ZSTD_LEVEL: i32 = 1;
 const DEFAULT_BLOSC_CLEVEL: u8 = 1;
 

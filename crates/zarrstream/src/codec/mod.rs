@@ -54,7 +54,7 @@ pub enum Codec {
         /// The shuffle before compression; `None` is the default for the element size,
         /// [`BloscShuffle::default_for`] (byte shuffle). An explicit shuffle that does
         /// nothing for the element size is refused by the spec builder
-        /// ([`SpecError::ShuffleDoesNotFit`](crate::SpecError::ShuffleDoesNotFit)).
+        /// ([`SpecError::ShuffleDoesNotFit`]).
         shuffle: Option<BloscShuffle>,
     },
 }

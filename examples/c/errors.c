@@ -197,6 +197,16 @@ static void invalid_configs(void)
          " \"codec\": \"gzip\"}",
          "codec: \"gzip\" is not a codec"},
         {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"codec\": \"blosc-zstd:3:bits\"}",
+         "codec: \"blosc-zstd:3:bits\" is not a codec"},
+        /* a byte shuffle of 1-byte elements does nothing: asked for, it is refused */
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"dtype\": \"uint8\", \"codec\": \"blosc-zstd:3:shuffle\"}",
+         "invalid array specification: blosc-zstd with shuffle does not fit uint8"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"codec\": \"blosc-zstd:10\"}",
+         "invalid array specification: blosc level 10 is out of range 0..=9"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
          " \"threads\": 5000}",
          "writer option threads = 5000 is out of range (at most 1024)"},
         {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"

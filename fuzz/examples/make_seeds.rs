@@ -7,7 +7,8 @@ use std::ffi::c_void;
 use std::path::Path;
 
 use zarrstream::{
-    ArraySpec, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer, WriterOptions,
+    ArraySpec, BloscShuffle, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer,
+    WriterOptions,
 };
 
 fn sample(len: usize, seed: u64) -> Vec<u8> {
@@ -27,7 +28,11 @@ fn sample(len: usize, seed: u64) -> Vec<u8> {
 }
 
 fn ours(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
-    let mut enc = ChunkEncoder::new(Codec::blosc_lz4(clevel), ts, Checksum::None).unwrap();
+    ours_with(Codec::blosc_lz4(clevel), data, ts)
+}
+
+fn ours_with(codec: Codec, data: &[u8], ts: usize) -> Vec<u8> {
+    let mut enc = ChunkEncoder::new(codec, ts, Checksum::None).unwrap();
     let mut out = vec![0u8; enc.slot_bound(data.len())];
     let n = enc.encode_slice(data, &mut out).unwrap();
     out.truncate(n);
@@ -35,6 +40,17 @@ fn ours(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
 }
 
 fn cblosc(data: &[u8], ts: usize, clevel: i32, shuffle: i32, blocksize: usize) -> Vec<u8> {
+    cblosc_with(c"lz4", data, ts, clevel, shuffle, blocksize)
+}
+
+fn cblosc_with(
+    cname: &std::ffi::CStr,
+    data: &[u8],
+    ts: usize,
+    clevel: i32,
+    shuffle: i32,
+    blocksize: usize,
+) -> Vec<u8> {
     let cap = data.len() + 16;
     let mut dest = vec![0u8; cap];
     // SAFETY: `data` is readable for its length, `dest` writable for `cap` bytes (enough
@@ -48,7 +64,7 @@ fn cblosc(data: &[u8], ts: usize, clevel: i32, shuffle: i32, blocksize: usize) -
             data.as_ptr().cast::<c_void>(),
             dest.as_mut_ptr().cast::<c_void>(),
             cap,
-            c"lz4".as_ptr(),
+            cname.as_ptr(),
             blocksize,
             1,
         )
@@ -132,6 +148,33 @@ fn main() {
             cblosc(&data, ts, 5, shuffle, bs),
         ));
     }
+    for (len, ts, clevel, shuffle) in [
+        (70000, 2, 1, BloscShuffle::Shuffle),
+        (70000, 4, 3, BloscShuffle::BitShuffle),
+        (5003, 1, 5, BloscShuffle::BitShuffle),
+        (3000, 8, 1, BloscShuffle::NoShuffle),
+    ] {
+        let data = sample(len, 13 + len as u64);
+        frames.push((
+            format!("ours-zstd-{len}-ts{ts}-c{clevel}-{shuffle}"),
+            ours_with(Codec::blosc_zstd(clevel).with_shuffle(shuffle), &data, ts),
+        ));
+    }
+    for (len, ts, shuffle) in [(70000, 2, 2), (5000, 8, 1)] {
+        let data = sample(len, 17 + len as u64);
+        frames.push((
+            format!("cblosc-zstd-{len}-ts{ts}-sh{shuffle}"),
+            cblosc_with(c"zstd", &data, ts, 3, shuffle, 0),
+        ));
+    }
+    frames.push((
+        "ours-lz4-70000-ts2-c1-bitshuffle".into(),
+        ours_with(
+            Codec::blosc_lz4(1).with_shuffle(BloscShuffle::BitShuffle),
+            &sample(70000, 19),
+            2,
+        ),
+    ));
     for (name, f) in &frames {
         save(&root, "blosc_decode", name, &cat(&[&[0, 0], f]));
     }
@@ -178,6 +221,32 @@ fn main() {
         &cat(&[&[0xff, 9, 1], &sample(1000, 3)]),
     );
     save(&root, "blosc_roundtrip", "empty", &[0, 1, 0]);
+    // The level byte's tens pick the compressor (odd: zstd) and shuffle (default,
+    // noshuffle, shuffle, bitshuffle).
+    save(
+        &root,
+        "blosc_roundtrip",
+        "zstd-repeated",
+        &cat(&[&[1, 13, 0x0a], &sample(700, 4)]),
+    );
+    save(
+        &root,
+        "blosc_roundtrip",
+        "zstd-bitshuffle-ts4",
+        &cat(&[&[2, 73, 0x0a], &sample(900, 5)]),
+    );
+    save(
+        &root,
+        "blosc_roundtrip",
+        "lz4-bitshuffle-ts1",
+        &cat(&[&[0, 61, 0x06], &sample(501, 6)]),
+    );
+    save(
+        &root,
+        "blosc_roundtrip",
+        "zstd-noshuffle-ts8-crc",
+        &cat(&[&[3, 35, 0x03], &sample(800, 7)]),
+    );
 
     // zstd_decode: [mode, limit selector, frame]
     for (level, checksum, len) in [(1, false, 1000), (3, true, 70000), (-1, false, 0)] {

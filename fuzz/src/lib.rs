@@ -19,7 +19,8 @@ use zarrstream::read::{ReadError, blosc, metadata::parse_array_json, zstd as zre
 use zarrstream::recover::{ShardOutcome, recover_store};
 use zarrstream::store::ShardLayout;
 use zarrstream::{
-    ArraySpec, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer, WriterOptions,
+    ArraySpec, BloscShuffle, Checksum, ChunkEncoder, Codec, DataType, IndexLocation, Writer,
+    WriterOptions,
 };
 
 /// A target's check of one input.
@@ -202,10 +203,11 @@ pub fn blosc_decode(data: &[u8]) {
     let mut frame = b.rest().to_vec();
     if frame.len() >= 16 {
         if mode & 2 != 0 {
-            // version 2, lz4 version 1, no reserved bit, lz4 compressor
+            // version 2, compressor version 1, no reserved bit, lz4 (or zstd) compressor
+            let compressor = if mode & 8 != 0 { 0x80 } else { 0x20 };
             frame[0] = 2;
             frame[1] = 1;
-            frame[2] = (frame[2] & 0x17) | 0x20;
+            frame[2] = (frame[2] & 0x17) | compressor;
             frame[3] = frame[3].max(1);
         }
         if mode & 4 != 0 {
@@ -259,13 +261,14 @@ pub fn blosc_decode(data: &[u8]) {
 }
 
 /// Our encoder's frames: for arbitrary bytes (optionally repeated up to 256 KiB, to get
-/// several blocks), element sizes and levels, the header is right (`cbytes` = frame
+/// several blocks), element sizes, levels, compressors (lz4, zstd) and shuffles, the header is right (`cbytes` = frame
 /// length ≤ `nbytes + 16`), and both `read::blosc::decompress` and c-blosc give back
 /// the input.
 pub fn blosc_roundtrip(data: &[u8]) {
     let mut b = Bytes::new(data);
     let ts_sel = b.u8();
-    let clevel = b.u8() % 10;
+    let level_sel = b.u8();
+    let clevel = level_sel % 10;
     let flags = b.u8();
     let rest = b.rest();
     let ts = if ts_sel & 0x80 == 0 {
@@ -280,8 +283,22 @@ pub fn blosc_roundtrip(data: &[u8]) {
     } else {
         rest.to_vec()
     };
-    let mut enc = ChunkEncoder::new(Codec::blosc_lz4(clevel), ts, Checksum::crc32c_if(crc))
-        .expect("typesize in 1..=255");
+    // Past the clevel, the level byte picks the compressor and shuffle (0: lz4 with the
+    // default shuffle, as before these were added).
+    let setting = level_sel / 10 % 8;
+    let codec = if setting & 1 == 0 {
+        Codec::blosc_lz4(clevel)
+    } else {
+        Codec::blosc_zstd(clevel)
+    };
+    let codec = match setting >> 1 {
+        1 => codec.with_shuffle(BloscShuffle::NoShuffle),
+        2 => codec.with_shuffle(BloscShuffle::Shuffle),
+        3 => codec.with_shuffle(BloscShuffle::BitShuffle),
+        _ => codec,
+    };
+    let mut enc =
+        ChunkEncoder::new(codec, ts, Checksum::crc32c_if(crc)).expect("typesize in 1..=255");
     let bound = enc.slot_bound(input.len());
     let mut out = vec![0xA5u8; bound];
     let n = enc.encode_slice(&input, &mut out).expect("encode");

@@ -220,7 +220,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use zarrstream::{Error, OmeError, SpecError};
+    use zarrstream::{BloscCompressor, BloscShuffle, DataType, Error, OmeError, SpecError};
 
     /// What `zs_last_error` would show on this thread (read from the slot itself, so
     /// the tests need no `unsafe`; the C tests read it through the pointer).
@@ -238,6 +238,14 @@ mod tests {
         let cases: Vec<(Error, ZsCode)> = vec![
             (
                 Error::Spec(SpecError::Missing("shape")),
+                ZS_E_INVALID_CONFIG,
+            ),
+            (
+                Error::Spec(SpecError::ShuffleDoesNotFit {
+                    compressor: BloscCompressor::Zstd,
+                    shuffle: BloscShuffle::Shuffle,
+                    dtype: DataType::UInt8,
+                }),
                 ZS_E_INVALID_CONFIG,
             ),
             (Error::Ome(OmeError::Rank(6)), ZS_E_INVALID_CONFIG),

@@ -32,7 +32,11 @@ use zarrstream::config::{Config, ConfigError, RecordingConfig};
 /// - `dimension_names`: one distinct string per axis (default none; for an OME image
 ///   t, c, z, y, x, c and z only when the array has those axes).
 /// - `codec`: "none", "zstd", "zstd:LEVEL" (-131072..=22, default level 1), "lz4",
-///   "lz4:CLEVEL" (blosc-lz4 with byte shuffle, 0..=9, default 1); default "lz4:1".
+///   "lz4:CLEVEL" (blosc-lz4, 0..=9, default 1), "blosc-zstd", "blosc-zstd:CLEVEL"
+///   (blosc with zstd inside, 0..=9, default 1); a blosc codec may end in ":shuffle"
+///   (byte shuffle, the default), ":bitshuffle" or ":noshuffle" ("blosc-zstd:3:bitshuffle";
+///   ":shuffle" with a 1-byte dtype does nothing and is ZS_E_INVALID_CONFIG); default
+///   "lz4:1".
 /// - `crc32c`: a crc32c per inner chunk (default true).
 /// - `index_location`: "end" (default) or "start".
 /// - `attributes`: an object merged into zarr.json's attributes (default {}).

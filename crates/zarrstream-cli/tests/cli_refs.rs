@@ -1,8 +1,8 @@
 //! `zarrstream refs`: kerchunk reference sets for the inner-chunk view.
 //!
 //! * `real_readers_read_the_reference_sets`: arrays written by the library (codecs none,
-//!   zstd, blosc-lz4; crc32c on and off; u16 and i16; a fill value other than 0; edge
-//!   chunks; dropped frames and a whole dropped shard layer; a partial trailing shard) are
+//!   zstd, blosc-lz4, blosc-zstd with bit shuffle; crc32c on and off; u16 and i16; a fill
+//!   value other than 0; edge chunks; dropped frames and a whole dropped shard layer; a partial trailing shard) are
 //!   turned into JSON and parquet reference sets (`--crc32c verify` and `strip`, a small
 //!   `--record-size`, relative and relocated URL templates) and read through fsspec's
 //!   `ReferenceFileSystem` by zarr-python 3 (`tests/interop/refs_check.py`, which also
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
-use zarrstream::{ArraySpec, Codec, DataType, Writer, WriterOptions};
+use zarrstream::{ArraySpec, BloscShuffle, Codec, DataType, Writer, WriterOptions};
 
 // ---------------------------------------------------------------- environment
 
@@ -127,13 +127,17 @@ fn write_store(dir: &Path, name: &str, codec: Codec, crc32c: bool, dtype: DataTy
     }
 }
 
-/// The six codec x crc32c combinations (one of them int16 with fill value -3).
+/// The eight codec x crc32c combinations (one of them int16 with fill value -3).
 fn all_stores(dir: &Path) -> Vec<TestStore> {
     let mut out = Vec::new();
     for (cname, codec) in [
         ("none", Codec::none()),
         ("zstd", Codec::zstd(1)),
         ("lz4", Codec::blosc_lz4(1)),
+        (
+            "bzstd-bitshuffle",
+            Codec::blosc_zstd(3).with_shuffle(BloscShuffle::BitShuffle),
+        ),
     ] {
         for crc in [true, false] {
             let name = format!("{cname}-{}", if crc { "crc" } else { "nocrc" });

@@ -399,6 +399,16 @@ fn killed_recordings_are_recovered() {
         shard_t: SHARD_FRAMES,
     });
     cases.push(Case {
+        codec: "blosc-zstd:5",
+        index: "end",
+        crc32c: false,
+        sink: "pwrite",
+        kill_at: 13,
+        chunk_t: 1,
+        chunk_yx: CHUNK,
+        shard_t: SHARD_FRAMES,
+    });
+    cases.push(Case {
         codec: "zstd:1",
         index: "start",
         crc32c: false,

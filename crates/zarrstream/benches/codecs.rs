@@ -1,7 +1,9 @@
 //! Inner-chunk encoders against the reference C implementations, on the same realistic
-//! chunks (the `record` example's synthetic sCMOS camera): our blosc-lz4 container
-//! (liblz4 with a fused shuffle) vs c-blosc 1.x lz4 with byte shuffle (blosc-src), and
-//! our zstd path vs libzstd called directly. One thread each; throughput is raw MiB/s.
+//! chunks (the `record` example's synthetic sCMOS camera): our blosc-lz4 and blosc-zstd
+//! containers (liblz4 or libzstd with a fused shuffle) vs c-blosc 1.x with the same
+//! compressor, clevel and shuffle (blosc-src; our frames are byte for byte c-blosc's, so
+//! the ratios printed are equal), and our zstd path vs libzstd called directly. One
+//! thread each; throughput is raw MiB/s.
 //!
 //! A second group encodes pyramid levels 1 and 2 (2×2 means of the same frames) with our
 //! blosc-lz4 at c-blosc's clevel-1 acceleration (9) and at the higher accelerations the
@@ -14,12 +16,12 @@
 
 mod support;
 
-use support::{c_blosc_lz4, camera};
+use support::{c_blosc, c_blosc_lz4, camera};
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use zarrstream::{Checksum, ChunkEncoder, Codec, DataType};
+use zarrstream::{BloscShuffle, Checksum, ChunkEncoder, Codec, DataType};
 
 fn camera_frames(n: usize) -> Vec<Vec<u8>> {
     let cam = camera::Camera {
@@ -137,6 +139,54 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 for ch in &chunks {
                     black_box(c_blosc_lz4(black_box(ch), &mut out, i32::from(clevel)));
+                }
+            })
+        });
+    }
+
+    // blosc-zstd: the default clevel (1), ome-writers' and acquire-zarr's (3), and 5;
+    // bit shuffle at clevel 1.
+    for (clevel, shuffle) in [
+        (1u8, BloscShuffle::Shuffle),
+        (3, BloscShuffle::Shuffle),
+        (5, BloscShuffle::Shuffle),
+        (1, BloscShuffle::BitShuffle),
+    ] {
+        let codec = Codec::blosc_zstd(clevel).with_shuffle(shuffle);
+        let c_shuffle = if shuffle == BloscShuffle::BitShuffle {
+            2
+        } else {
+            1
+        };
+        let mut enc = ChunkEncoder::new(codec, 2, Checksum::None).unwrap();
+        let (mut ours, mut theirs) = (0, 0);
+        for ch in &chunks {
+            ours += enc.encode_slice(ch, &mut out).unwrap();
+            theirs += c_blosc(ch, &mut out, c"zstd", i32::from(clevel), c_shuffle);
+        }
+        eprintln!(
+            "{codec}: ratio zarrstream {:.3}, c-blosc {:.3}",
+            raw as f64 / ours as f64,
+            raw as f64 / theirs as f64
+        );
+        let id = format!("{clevel}:{shuffle}");
+        group.bench_function(BenchmarkId::new("blosc-zstd/zarrstream", &id), |b| {
+            b.iter(|| {
+                for ch in &chunks {
+                    black_box(enc.encode_slice(black_box(ch), &mut out).unwrap());
+                }
+            })
+        });
+        group.bench_function(BenchmarkId::new("blosc-zstd/c-blosc", &id), |b| {
+            b.iter(|| {
+                for ch in &chunks {
+                    black_box(c_blosc(
+                        black_box(ch),
+                        &mut out,
+                        c"zstd",
+                        i32::from(clevel),
+                        c_shuffle,
+                    ));
                 }
             })
         });

@@ -421,7 +421,20 @@ fn ours_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
 fn reference_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
     out.resize(chunk.len() + 1024, 0);
     match codec {
-        Codec::Blosc { clevel, .. } => support::c_blosc_lz4(chunk, out, i32::from(clevel)),
+        Codec::Blosc {
+            compressor, clevel, ..
+        } => {
+            let shuffle = match codec.blosc_shuffle(zarrstream::DataType::UInt16) {
+                Some(zarrstream::BloscShuffle::NoShuffle) => 0,
+                Some(zarrstream::BloscShuffle::BitShuffle) => 2,
+                _ => 1,
+            };
+            let cname = match compressor {
+                zarrstream::BloscCompressor::Zstd => c"zstd",
+                _ => c"lz4",
+            };
+            support::c_blosc(chunk, out, cname, i32::from(clevel), shuffle)
+        }
         Codec::Zstd { level, .. } => {
             zstd::bulk::compress_to_buffer(chunk, out, level).expect("libzstd compress")
         }

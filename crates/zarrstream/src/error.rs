@@ -3,6 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::codec::{BloscCompressor, BloscShuffle};
 use crate::dtype::DataType;
 
 /// A name that does not parse as the option it was given for: returned by the
@@ -116,6 +117,20 @@ pub enum SpecError {
     /// Dimension names must be unique.
     #[error("dimension name {0:?} is used twice")]
     DuplicateDimensionName(String),
+    /// An explicit Blosc shuffle that does nothing for the element size (byte shuffle
+    /// of 1-byte elements): most likely a mistake, so it is refused rather than ignored.
+    #[error(
+        "{compressor} with {shuffle} does not fit {dtype}: byte shuffle needs elements of 2 \
+         bytes or more (use noshuffle or bitshuffle, or leave the shuffle out)"
+    )]
+    ShuffleDoesNotFit {
+        /// The compressor inside the Blosc container.
+        compressor: BloscCompressor,
+        /// The shuffle asked for.
+        shuffle: BloscShuffle,
+        /// The array's data type.
+        dtype: DataType,
+    },
     /// Blosc1 frames are limited to 2^31 - 17 bytes.
     #[error("an inner chunk of {0} bytes is too large for the blosc codec (limit 2147483631)")]
     ChunkTooLargeForBlosc(u64),

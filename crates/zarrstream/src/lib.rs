@@ -52,7 +52,7 @@ pub mod store;
 mod tile;
 mod writer;
 
-pub use codec::{BloscCompressor, Checksum, ChunkEncoder, Codec};
+pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
 pub use error::{Error, IoError, OmeError, ParseError, PlateError, Result, SpecError};
 pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};

@@ -262,7 +262,7 @@ impl ArraySpecBuilder {
         {
             return Err(SpecError::ChunkTooLargeForBlosc(sizes.chunk_bytes));
         }
-        self.codec.validate()?;
+        self.codec.validate(self.dtype)?;
         let fill = self.dtype.fill_bytes(self.fill_value)?;
         let to_usize = |v: u64, what| usize::try_from(v).map_err(|_| SpecError::Overflow(what));
         let spec = ArraySpec {

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use common::{Case, Recorded, frame, record_while, run, run_while, verify};
 use zarrstream::{
-    ArraySpec, ArraySpecBuilder, Backpressure, Codec, DataType, Durability, Error, SinkChoice,
-    SpecError, Writer, WriterOptions,
+    ArraySpec, ArraySpecBuilder, Backpressure, BloscCompressor, BloscShuffle, Codec, DataType,
+    Durability, Error, SinkChoice, SpecError, Writer, WriterOptions,
 };
 
 const ENTRY: &str = "scenario_entry";
@@ -707,6 +707,40 @@ fn invalid_specs_are_spec_errors() {
             "blosc level 10 is out of range 0..=9",
         ),
         (
+            base().codec(Codec::blosc_zstd(10)),
+            LevelOutOfRange {
+                codec: "blosc",
+                level: 10,
+                min: 0,
+                max: 9,
+            },
+            "blosc level 10 is out of range 0..=9",
+        ),
+        // A byte shuffle of 1-byte elements does nothing: asked for explicitly, it is
+        // refused (the default shuffle, and bit shuffle, are fine).
+        (
+            base()
+                .dtype(DataType::UInt8)
+                .codec(Codec::blosc_zstd(3).with_shuffle(BloscShuffle::Shuffle)),
+            ShuffleDoesNotFit {
+                compressor: BloscCompressor::Zstd,
+                shuffle: BloscShuffle::Shuffle,
+                dtype: DataType::UInt8,
+            },
+            "blosc-zstd with shuffle does not fit uint8: byte shuffle needs elements of 2 bytes",
+        ),
+        (
+            base()
+                .dtype(DataType::UInt8)
+                .codec(Codec::blosc_lz4(1).with_shuffle(BloscShuffle::Shuffle)),
+            ShuffleDoesNotFit {
+                compressor: BloscCompressor::Lz4,
+                shuffle: BloscShuffle::Shuffle,
+                dtype: DataType::UInt8,
+            },
+            "blosc-lz4 with shuffle does not fit uint8",
+        ),
+        (
             base()
                 .shape([0, 1 << 15, 1 << 15])
                 .chunk_shape([1, 1 << 15, 1 << 15])
@@ -779,8 +813,49 @@ fn invalid_specs_are_spec_errors() {
         "{e:?}"
     );
     // Codec parameters given as text are checked too.
-    for bad in ["zstd:x", "lz4:-1", "lz4:300", "none:1", "gzip", ""] {
+    for bad in [
+        "zstd:x",
+        "lz4:-1",
+        "lz4:300",
+        "none:1",
+        "gzip",
+        "",
+        "blosc-zstd:1:bits",
+        "blosc-zstd::shuffle",
+        "blosc-zstd:1:",
+        "blosc-gzip:1",
+    ] {
         assert_eq!(bad.parse::<Codec>().ok(), None, "{bad:?}");
+    }
+    // The text form of a shuffle that does not fit parses, and the spec refuses it.
+    let e = open(
+        &dir.path().join("parsed-shuffle.zarr"),
+        base()
+            .dtype(DataType::UInt8)
+            .codec("blosc-zstd:1:shuffle".parse::<Codec>().unwrap()),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::Spec(ShuffleDoesNotFit {
+                shuffle: BloscShuffle::Shuffle,
+                dtype: DataType::UInt8,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // The shuffles that do fit 1-byte elements are accepted.
+    for text in [
+        "blosc-zstd:1:bitshuffle",
+        "blosc-zstd:1:noshuffle",
+        "blosc-zstd:1",
+    ] {
+        let codec = text.parse::<Codec>().unwrap();
+        let spec = base().dtype(DataType::UInt8).codec(codec).build();
+        assert!(spec.is_ok(), "{text}: {spec:?}");
     }
     let e = open(
         &dir.path().join("parsed.zarr"),

@@ -1,14 +1,15 @@
 //! Property tests of the chunk encoders against the reference C libraries: for random
-//! inputs, element sizes, levels and crc32c settings, every blosc-lz4 frame that
-//! `ChunkEncoder::encode_slice` writes decodes with c-blosc (`blosc-src`, what zarrs links)
-//! to the input, and every zstd frame with libzstd. Deterministic cross-checks of the
+//! inputs, element sizes, levels, shuffles and crc32c settings, every blosc frame (lz4 or
+//! zstd inside) that `ChunkEncoder::encode_slice` writes decodes with c-blosc (`blosc-src`,
+//! what zarrs links) and with our own reader to the input, and every zstd frame with
+//! libzstd. Deterministic cross-checks of the
 //! frame layout live in `codec_reference.rs`.
 
 use std::ffi::c_void;
 
 use blosc_src::{blosc_cbuffer_validate, blosc_decompress_ctx, blosc_getitem};
 use proptest::prelude::*;
-use zarrstream::{Checksum, ChunkEncoder, Codec};
+use zarrstream::{BloscShuffle, Checksum, ChunkEncoder, Codec};
 
 /// Input bytes of a few shapes that take different encoder paths: noise (raw streams,
 /// memcpyed frames), runs and ramps (compressed streams), and a mix within one input.
@@ -151,22 +152,40 @@ fn cblosc_getitem(
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(160))]
 
-    /// Every blosc-lz4 frame decodes with c-blosc to the input; the header says what the
-    /// frame is (version 2, lz4, the element size, nbytes, cbytes = its length, never more
-    /// than nbytes + 16), and partial decoding agrees with the full one.
+    /// Every blosc frame decodes with c-blosc and with `read::blosc` to the input; the
+    /// header says what the frame is (version 2, the compressor, the shuffle, the element
+    /// size, nbytes, cbytes = its length, never more than nbytes + 16), and partial
+    /// decoding agrees with the full one.
     #[test]
     fn blosc_frames_decode_with_c_blosc(
         data in arb_data(),
         ts in arb_typesize(),
         clevel in 0u8..=9,
+        zstd in any::<bool>(),
+        shuffle in prop_oneof![
+            Just(None),
+            Just(Some(BloscShuffle::NoShuffle)),
+            Just(Some(BloscShuffle::Shuffle)),
+            Just(Some(BloscShuffle::BitShuffle)),
+        ],
         crc in any::<bool>(),
         pick in any::<u64>(),
     ) {
-        let mut enc = ChunkEncoder::new(Codec::blosc_lz4(clevel), ts, Checksum::crc32c_if(crc)).unwrap();
+        let mut codec = if zstd { Codec::blosc_zstd(clevel) } else { Codec::blosc_lz4(clevel) };
+        if let Some(s) = shuffle {
+            codec = codec.with_shuffle(s);
+        }
+        let mut enc = ChunkEncoder::new(codec, ts, Checksum::crc32c_if(crc)).unwrap();
         let f = strip_crc(encode(&mut enc, &data)?, crc)?;
         prop_assert!(f.len() >= 16);
         prop_assert_eq!((f[0], f[1]), (2, 1), "version bytes");
-        prop_assert_eq!(f[2] & 0xE0, 0x20, "compressor bits say lz4");
+        prop_assert_eq!(f[2] >> 5, if zstd { 4 } else { 1 }, "compressor bits");
+        let shuffle_bits = match shuffle {
+            Some(BloscShuffle::NoShuffle) => 0,
+            Some(BloscShuffle::BitShuffle) => 0x04,
+            _ => 0x01,
+        };
+        prop_assert_eq!(f[2] & 0x05, shuffle_bits, "shuffle bits");
         prop_assert_eq!(f[2] & 0x08, 0, "reserved flag bit");
         prop_assert_eq!(usize::from(f[3]), ts, "typesize byte");
         prop_assert_eq!(le_i32(&f, 4), data.len() as i64, "nbytes");
@@ -179,6 +198,9 @@ proptest! {
         }
         let d = cblosc_decode(&f)?;
         prop_assert!(d == data, "c-blosc decodes to different bytes");
+        let ours = zarrstream::read::blosc::decompress(&f, data.len())
+            .map_err(|e| TestCaseError::fail(format!("read::blosc: {e}")))?;
+        prop_assert!(ours == data, "read::blosc decodes to different bytes");
         let items = data.len() / ts;
         if items > 0 {
             let start = (pick % items as u64) as usize;

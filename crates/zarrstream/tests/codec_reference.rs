@@ -19,7 +19,10 @@ use blosc_src::{
     blosc_cbuffer_complib, blosc_cbuffer_metainfo, blosc_cbuffer_sizes, blosc_cbuffer_validate,
     blosc_cbuffer_versions, blosc_compress_ctx, blosc_decompress_ctx, blosc_getitem,
 };
-use zarrstream::{ArraySpec, Checksum, ChunkEncoder, Codec, DataType, Writer, WriterOptions};
+use zarrstream::{
+    ArraySpec, BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec, DataType, Writer,
+    WriterOptions,
+};
 
 // ---------------------------------------------------------------------------------------
 // Deterministic test data
@@ -102,6 +105,14 @@ fn camera_u32(h: usize, w: usize, seed: u64) -> Vec<u8> {
     camera(h, w, seed, 100.0, 1.0, 2.0)
         .iter()
         .flat_map(|&v| (v as u32).to_le_bytes())
+        .collect()
+}
+
+/// 8-byte elements (as uint64) of the same camera.
+fn camera_u64(h: usize, w: usize, seed: u64) -> Vec<u8> {
+    camera(h, w, seed, 100.0, 1.0, 2.0)
+        .iter()
+        .flat_map(|&v| (v as u64).to_le_bytes())
         .collect()
 }
 
@@ -197,9 +208,11 @@ fn encode(enc: &mut ChunkEncoder, data: &[u8], what: &str) -> Vec<u8> {
 
 const FLAG_SHUFFLE: u8 = 0x01;
 const FLAG_MEMCPYED: u8 = 0x02;
+const FLAG_BITSHUFFLE: u8 = 0x04;
 const FLAG_RESERVED: u8 = 0x08;
 const FLAG_DONT_SPLIT: u8 = 0x10;
 const FLAG_LZ4: u8 = 0x20;
+const FLAG_ZSTD: u8 = 0x80;
 
 fn rd_i32(b: &[u8], at: usize) -> usize {
     let v = i32::from_le_bytes(b[at..at + 4].try_into().unwrap());
@@ -242,7 +255,10 @@ struct Layout {
     /// Streams per block, as the c-blosc decoder derives them.
     streams: Vec<usize>,
     raw_streams: usize,
-    lz4_streams: usize,
+    packed_streams: usize,
+    /// Each block as the compressor saw it (after the shuffle): what c-blosc's
+    /// `blosc_c` hands to LZ4 or zstd.
+    shuffled: Vec<Vec<u8>>,
 }
 
 fn unshuffle(block: &[u8], ts: usize) -> Vec<u8> {
@@ -259,8 +275,46 @@ fn unshuffle(block: &[u8], ts: usize) -> Vec<u8> {
     out
 }
 
+/// Inverse bit shuffle of one block by its definition (c-blosc's bitshuffle-generic.c):
+/// when the whole elements number a multiple of 8, bit `i % 8` of byte `i / 8` of row
+/// `8 j + b` is bit `b` of byte `j` of element `i`, and a trailing partial element is as
+/// is; any other block is stored as is.
+fn bitunshuffle(block: &[u8], ts: usize) -> Vec<u8> {
+    let n = block.len() / ts;
+    let mut out = block.to_vec();
+    if !n.is_multiple_of(8) || block.len() < ts {
+        return out;
+    }
+    out[..n * ts].fill(0);
+    for i in 0..n {
+        for j in 0..ts {
+            for b in 0..8 {
+                let bit = (block[(8 * j + b) * (n / 8) + i / 8] >> (i % 8)) & 1;
+                out[i * ts + j] |= bit << b;
+            }
+        }
+    }
+    out
+}
+
+/// One stream with the decoder c-blosc would use (`LZ4_decompress_safe`, `ZSTD_decompress`).
+fn decode_stream(flags: u8, payload: &[u8], neblock: usize, what: &str) -> Vec<u8> {
+    match flags & 0xE0 {
+        FLAG_LZ4 => lz4_flex::block::decompress(payload, neblock)
+            .unwrap_or_else(|e| panic!("{what}: lz4_flex: {e}")),
+        FLAG_ZSTD => {
+            let mut d = vec![0u8; neblock];
+            let n = zstd::zstd_safe::decompress(&mut d[..], payload)
+                .unwrap_or_else(|e| panic!("{what}: libzstd: {e}"));
+            d.truncate(n);
+            d
+        }
+        other => panic!("{what}: compressor bits {other:#04x}"),
+    }
+}
+
 /// Walks a non-memcpyed frame with the c-blosc decoder's rules (blosc_d) and decodes it
-/// with lz4_flex + a reference unshuffle, independently of c-blosc.
+/// with lz4_flex or libzstd + a reference unshuffle, independently of c-blosc.
 fn walk_frame(f: &[u8], data: &[u8], what: &str) -> Layout {
     let h = Header::parse(f);
     if h.flags & FLAG_MEMCPYED != 0 {
@@ -301,6 +355,7 @@ fn walk_frame(f: &[u8], data: &[u8], what: &str) -> Layout {
         );
     }
     let shuffle = h.flags & FLAG_SHUFFLE != 0 && ts > 1;
+    let bitshuffle = !shuffle && h.flags & FLAG_BITSHUFFLE != 0;
     let mut layout = Layout {
         nblocks,
         leftover,
@@ -342,9 +397,13 @@ fn walk_frame(f: &[u8], data: &[u8], what: &str) -> Layout {
                     csize < neblock,
                     "{what}: block {j} stream {s}: csize {csize} > neblock {neblock}"
                 );
-                layout.lz4_streams += 1;
-                let d = lz4_flex::block::decompress(payload, neblock)
-                    .unwrap_or_else(|e| panic!("{what}: block {j} stream {s}: lz4_flex: {e}"));
+                layout.packed_streams += 1;
+                let d = decode_stream(
+                    h.flags,
+                    payload,
+                    neblock,
+                    &format!("{what}: block {j} stream {s}"),
+                );
                 assert_eq!(
                     d.len(),
                     neblock,
@@ -355,8 +414,11 @@ fn walk_frame(f: &[u8], data: &[u8], what: &str) -> Layout {
             pos += 4 + csize;
         }
         layout.streams.push(nsplits);
+        layout.shuffled.push(block.clone());
         let block = if shuffle {
             unshuffle(&block, ts)
+        } else if bitshuffle && bsize >= ts {
+            bitunshuffle(&block, ts)
         } else {
             block
         };
@@ -412,7 +474,11 @@ fn cblosc_decode(f: &[u8], what: &str) -> Vec<u8> {
     let complib = unsafe { CStr::from_ptr(blosc_cbuffer_complib(f.as_ptr().cast::<c_void>())) };
     assert_eq!(
         complib.to_str().unwrap(),
-        "LZ4",
+        if h.flags & 0xE0 == FLAG_ZSTD {
+            "Zstd"
+        } else {
+            "LZ4"
+        },
         "{what}: blosc_cbuffer_complib"
     );
 
@@ -473,8 +539,55 @@ fn cblosc_getitem(f: &[u8], start: usize, nitems: usize, ts: usize, what: &str) 
     dest
 }
 
-/// c-blosc's own frame for `data` (lz4, byte shuffle, automatic blocksize).
-fn cblosc_compress(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
+/// A Blosc setting under test: compressor and shuffle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Setting {
+    compressor: BloscCompressor,
+    shuffle: BloscShuffle,
+}
+
+const LZ4_SHUFFLE: Setting = Setting {
+    compressor: BloscCompressor::Lz4,
+    shuffle: BloscShuffle::Shuffle,
+};
+
+impl Setting {
+    fn codec(self, clevel: u8) -> Codec {
+        let c = match self.compressor {
+            BloscCompressor::Lz4 => Codec::blosc_lz4(clevel),
+            _ => Codec::blosc_zstd(clevel),
+        };
+        c.with_shuffle(self.shuffle)
+    }
+    fn encoder(self, clevel: u8, ts: usize, crc: bool) -> ChunkEncoder {
+        ChunkEncoder::new(self.codec(clevel), ts, Checksum::crc32c_if(crc)).unwrap()
+    }
+    /// c-blosc's `clevel`-independent flag bits for this setting.
+    fn flag_bits(self) -> u8 {
+        let shuffle = match self.shuffle {
+            BloscShuffle::NoShuffle => 0,
+            BloscShuffle::Shuffle => FLAG_SHUFFLE,
+            _ => FLAG_BITSHUFFLE,
+        };
+        let compressor = match self.compressor {
+            BloscCompressor::Lz4 => FLAG_LZ4,
+            _ => FLAG_ZSTD,
+        };
+        shuffle | compressor
+    }
+}
+
+/// c-blosc's own frame for `data` with `setting` (automatic blocksize).
+fn cblosc_compress_with(setting: Setting, data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
+    let doshuffle = match setting.shuffle {
+        BloscShuffle::NoShuffle => 0,
+        BloscShuffle::Shuffle => 1,
+        _ => 2,
+    };
+    let cname = match setting.compressor {
+        BloscCompressor::Lz4 => c"lz4",
+        _ => c"zstd",
+    };
     let cap = data.len() + 16;
     let mut dest = vec![0u8; cap];
     // SAFETY: `data` is readable for `data.len()` bytes, `dest` writable for `cap` bytes
@@ -483,13 +596,13 @@ fn cblosc_compress(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
     let n = unsafe {
         blosc_compress_ctx(
             i32::from(clevel),
-            1, // BLOSC_SHUFFLE
+            doshuffle,
             ts,
             data.len(),
             data.as_ptr().cast::<c_void>(),
             dest.as_mut_ptr().cast::<c_void>(),
             cap,
-            c"lz4".as_ptr(),
+            cname.as_ptr(),
             0,
             1,
         )
@@ -516,8 +629,22 @@ fn check_blosc(
     crc: bool,
     what: &str,
 ) -> BloscReport {
+    check_blosc_with(LZ4_SHUFFLE, enc, data, ts, clevel, crc, what)
+}
+
+/// [`check_blosc`] for any compressor and shuffle (`enc` must encode with `setting`).
+fn check_blosc_with(
+    setting: Setting,
+    enc: &mut ChunkEncoder,
+    data: &[u8],
+    ts: usize,
+    clevel: u8,
+    crc: bool,
+    what: &str,
+) -> BloscReport {
     let what = &format!(
-        "{what} [ts {ts}, clevel {clevel}, {} B, crc {crc}]",
+        "{what} [{}, ts {ts}, clevel {clevel}, {} B, crc {crc}]",
+        setting.codec(clevel),
         data.len()
     );
     let framed = encode(enc, data, what);
@@ -533,12 +660,10 @@ fn check_blosc(
         "{what}: reserved flag bit 3 set"
     );
     assert_eq!(
-        h.flags & 0xE0,
-        FLAG_LZ4,
-        "{what}: compressor bits are not lz4"
+        h.flags & (0xE0 | FLAG_SHUFFLE | FLAG_BITSHUFFLE),
+        setting.flag_bits(),
+        "{what}: compressor and shuffle bits"
     );
-    assert_eq!(h.flags & FLAG_SHUFFLE, FLAG_SHUFFLE, "{what}: shuffle flag");
-    assert_eq!(h.flags & 0x04, 0, "{what}: bitshuffle flag");
     assert_eq!(h.typesize, ts, "{what}: typesize");
     assert_eq!(h.nbytes, data.len(), "{what}: nbytes");
     assert_eq!(h.cbytes, f.len(), "{what}: cbytes is not the frame length");
@@ -603,7 +728,7 @@ fn check_blosc(
 
     // c-blosc's own frame: same header bytes 0..12 (version, flags, typesize, nbytes,
     // blocksize) and a comparable size.
-    let theirs = cblosc_compress(data, ts, clevel);
+    let theirs = cblosc_compress_with(setting, data, ts, clevel);
     let th = Header::parse(&theirs);
     assert_eq!(
         (
@@ -639,10 +764,22 @@ fn check_blosc(
                 their_layout.streams, layout.streams,
                 "{what}: streams per block differ from c-blosc's"
             );
+            // The shuffled blocks (what the compressor is given) are c-blosc's.
+            for (j, (a, b)) in layout
+                .shuffled
+                .iter()
+                .zip(&their_layout.shuffled)
+                .enumerate()
+            {
+                if let Some(i) = a.iter().zip(b).position(|(x, y)| x != y) {
+                    panic!("{what}: shuffled block {j} differs from c-blosc's at byte {i}");
+                }
+            }
         }
     }
-    // With c-blosc's block size, split rule and LZ4 acceleration, and liblz4 for the
-    // streams, our frame is c-blosc's frame, byte for byte.
+    // With c-blosc's block size, split rule and LZ4 acceleration or zstd level, and the
+    // same liblz4 and libzstd for the streams, our frame is c-blosc's frame, byte for
+    // byte.
     if let Some(i) = f.iter().zip(&theirs).position(|(a, b)| a != b) {
         panic!("{what}: frame differs from c-blosc's at byte {i}");
     }
@@ -684,14 +821,14 @@ fn blosc_split_512x512_u16_clevel1() {
         );
         assert!(!r.layout.memcpyed);
         assert!(
-            r.layout.lz4_streams == 16,
+            r.layout.packed_streams == 16,
             "both byte planes compress: {:?}",
             r.layout
         );
         let ratio = data.len() as f64 / r.ours as f64;
         println!(
             "camera 512x512 u16 lz4:1: ours {} B (ratio {ratio:.2}, {} raw + {} lz4 streams), c-blosc {} B",
-            r.ours, r.layout.raw_streams, r.layout.lz4_streams, r.theirs
+            r.ours, r.layout.raw_streams, r.layout.packed_streams, r.theirs
         );
         assert!(
             ratio > 1.5,
@@ -710,7 +847,7 @@ fn blosc_raw_streams_noisy_low_byte() {
     assert_eq!(r.layout.streams, vec![2; 8]);
     // Every low-byte stream is stored raw (csize == neblock), every high-byte one is lz4.
     assert_eq!(
-        (r.layout.raw_streams, r.layout.lz4_streams),
+        (r.layout.raw_streams, r.layout.packed_streams),
         (8, 8),
         "{:?}",
         r.layout
@@ -761,7 +898,7 @@ fn blosc_dont_split_small_blocks() {
             "ts {ts}: expected shuffle + DONT_SPLIT + lz4"
         );
         assert_eq!(r.layout.streams, vec![1]);
-        assert_eq!(r.layout.lz4_streams, 1);
+        assert_eq!(r.layout.packed_streams, 1);
     }
     // Exactly 128 elements: split again.
     let data = constant(&[0x34, 0x12], 128);
@@ -1000,6 +1137,151 @@ fn blosc_size_vs_c_blosc() {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Blosc with zstd, and the other shuffles (no shuffle, bit shuffle), against c-blosc
+// ---------------------------------------------------------------------------------------
+
+const SETTINGS: [Setting; 6] = {
+    use BloscCompressor::{Lz4, Zstd};
+    use BloscShuffle::{BitShuffle, NoShuffle, Shuffle};
+    [
+        Setting {
+            compressor: Zstd,
+            shuffle: Shuffle,
+        },
+        Setting {
+            compressor: Zstd,
+            shuffle: BitShuffle,
+        },
+        Setting {
+            compressor: Zstd,
+            shuffle: NoShuffle,
+        },
+        Setting {
+            compressor: Lz4,
+            shuffle: BitShuffle,
+        },
+        Setting {
+            compressor: Lz4,
+            shuffle: NoShuffle,
+        },
+        Setting {
+            compressor: Lz4,
+            shuffle: Shuffle,
+        },
+    ]
+};
+
+/// Realistic chunks of 1, 2, 4 and 8-byte elements, with several blocks and leftover
+/// blocks whose element count is and is not a multiple of 8 (bit shuffle's condition),
+/// under every setting at the clevels ome-writers and our defaults use: the frames are
+/// c-blosc's, byte for byte, and decode with c-blosc, getitem and the Rust walker.
+#[test]
+fn blosc_zstd_and_shuffles_equal_c_blosc_frames() {
+    let inputs: Vec<(usize, Vec<u8>, &str)> = vec![
+        (2, camera_u16(512, 512, 70), "camera 512x512 u16"),
+        (2, camera_u16(300, 300, 71), "camera 300x300 u16"),
+        (
+            2,
+            noisy_camera_u16(256, 256, 72),
+            "noisy camera 256x256 u16",
+        ),
+        (1, camera_u8(300, 301, 73), "camera 300x301 u8"),
+        (4, camera_u32(200, 300, 74), "camera 200x300 u32"),
+        (8, camera_u64(128, 131, 75), "camera 128x131 u64"),
+        // Leftover blocks of 1004 / 1001 elements (1004 = 8 × 125 + 4).
+        (4, camera_u32(1, 8192 + 1004, 76), "9196 u32"),
+        (2, camera_u16(1, 16384 + 1001, 77), "17385 u16"),
+    ];
+    let mut sizes = Vec::new();
+    for setting in SETTINGS {
+        for clevel in [1u8, 3, 5] {
+            for (ts, data, what) in &inputs {
+                let mut enc = setting.encoder(clevel, *ts, clevel == 3);
+                let r = check_blosc_with(setting, &mut enc, data, *ts, clevel, clevel == 3, what);
+                if !what.starts_with("noisy") {
+                    assert!(!r.layout.memcpyed, "{what} {setting:?} clevel {clevel}");
+                }
+                if setting.compressor == BloscCompressor::Zstd {
+                    // zstd never splits blocks (c-blosc's FORWARD_COMPAT rule).
+                    assert_ne!(r.header.flags & FLAG_DONT_SPLIT, 0, "{what}");
+                    assert!(r.layout.streams.iter().all(|&s| s == 1), "{what}");
+                }
+                if *what == "camera 512x512 u16" {
+                    sizes.push((setting.codec(clevel), r.ours));
+                }
+            }
+        }
+    }
+    for (codec, n) in &sizes {
+        println!(
+            "camera 512x512 u16 {codec:<24}: {n:>7} B (ratio {:.2})",
+            524288.0 / *n as f64
+        );
+    }
+}
+
+/// Block sizes of zstd frames: twice LZ4's, four times at clevel 9, never enlarged by a
+/// split, as c-blosc picks them (`check_blosc_with` compares them with c-blosc's).
+#[test]
+fn blosc_zstd_block_sizes() {
+    let data = camera_u16(1024, 1024, 80);
+    let zstd = Setting {
+        compressor: BloscCompressor::Zstd,
+        shuffle: BloscShuffle::Shuffle,
+    };
+    for (clevel, blocksize) in [(1u8, 32768), (3, 131072), (5, 262144), (9, 1 << 20)] {
+        let r = check_blosc_with(
+            zstd,
+            &mut zstd.encoder(clevel, 2, false),
+            &data,
+            2,
+            clevel,
+            false,
+            "camera 1024x1024 u16",
+        );
+        assert_eq!(r.header.blocksize, blocksize, "clevel {clevel}");
+        assert_eq!(r.layout.nblocks, data.len() / blocksize, "clevel {clevel}");
+    }
+}
+
+/// Edge inputs under every setting: memcpyed frames (clevel 0, tiny and random input),
+/// constant input, element counts that are not a multiple of 8, partial trailing
+/// elements, typesizes up to 16.
+#[test]
+fn blosc_zstd_and_shuffles_edge_inputs() {
+    let mut rng = Rng::new(81);
+    let cases: Vec<(usize, Vec<u8>, &str)> = vec![
+        (2, vec![0u8; 512 * 512 * 2], "zeros 512x512 u16"),
+        (
+            8,
+            constant(&[1, 2, 3, 4, 0, 0, 0, 0], 20000),
+            "constant u64",
+        ),
+        (2, rng.bytes(100_000), "random u16"),
+        (1, rng.bytes(5000), "random u8"),
+        (2, camera_u16(1, 63, 82), "63 u16 (126 B, memcpyed)"),
+        (2, camera_u16(1, 100, 83), "100 u16"),
+        (4, camera_u32(1, 1001, 84), "1001 u32"),
+        (8, camera_u64(1, 999, 85), "999 u64"),
+        (1, camera_u8(1, 1001, 86), "1001 u8"),
+        (2, camera_u16(1, 501, 87)[..1001].to_vec(), "1001 B of u16"),
+        (4, camera_u32(1, 300, 88)[..1198].to_vec(), "1198 B of u32"),
+        (16, camera_u64(32, 64, 89), "2048 x 16 B"),
+    ];
+    for setting in SETTINGS {
+        for clevel in [0u8, 1, 9] {
+            for (ts, data, what) in &cases {
+                let mut enc = setting.encoder(clevel, *ts, false);
+                let r = check_blosc_with(setting, &mut enc, data, *ts, clevel, false, what);
+                if clevel == 0 || what.starts_with("random") || data.len() < 128 {
+                    assert!(r.layout.memcpyed, "{what} {setting:?} clevel {clevel}");
+                }
+            }
+        }
+    }
+}
+
 /// Byte counts that are not a multiple of the typesize: not reachable through `Writer`
 /// (chunks hold whole elements) but accepted by the public `ChunkEncoder::encode_slice`.
 /// c-blosc copies the trailing partial element unchanged (spec 5.1).
@@ -1173,6 +1455,8 @@ fn crc32c_suffix_on_every_codec() {
         Codec::none(),
         Codec::blosc_lz4(1),
         Codec::blosc_lz4(0),
+        Codec::blosc_zstd(1),
+        Codec::blosc_zstd(3).with_shuffle(BloscShuffle::BitShuffle),
         Codec::zstd(1),
         Codec::Zstd {
             level: 3,
@@ -1198,7 +1482,7 @@ fn crc32c_suffix_on_every_codec() {
         let body = strip_crc(&with, true, &format!("{codec:?}"));
         match codec {
             Codec::None => assert_eq!(body, data),
-            Codec::Blosc { .. } => assert_eq!(cblosc_decode(&body, "crc lz4"), data),
+            Codec::Blosc { .. } => assert_eq!(cblosc_decode(&body, "crc blosc"), data),
             Codec::Zstd { checksum, .. } => {
                 assert_eq!(zstd_decode(&body, data.len(), checksum, "crc zstd"), data)
             }
@@ -1487,6 +1771,49 @@ fn e2e_writer_chunks_decode_with_reference_libraries() {
             fill: 9.0,
             codec: Codec::zstd(-1),
             crc: false,
+        },
+        // Blosc with zstd: edge tiles, several blocks and leftovers per chunk.
+        E2e {
+            dtype: DataType::UInt16,
+            frame: [300, 310],
+            chunk: [1, 300, 300],
+            shard: [2, 300, 600],
+            frames: 3,
+            fill: 5.0,
+            codec: Codec::blosc_zstd(1),
+            crc: true,
+        },
+        // Bit shuffle through the writer's tiling (edge tiles with fill), 1 and 4-byte
+        // elements, deep chunks.
+        E2e {
+            dtype: DataType::UInt8,
+            frame: [70, 90],
+            chunk: [2, 32, 64],
+            shard: [2, 64, 128],
+            frames: 3,
+            fill: 200.0,
+            codec: Codec::blosc_zstd(3).with_shuffle(BloscShuffle::BitShuffle),
+            crc: true,
+        },
+        E2e {
+            dtype: DataType::UInt32,
+            frame: [50, 60],
+            chunk: [1, 32, 32],
+            shard: [3, 64, 64],
+            frames: 4,
+            fill: 65536.0 + 3.0,
+            codec: Codec::blosc_lz4(5).with_shuffle(BloscShuffle::BitShuffle),
+            crc: false,
+        },
+        E2e {
+            dtype: DataType::UInt16,
+            frame: [100, 150],
+            chunk: [1, 64, 64],
+            shard: [2, 128, 128],
+            frames: 5,
+            fill: 7.0,
+            codec: Codec::blosc_zstd(5).with_shuffle(BloscShuffle::NoShuffle),
+            crc: true,
         },
     ];
     for c in &cases {

@@ -2,7 +2,7 @@
 //! zarr-python 3.1 (its own codec pipeline), zarr-python with the `zarrs` Rust codec
 //! pipeline, and tensorstore's `zarr3` driver, element for element.
 //!
-//! * `matrix`: 37 arrays (ranks 3–5, every codec and dtype, crc32c on/off, index at
+//! * `matrix`: 44 arrays (ranks 3–5, every codec, shuffle and dtype, crc32c on/off, index at
 //!   end/start, all three sinks, both packings, edge shards, streams stopping mid-shard and
 //!   mid-deep-chunk, single-chunk shards and shards of thousands of inner chunks, fill
 //!   values other than 0) read whole and in sub-regions, plus their metadata.
@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArrayConfig, ArraySpec, Codec, DataType, Durability, IndexLocation, Packing, Recording,
-    SinkChoice, SinkKind, Stats, Writer, WriterOptions,
+    ArrayConfig, ArraySpec, BloscShuffle, Codec, DataType, Durability, IndexLocation, Packing,
+    Recording, SinkChoice, SinkKind, Stats, Writer, WriterOptions,
 };
 
 // ---------------------------------------------------------------- environment
@@ -372,7 +372,10 @@ impl Case {
         match self.codec {
             Codec::None => json!({"name": "none"}),
             Codec::Zstd { level, .. } => json!({"name": "zstd", "level": level}),
-            Codec::Blosc { clevel, .. } => json!({"name": "blosc", "clevel": clevel}),
+            Codec::Blosc {
+                compressor, clevel, ..
+            } => json!({"name": "blosc", "cname": compressor.cname(), "clevel": clevel,
+                        "shuffle": self.codec.blosc_shuffle(self.dtype).map(BloscShuffle::name)}),
             other => panic!("no reader name for codec {other}"),
         }
     }
@@ -636,6 +639,70 @@ fn matrix() -> Vec<Case> {
                 &[1, 256, 256],
                 &[2, 512, 512],
                 5,
+            )
+        },
+        // issue 18: blosc with zstd inside (ome-writers' "blosc-zstd"): u16 edge tiles
+        // with several zstd blocks per chunk and a leftover block, resumed; bit shuffle
+        // on 1-byte and 4-byte elements (LZ4 and zstd); no shuffle.
+        Case {
+            fill: 11.0,
+            codec: Codec::blosc_zstd(1),
+            resume_at: Some(2),
+            ..case(
+                "r3_u16_bzstd1_edges_resumed",
+                &[0, 300, 230],
+                &[1, 160, 128],
+                &[2, 320, 256],
+                5,
+            )
+        },
+        Case {
+            codec: Codec::blosc_zstd(3),
+            ..case(
+                "r3_u16_bzstd3_deep",
+                &[0, 200, 256],
+                &[2, 128, 256],
+                &[4, 256, 256],
+                7,
+            )
+        },
+        Case {
+            dtype: UInt8,
+            fill: 200.0,
+            codec: Codec::blosc_zstd(5).with_shuffle(BloscShuffle::BitShuffle),
+            crc32c: false,
+            ..case(
+                "r3_u8_bzstd5_bitshuffle",
+                &[0, 100, 130],
+                &[1, 64, 64],
+                &[2, 128, 128],
+                5,
+            )
+        },
+        Case {
+            dtype: Float32,
+            fill: nan,
+            codec: Codec::blosc_lz4(1).with_shuffle(BloscShuffle::BitShuffle),
+            sink: SinkChoice::Pwrite,
+            ..case(
+                "r4_f32_lz4_bitshuffle",
+                &[0, 3, 90, 100],
+                &[1, 1, 64, 64],
+                &[2, 3, 128, 128],
+                7,
+            )
+        },
+        Case {
+            dtype: Int16,
+            fill: -3.0,
+            codec: Codec::blosc_zstd(2).with_shuffle(BloscShuffle::NoShuffle),
+            index: Start,
+            ..case(
+                "r3_i16_bzstd2_noshuffle_start",
+                &[0, 96, 160],
+                &[1, 32, 64],
+                &[3, 96, 128],
+                4,
             )
         },
         // Deep uncompressed chunks go from the staging buffer straight to the device.

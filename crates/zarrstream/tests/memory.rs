@@ -80,7 +80,14 @@ fn check(stats: &Stats, est: &MemoryEstimate, what: &str) {
 fn the_estimate_bounds_the_counted_peak_for_every_sink_and_codec() {
     let dir = tempfile::tempdir().unwrap();
     for sink in [SinkChoice::Direct, SinkChoice::Pwrite, SinkChoice::Mmap] {
-        for codec in [Codec::blosc_lz4(1), Codec::zstd(1), Codec::none()] {
+        let bits = Codec::blosc_zstd(3).with_shuffle(zarrstream::BloscShuffle::BitShuffle);
+        for codec in [
+            Codec::blosc_lz4(1),
+            Codec::zstd(1),
+            Codec::none(),
+            Codec::blosc_zstd(1),
+            bits,
+        ] {
             for depth in [1, 4] {
                 let what = format!("{sink} {codec:?} depth {depth}");
                 let spec = spec(codec, depth);

@@ -295,6 +295,29 @@ fn refused(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `record --codec blosc-zstd:5` (and with bit shuffle) writes what the synthetic camera
+/// gave, read back by zarrs; `zarr.json` names blosc with zstd inside.
+#[test]
+fn record_blosc_zstd() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pool = synthetic(tmp.path(), 6);
+    for (codec, shuffle) in [
+        ("blosc-zstd:5", "shuffle"),
+        ("blosc-zstd:3:bitshuffle", "bitshuffle"),
+    ] {
+        let out = tmp.path().join(format!("{shuffle}.zarr"));
+        ok(&["--frames", "6", "--codec", codec, "--out", s(&out)]);
+        assert!(frames_of(&out, "") == pool, "{codec}");
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(out.join("zarr.json")).expect("zarr.json"))
+                .expect("json");
+        let blosc = &doc["codecs"][0]["configuration"]["codecs"][1];
+        assert_eq!(blosc["name"], "blosc", "{codec}");
+        assert_eq!(blosc["configuration"]["cname"], "zstd", "{codec}");
+        assert_eq!(blosc["configuration"]["shuffle"], shuffle, "{codec}");
+    }
+}
+
 #[test]
 fn record_resume_with_another_codec_is_a_usage_error() {
     let tmp = tempfile::tempdir().expect("tempdir");

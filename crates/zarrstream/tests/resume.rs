@@ -9,8 +9,8 @@ use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::store::StoreReader;
 use zarrstream::{
-    ArrayConfig, ArraySpec, Codec, DataType, Error, Ome, Packing, Recording, SinkChoice, Writer,
-    WriterOptions,
+    ArrayConfig, ArraySpec, BloscShuffle, Codec, DataType, Error, Ome, Packing, Recording,
+    SinkChoice, Writer, WriterOptions,
 };
 
 fn spec(shape: &[u64], chunk: &[u64], shard: &[u64], codec: Codec) -> ArraySpec {
@@ -310,6 +310,55 @@ fn a_different_spec_is_refused_naming_the_field() {
         .err()
         .unwrap();
     assert!(matches!(e, Error::Io { .. }), "{e}");
+}
+
+/// The codec is compared as written: an array written with the default shuffle resumes
+/// with the same shuffle spelled out and vice versa; another shuffle or compressor is a
+/// mismatch naming the codec. A blosc-zstd bit-shuffled array resumes and reads back
+/// (zarrs) as one recording.
+#[test]
+fn blosc_codecs_resume_by_what_they_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dims = (
+        &[0u64, 32, 40][..],
+        &[1u64, 16, 20][..],
+        &[4u64, 32, 20][..],
+    );
+    let with = |codec| spec(dims.0, dims.1, dims.2, codec);
+    let zstd = Codec::blosc_zstd(3);
+    let explicit = zstd.with_shuffle(BloscShuffle::Shuffle);
+    let bits = zstd.with_shuffle(BloscShuffle::BitShuffle);
+    for (i, (first, then)) in [(zstd, explicit), (explicit, zstd), (bits, bits)]
+        .into_iter()
+        .enumerate()
+    {
+        let a = tmp.path().join(format!("{i}.zarr"));
+        record(&a, &with(first), 0..4, options());
+        record(&a, &with(then), 4..9, options().resume(true));
+        let (shape, got) = read_all(&a);
+        assert_eq!(shape, [9, 32, 40], "{first} then {then}");
+        let n = with(first).frame_bytes() / 2;
+        assert_eq!(got, (0..9).flat_map(|k| frame(k, n)).collect::<Vec<_>>());
+    }
+    let a = tmp.path().join("0.zarr");
+    for other in [
+        bits,
+        Codec::blosc_lz4(3),
+        zstd.with_shuffle(BloscShuffle::NoShuffle),
+    ] {
+        let e = Writer::create(&a, with(other), options().resume(true))
+            .err()
+            .unwrap();
+        match &e {
+            Error::ResumeMismatch {
+                field, requested, ..
+            } => assert_eq!(
+                (*field, requested.as_str()),
+                ("codec", other.to_string().as_str())
+            ),
+            e => panic!("{other}: {e}"),
+        }
+    }
 }
 
 #[test]

@@ -9,7 +9,9 @@
 mod common;
 
 use common::{Case, PushMode, Recorded, run, run_while};
-use zarrstream::{Backpressure, Codec, Durability, IndexLocation, Packing, SinkChoice};
+use zarrstream::{
+    Backpressure, BloscShuffle, Codec, Durability, IndexLocation, Packing, SinkChoice,
+};
 
 // ---------------------------------------------------------------------------------------
 // Rank 3: (t, y, x)
@@ -182,6 +184,53 @@ fn r3_u16_sparse_end_large_index_lz4_pwrite() {
             &[1, 64, 64],
             &[256, 64, 64],
             256,
+        )
+    });
+}
+
+/// Blosc with zstd (clevel 3: 128 KiB blocks, so a 96 KiB deep chunk is one block) and
+/// edge tiles, read back with zarrs.
+#[test]
+fn r3_u16_blosc_zstd3_deep_edge_tiles() {
+    run::<u16>(&Case {
+        fill: 9.0,
+        codec: Codec::blosc_zstd(3),
+        ..Case::new(
+            "r3_u16_blosc_zstd3_deep_edge_tiles",
+            &[0, 200, 120],
+            &[3, 128, 128],
+            &[6, 256, 128],
+            8,
+        )
+    });
+}
+
+/// Blosc-zstd with bit shuffle on 4-byte floats (NaN fill) and 1-byte elements, through
+/// the pwrite sink; read back with zarrs.
+#[test]
+fn r3_blosc_zstd_bitshuffle_f32_and_u8() {
+    run::<f32>(&Case {
+        fill: f64::NAN,
+        codec: Codec::blosc_zstd(1).with_shuffle(BloscShuffle::BitShuffle),
+        sink: SinkChoice::Pwrite,
+        ..Case::new(
+            "r3_f32_blosc_zstd1_bitshuffle",
+            &[0, 70, 90],
+            &[1, 32, 64],
+            &[2, 64, 128],
+            5,
+        )
+    });
+    run::<u8>(&Case {
+        fill: 3.0,
+        codec: Codec::blosc_zstd(5).with_shuffle(BloscShuffle::BitShuffle),
+        crc32c: false,
+        ..Case::new(
+            "r3_u8_blosc_zstd5_bitshuffle",
+            &[0, 70, 90],
+            &[2, 32, 64],
+            &[2, 64, 128],
+            5,
         )
     });
 }

@@ -2,7 +2,7 @@
 //! `<name>/.zattrs`, built from a sharded v3 array's `zarr.json`.
 
 use serde_json::{Map, Value, json};
-use zarrstream::{ArraySpec, Codec, DataType};
+use zarrstream::{ArraySpec, BloscShuffle, Codec, DataType};
 
 use super::RefsError;
 
@@ -77,11 +77,21 @@ fn numcodec(spec: &ArraySpec) -> Result<Option<Value>, RefsError> {
     Ok(match spec.codec() {
         Codec::None => None,
         Codec::Zstd { level, .. } => Some(json!({"id": "zstd", "level": level})),
-        // Byte shuffle (1), like the writer; the Blosc1 header is self-describing, so
-        // decoding depends on none of these values.
-        Codec::Blosc { clevel, .. } => Some(json!({
-            "id": "blosc", "cname": "lz4", "clevel": clevel, "shuffle": 1, "blocksize": 0
-        })),
+        // numcodecs' shuffle ids (0 none, 1 byte, 2 bit), as the writer chose; the Blosc1
+        // header is self-describing, so decoding depends on none of these values.
+        Codec::Blosc {
+            compressor, clevel, ..
+        } => {
+            let shuffle = match spec.codec().blosc_shuffle(spec.dtype()) {
+                Some(BloscShuffle::NoShuffle) => 0,
+                Some(BloscShuffle::BitShuffle) => 2,
+                _ => 1,
+            };
+            Some(json!({
+                "id": "blosc", "cname": compressor.cname(), "clevel": clevel,
+                "shuffle": shuffle, "blocksize": 0
+            }))
+        }
         other => return Err(RefsError::Unsupported(format!("codec {other}"))),
     })
 }
@@ -177,5 +187,29 @@ mod tests {
         }
         let z = zarray(&spec(Codec::none(), false), &json!(0), Crc32cShown::Absent).unwrap();
         assert_eq!(z["compressor"], Value::Null);
+    }
+
+    #[test]
+    fn blosc_names_its_compressor_and_shuffle() {
+        let bits = Codec::blosc_zstd(3).with_shuffle(BloscShuffle::BitShuffle);
+        for (codec, cname, clevel, shuffle) in [
+            (Codec::blosc_lz4(1), "lz4", 1, 1),
+            (Codec::blosc_zstd(3), "zstd", 3, 1),
+            (bits, "zstd", 3, 2),
+            (
+                Codec::blosc_lz4(5).with_shuffle(BloscShuffle::NoShuffle),
+                "lz4",
+                5,
+                0,
+            ),
+        ] {
+            let z = zarray(&spec(codec, false), &json!(0), Crc32cShown::Absent).unwrap();
+            assert_eq!(
+                z["compressor"],
+                json!({"id": "blosc", "cname": cname, "clevel": clevel,
+                       "shuffle": shuffle, "blocksize": 0}),
+                "{codec}"
+            );
+        }
     }
 }

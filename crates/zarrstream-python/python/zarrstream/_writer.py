@@ -461,7 +461,10 @@ class Writer(_Lifecycle):
         dtype: A numpy dtype or its name: int8, uint8, int16, uint16, int32, uint32,
                 int64, uint64, float32, float64 (:data:`DTYPES`).
         codec: As ``record --codec`` spells it: ``"lz4:1"`` (Blosc1 LZ4 with byte
-            shuffle, level 1), ``"zstd:3"``, ``"none"``.
+            shuffle, level 1), ``"blosc-zstd:3"`` (Blosc1 with zstd inside, as
+            ome-writers names it), ``"zstd:3"``, ``"none"``; a Blosc codec may end in
+            ``":bitshuffle"``, ``":noshuffle"`` or ``":shuffle"`` (the default, which a
+            ``uint8`` array refuses as doing nothing: ``ValueError``).
         fill_value: The value of chunks never written (and of dropped frames).
         dimension_names: One name per axis (``("t", "c", "y", "x")``).
         crc32c: Whether each chunk carries a crc32c checksum.

@@ -22,8 +22,8 @@ encoding workers and one memory budget however many positions there are.
 
 Frames are written in the order they arrive, so the backend refuses (through
 ``is_incompatible``, which makes ``"auto"`` fall through to the next backend) a storage
-order that differs from the acquisition order, element types zarrstream does not write
-and ``"blosc-zstd"`` compression.
+order that differs from the acquisition order and element types zarrstream does not
+write.
 
 Only ome-writers 0.3.x is supported: the registration reaches into its registry and
 pydantic schema, which are internal and change between minor versions.
@@ -80,10 +80,16 @@ __all__ = [
 #: The name ome-writers knows this backend by (``format="zarrstream"``).
 BACKEND_NAME = "zarrstream"
 
-#: ome-writers' compression names -> zarrstream codecs. ``blosc-lz4`` takes the level
-#: ome-writers' acquire-zarr backend (and yaozarrs) use; ``zstd`` the level of yaozarrs'
-#: plain ``ZstdCodec``.
-CODECS: dict[str, str] = {"none": "none", "blosc-lz4": "lz4:5", "zstd": "zstd:3"}
+#: ome-writers' compression names -> zarrstream codecs. ``blosc-lz4`` and ``blosc-zstd``
+#: take the levels (5 and 3, byte shuffle) ome-writers' acquire-zarr backend and yaozarrs
+#: use, so every backend writes the same codec; ``zstd`` the level of yaozarrs' plain
+#: ``ZstdCodec``.
+CODECS: dict[str, str] = {
+    "none": "none",
+    "blosc-lz4": "lz4:5",
+    "blosc-zstd": "blosc-zstd:3",
+    "zstd": "zstd:3",
+}
 
 
 # -----------------------------------------------------------------------------------
@@ -292,14 +298,9 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         name = compression or "none"
         if name in CODECS:
             return CODECS[name]
-        if name == "blosc-zstd":
-            raise ValueError(
-                "Blosc-wrapped zstd compression ('blosc-zstd') is not supported by "
-                "zarrstream yet. Use 'blosc-lz4' or standalone 'zstd' instead."
-            )
         raise ValueError(
-            f"Compression {name!r} is not supported by zarrstream. Use 'blosc-lz4', "
-            "'zstd' or 'none' instead."
+            f"Compression {name!r} is not supported by zarrstream. Use 'blosc-zstd', "
+            "'blosc-lz4', 'zstd' or 'none' instead."
         )
 
     def is_incompatible(self, settings: AcquisitionSettings) -> Literal[False] | str:

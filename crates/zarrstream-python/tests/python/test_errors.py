@@ -31,6 +31,13 @@ SMALL = dict(shape=(None, 16, 16), chunks=(1, 16, 16), shards=(2, 16, 16))
         (dict(shape=(None, 16, 16), chunks=(1, 16), shards=(2, 16, 16)), "entries"),
         (dict(SMALL, codec="lz5:1"), "codec"),
         (dict(SMALL, codec="zstd:99"), "out of range"),
+        (dict(SMALL, codec="blosc-zstd:10"), "blosc level 10 is out of range"),
+        (dict(SMALL, codec="blosc-zstd:3:bits"), "is not a codec"),
+        # A byte shuffle of 1-byte elements does nothing: asked for, it is refused.
+        (dict(SMALL, dtype="uint8", codec="blosc-zstd:3:shuffle"),
+         "blosc-zstd with shuffle does not fit uint8"),
+        (dict(SMALL, dtype="uint8", codec="lz4:1:shuffle"),
+         "blosc-lz4 with shuffle does not fit uint8"),
         (dict(SMALL, dtype="float16"), "not supported"),
         (dict(SMALL, dtype="int64", fill_value=2**63), "fill value"),
         (dict(SMALL, dtype="uint64", fill_value=2**53 + 1), "fill value"),

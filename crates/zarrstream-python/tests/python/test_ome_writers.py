@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import ome_writers as ow
+import tensorstore as ts
 import zarr
 import ome_zarr_models
 
@@ -311,6 +312,8 @@ def test_chunks_and_shards(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("compression,expected", [
     ("blosc-lz4", {"name": "blosc", "cname": "lz4", "clevel": 5, "shuffle": "shuffle"}),
+    ("blosc-zstd", {"name": "blosc", "cname": "zstd", "clevel": 3, "shuffle": "shuffle",
+                    "typesize": 4}),
     ("zstd", {"name": "zstd", "level": 3}),
     ("none", None),
     (None, None),
@@ -339,27 +342,40 @@ def test_compression(tmp_path: Path, compression: str | None,
     np.testing.assert_array_equal(zarr.open_array(root / "0", mode="r")[...], frames)
 
 
-def test_blosc_zstd_is_refused_and_auto_falls_back(tmp_path: Path) -> None:
-    dims = dims_from_standard_axes({"t": 2, "y": 16, "x": 16})
-    explicit = AcquisitionSettings(root_path=tmp_path / "x.ome.zarr", dimensions=dims,
-                                   dtype="uint16", compression="blosc-zstd",
-                                   format="zarrstream")
-    reason = zo.ZarrstreamBackend().is_incompatible(explicit)
-    assert reason and "'blosc-zstd'" in reason and "not supported by zarrstream" in reason
-    with pytest.raises(NotImplementedError, match="blosc-zstd.*not supported by zarrstream"):
-        create_stream(explicit)
+def test_blosc_zstd_is_written_and_auto_picks_zarrstream(tmp_path: Path) -> None:
+    """ome-writers' "blosc-zstd" (its default for the other Zarr backends) is
+    zarrstream's blosc-zstd:3 with byte shuffle, as acquire-zarr and yaozarrs write it:
+    accepted by name and by "auto", read back by zarr-python and tensorstore."""
+    dims = dims_from_standard_axes({"t": 4, "c": 2, "y": 48, "x": 40})
+    backend = zo.ZarrstreamBackend()
+    assert zo.ZarrstreamBackend.codec_for("blosc-zstd") == "blosc-zstd:3"
+    frames = frames_for(8, (48, 40))
+    for fmt in ("zarrstream", "auto"):
+        settings = AcquisitionSettings(root_path=tmp_path / f"{fmt}.ome.zarr",
+                                       dimensions=dims, dtype="uint16",
+                                       compression="blosc-zstd", format=fmt)
+        assert backend.is_incompatible(settings) is False
+        with create_stream(settings) as stream:
+            assert isinstance(stream._backend, zo.ZarrstreamBackend)
+            for f in frames:
+                stream.append(f)
+        root = Path(settings.output_path)
+        doc = assert_zarrstream_array(root / "0", 8)
+        (blosc,) = [c for c in inner_codecs(doc) if c["name"] == "blosc"]
+        assert blosc["configuration"] == {"cname": "zstd", "clevel": 3, "shuffle": "shuffle",
+                                          "typesize": 2, "blocksize": 0}
+        want = frames.reshape(4, 2, 48, 40)
+        np.testing.assert_array_equal(zarr.open_array(root / "0", mode="r")[...], want)
+        store = ts.open({"driver": "zarr3",
+                         "kvstore": {"driver": "file", "path": str(root / "0")}},
+                        read=True).result()
+        np.testing.assert_array_equal(store.read().result(), want)
 
-    auto = AcquisitionSettings(root_path=tmp_path / "a.ome.zarr", dimensions=dims,
-                               dtype="uint16", compression="blosc-zstd")
-    frames = frames_for(2, (16, 16))
-    with create_stream(auto) as stream:
-        assert not isinstance(stream._backend, zo.ZarrstreamBackend)
-        assert type(stream._backend).__name__ == "TensorstoreBackend"
-        for f in frames:
-            stream.append(f)
-    root = Path(auto.output_path)
-    assert "zarrstream" not in array_json(root / "0").get("attributes", {})
-    np.testing.assert_array_equal(zarr.open_array(root / "0", mode="r")[...], frames)
+
+def test_unknown_compression_is_refused_with_the_choices() -> None:
+    with pytest.raises(ValueError, match="'lzw' is not supported by zarrstream. "
+                       "Use 'blosc-zstd', 'blosc-lz4', 'zstd' or 'none'"):
+        zo.ZarrstreamBackend.codec_for("lzw")
 
 
 @pytest.mark.parametrize("case,dims,dtype,match", [

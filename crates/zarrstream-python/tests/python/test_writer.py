@@ -17,7 +17,8 @@ from conftest import frames_of
 
 import zarrstream
 
-CODECS = ["none", "lz4:1", "blosc-lz4:5", "zstd:3"]
+CODECS = ["none", "lz4:1", "blosc-lz4:5", "zstd:3", "blosc-zstd:3",
+          "blosc-zstd:1:bitshuffle"]
 
 
 def read_zarr(path: Path) -> np.ndarray:

@@ -351,18 +351,31 @@ impl Args {
 /// c-blosc 1.x (the `blosc-src` dev-dependency) compressing `src` with lz4 + byte shuffle
 /// for 2-byte elements at `clevel`, single-threaded; returns the frame length (0 = error).
 pub(crate) fn c_blosc_lz4(src: &[u8], dst: &mut [u8], clevel: i32) -> usize {
-    let lz4 = std::ffi::CString::new("lz4").unwrap_or_default();
-    // SAFETY: src and dst are valid for their lengths; c-blosc writes at most destsize.
+    c_blosc(src, dst, c"lz4", clevel, 1)
+}
+
+/// c-blosc 1.x compressing `src` (2-byte elements) with compressor `cname` at `clevel`
+/// and `shuffle` (0 none, 1 byte, 2 bit), single-threaded; the frame length (0 = error).
+#[allow(dead_code)] // each bench binary compiles this module; not all of them use it
+pub(crate) fn c_blosc(
+    src: &[u8],
+    dst: &mut [u8],
+    cname: &std::ffi::CStr,
+    clevel: i32,
+    shuffle: i32,
+) -> usize {
+    // SAFETY: src and dst are valid for their lengths; c-blosc writes at most destsize;
+    // cname is NUL-terminated.
     let n = unsafe {
         blosc_src::blosc_compress_ctx(
             clevel,
-            1,
+            shuffle,
             2,
             src.len(),
             src.as_ptr().cast(),
             dst.as_mut_ptr().cast(),
             dst.len(),
-            lz4.as_ptr(),
+            cname.as_ptr(),
             0,
             1,
         )

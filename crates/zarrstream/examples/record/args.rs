@@ -36,8 +36,11 @@ ARRAY:
                             frame and about 2^27 elements per shard]
     --dtype T               i8 | u8 | i16 | u16 | i32 | u32 | i64 | u64 | f32 | f64
                             [default: u16]
-    --codec C               none | zstd[:LEVEL] | lz4[:CLEVEL] [default: lz4:1]
-                            (lz4 = blosc-lz4: blosc with cname lz4 and byte shuffle)
+    --codec C               none | zstd[:LEVEL] | lz4[:CLEVEL[:SHUFFLE]] |
+                            blosc-zstd[:CLEVEL[:SHUFFLE]] [default: lz4:1]
+                            (lz4 = blosc-lz4: blosc with cname lz4; blosc-zstd: cname
+                            zstd, as ome-writers names it; SHUFFLE: shuffle (byte, the
+                            default), bitshuffle or noshuffle)
     --no-crc32c             leave out the per-chunk crc32c codec (on by default)
     --index-location L      end | start [default: end]
     --fill-value V          fill value, representable in --dtype [default: 0]
@@ -371,7 +374,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                     Ok(c) => c,
                     Err(_) => {
                         return usage(format!(
-                            "--codec '{v}': expected none, zstd, zstd:LEVEL (-131072..=22), lz4 or lz4:CLEVEL (0..=9)"
+                            "--codec '{v}': expected none, zstd, zstd:LEVEL (-131072..=22), lz4, lz4:CLEVEL (0..=9), \
+                             blosc-zstd or blosc-zstd:CLEVEL, each blosc one optionally with :shuffle, :bitshuffle \
+                             or :noshuffle"
                         ));
                     }
                 }
@@ -795,6 +800,25 @@ mod tests {
     }
 
     #[test]
+    fn codecs_in_every_spelling() {
+        use zarrstream::BloscShuffle;
+        assert_eq!(
+            run(&["--codec", "blosc-zstd:5"]).codec,
+            Codec::blosc_zstd(5)
+        );
+        assert_eq!(run(&["--codec", "blosc-zstd"]).codec, Codec::blosc_zstd(1));
+        assert_eq!(
+            run(&["--codec", "blosc-zstd:3:bitshuffle"]).codec,
+            Codec::blosc_zstd(3).with_shuffle(BloscShuffle::BitShuffle)
+        );
+        assert_eq!(
+            run(&["--codec", "lz4:1:noshuffle"]).codec,
+            Codec::blosc_lz4(1).with_shuffle(BloscShuffle::NoShuffle)
+        );
+        assert_eq!(run(&["--codec", "zstd:3"]).codec, Codec::zstd(3));
+    }
+
+    #[test]
     fn errors_are_clear() {
         let err = |a: &[&str]| match parse(a.iter().map(|s| s.to_string())) {
             Err(e) => e.0,
@@ -803,6 +827,7 @@ mod tests {
         assert!(err(&["--frobnicate"]).contains("unknown option --frobnicate"));
         assert!(err(&["--frames"]).contains("needs a value"));
         assert!(err(&["--codec", "gzip"]).contains("expected none"));
+        assert!(err(&["--codec", "blosc-zstd:3:bits"]).contains("blosc-zstd:CLEVEL"));
         assert!(err(&["--shape", "0,0,4"]).contains("axis 1 is 0"));
         assert!(err(&["--chunk", "1,512"]).contains("has 2 entries"));
         assert!(

@@ -1,7 +1,7 @@
 //! The per-thread chunk encoder: compression contexts, scratch space and the optional
 //! crc32c trailer.
 
-use super::{Codec, blosc, raw, zstd};
+use super::{BloscCompressor, BloscShuffle, Codec, blosc, raw, zstd};
 use crate::error::Error;
 use crate::tile::ChunkSource;
 
@@ -47,6 +47,8 @@ pub struct ChunkEncoder {
     checksum: Checksum,
     zstd: Option<zstd::ZstdEncoder>,
     scratch: Vec<u8>,
+    blosc_scratch: blosc::Scratch,
+    blosc_shuffle: BloscShuffle,
     lz4_acceleration: Option<i32>,
 }
 
@@ -64,6 +66,11 @@ impl ChunkEncoder {
         }
         let zstd = match codec {
             Codec::Zstd { level, checksum } => Some(zstd::ZstdEncoder::new(level, checksum)?),
+            Codec::Blosc {
+                compressor: BloscCompressor::Zstd,
+                clevel,
+                ..
+            } => Some(zstd::ZstdEncoder::for_blosc(blosc::zstd_level(clevel))?),
             _ => None,
         };
         Ok(ChunkEncoder {
@@ -72,14 +79,22 @@ impl ChunkEncoder {
             checksum,
             zstd,
             scratch: Vec::new(),
+            blosc_scratch: blosc::Scratch::default(),
+            blosc_shuffle: match codec {
+                Codec::Blosc {
+                    shuffle: Some(s), ..
+                } => s,
+                _ => BloscShuffle::default_for_size(typesize),
+            },
             lz4_acceleration: None,
         })
     }
 
-    /// Compresses the LZ4 blocks of [`Codec::Blosc`] with LZ4 acceleration `accel` (≥ 1) instead of the one
-    /// c-blosc uses at the codec's `clevel` (`10 - clevel`). The frames stay standard
-    /// Blosc1 that every reader decodes; only speed and compression ratio change (higher
-    /// is faster and compresses less). No effect on other codecs.
+    /// Compresses the LZ4 blocks of [`Codec::Blosc`] with LZ4 acceleration `accel` (≥ 1)
+    /// instead of the one c-blosc uses at the codec's `clevel` (`10 - clevel`). The frames
+    /// stay standard Blosc1 that every reader decodes; only speed and compression ratio
+    /// change (higher is faster and compresses less). No effect on other codecs (nor on
+    /// Blosc with zstd).
     ///
     /// ```
     /// use zarrstream::{Checksum, ChunkEncoder, Codec};
@@ -97,7 +112,9 @@ impl ChunkEncoder {
     /// Bytes this encoder holds now: its scratch and its compression context (zstd's
     /// own figure for its context). For the writer's memory count.
     pub(crate) fn held_bytes(&self) -> usize {
-        self.scratch.capacity() + self.zstd.as_ref().map_or(0, zstd::ZstdEncoder::held_bytes)
+        self.scratch.capacity()
+            + self.blosc_scratch.held_bytes()
+            + self.zstd.as_ref().map_or(0, zstd::ZstdEncoder::held_bytes)
     }
 
     /// Slot size needed for a chunk of `raw` bytes, crc32c included.
@@ -162,12 +179,26 @@ impl ChunkEncoder {
                 Some(z) => z.encode(src, &mut self.scratch, out)?,
                 None => return Err(Error::Internal("zstd encoder missing".into())),
             },
-            Codec::Blosc { clevel, .. } => {
-                let accel = self
-                    .lz4_acceleration
-                    .unwrap_or_else(|| blosc::acceleration(clevel));
-                let scratch = &mut self.scratch;
-                blosc::encode(src, self.typesize, clevel, accel, scratch, out, read)
+            Codec::Blosc {
+                compressor, clevel, ..
+            } => {
+                let mut streams = match (compressor, &mut self.zstd) {
+                    (BloscCompressor::Zstd, Some(z)) => blosc::Streams::Zstd(z),
+                    (BloscCompressor::Zstd, None) => {
+                        return Err(Error::Internal("blosc zstd context missing".into()));
+                    }
+                    _ => blosc::Streams::Lz4(
+                        self.lz4_acceleration
+                            .unwrap_or_else(|| blosc::acceleration(clevel)),
+                    ),
+                };
+                let params = blosc::Params {
+                    typesize: self.typesize,
+                    clevel,
+                    shuffle: self.blosc_shuffle,
+                };
+                let scratch = &mut self.blosc_scratch;
+                blosc::encode(src, params, &mut streams, scratch, out, read)
             }
         };
         if self.checksum == Checksum::Crc32c {

@@ -5,7 +5,7 @@ pub mod blosc;
 mod encoder;
 mod name;
 mod raw;
-mod shuffle;
+pub(crate) mod shuffle;
 mod zstd;
 
 use serde_json::{Value, json};
@@ -17,15 +17,18 @@ use crate::error::SpecError;
 
 /// The inner codec of every chunk.
 ///
-/// Its text form (`none`, `zstd:3`, `blosc-lz4:1`) parses with [`str::parse`] and is
-/// what [`Display`](std::fmt::Display) prints:
+/// Its text form (`none`, `zstd:3`, `blosc-lz4:1`, `blosc-zstd:3:bitshuffle`) parses
+/// with [`str::parse`] and is what [`Display`](std::fmt::Display) prints:
 ///
 /// ```
-/// use zarrstream::Codec;
+/// use zarrstream::{BloscCompressor, BloscShuffle, Codec};
 /// assert_eq!("blosc-lz4:1".parse::<Codec>()?, Codec::blosc_lz4(1));
 /// assert_eq!("lz4:1".parse::<Codec>()?, Codec::blosc_lz4(1)); // an alias
 /// assert_eq!(Codec::blosc_lz4(1).to_string(), "blosc-lz4:1");
 /// assert_eq!("zstd".parse::<Codec>()?, Codec::zstd(1));
+/// let bits = Codec::blosc_zstd(5).with_shuffle(BloscShuffle::BitShuffle);
+/// assert_eq!(bits.to_string(), "blosc-zstd:5:bitshuffle");
+/// assert_eq!("blosc-zstd:5:bitshuffle".parse::<Codec>()?, bits);
 /// # Ok::<(), zarrstream::ParseError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,14 +43,19 @@ pub enum Codec {
         /// Whether the frame carries zstd's own content checksum.
         checksum: bool,
     },
-    /// The `blosc` codec with byte shuffle, in a Blosc1 container that every Blosc
-    /// reader decodes.
+    /// The `blosc` codec: a Blosc1 container, which every Blosc reader decodes, around
+    /// LZ4 or zstd blocks, with a byte or bit shuffle (or none) before compression.
     Blosc {
         /// The compressor inside the Blosc container (`cname`).
         compressor: BloscCompressor,
         /// Blosc compression level 0..=9 (0 stores the data uncompressed); it picks the
-        /// block size the way c-blosc does.
+        /// block size (and zstd's level) the way c-blosc does.
         clevel: u8,
+        /// The shuffle before compression; `None` is the default for the element size,
+        /// [`BloscShuffle::default_for`] (byte shuffle). An explicit shuffle that does
+        /// nothing for the element size is refused by the spec builder
+        /// ([`SpecError::ShuffleDoesNotFit`]).
+        shuffle: Option<BloscShuffle>,
     },
 }
 
@@ -55,8 +63,11 @@ pub enum Codec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum BloscCompressor {
-    /// LZ4 (`cname: "lz4"`).
+    /// LZ4 (`cname: "lz4"`), at c-blosc's acceleration `10 - clevel`.
     Lz4,
+    /// zstd (`cname: "zstd"`), at c-blosc's zstd level for the clevel
+    /// (`2 clevel - 1`, 22 at clevel 9).
+    Zstd,
 }
 
 impl BloscCompressor {
@@ -64,6 +75,71 @@ impl BloscCompressor {
     pub const fn cname(self) -> &'static str {
         match self {
             BloscCompressor::Lz4 => "lz4",
+            BloscCompressor::Zstd => "zstd",
+        }
+    }
+}
+
+/// The shuffle a [`Codec::Blosc`] container applies to each block before compressing
+/// it (the `shuffle` of the `blosc` codec's configuration).
+///
+/// ```
+/// use zarrstream::{BloscShuffle, DataType};
+/// assert_eq!(BloscShuffle::default_for(DataType::UInt16), BloscShuffle::Shuffle);
+/// assert!(!BloscShuffle::Shuffle.fits(DataType::UInt8));
+/// assert!(BloscShuffle::BitShuffle.fits(DataType::UInt8));
+/// assert_eq!("bitshuffle".parse::<BloscShuffle>()?, BloscShuffle::BitShuffle);
+/// # Ok::<(), zarrstream::ParseError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BloscShuffle {
+    /// No shuffle (`noshuffle`).
+    NoShuffle,
+    /// Byte shuffle (`shuffle`): byte `j` of every element together, for each `j`.
+    /// It groups the slowly varying high bytes of camera data, so they compress well.
+    Shuffle,
+    /// Bit shuffle (`bitshuffle`): bit `b` of byte `j` of every element together. Often
+    /// smaller than byte shuffle on noisy data, at a higher cost per byte.
+    BitShuffle,
+}
+
+impl BloscShuffle {
+    /// The name written into the `blosc` codec's configuration and used in text forms.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BloscShuffle::NoShuffle => "noshuffle",
+            BloscShuffle::Shuffle => "shuffle",
+            BloscShuffle::BitShuffle => "bitshuffle",
+        }
+    }
+
+    /// The shuffle of a [`Codec::Blosc`] whose `shuffle` is `None`: byte shuffle.
+    ///
+    /// For 1-byte elements byte shuffle changes nothing; it stays the default there
+    /// because that is what this library has always written (`"shuffle": "shuffle"`),
+    /// so arrays written before keep the same codec when resumed.
+    pub const fn default_for(dtype: DataType) -> BloscShuffle {
+        Self::default_for_size(dtype.size())
+    }
+
+    /// [`default_for`](Self::default_for) by element size, for encoders built from one.
+    pub(crate) const fn default_for_size(_typesize: usize) -> BloscShuffle {
+        BloscShuffle::Shuffle
+    }
+
+    /// Whether this shuffle does something for elements of `dtype`: byte shuffle needs
+    /// elements of 2 bytes or more; bit shuffle and no shuffle fit every size.
+    pub const fn fits(self, dtype: DataType) -> bool {
+        !matches!(self, BloscShuffle::Shuffle) || dtype.size() > 1
+    }
+
+    /// The `flags` bits of a Blosc1 header.
+    pub(crate) const fn flag(self) -> u8 {
+        match self {
+            BloscShuffle::NoShuffle => 0,
+            BloscShuffle::Shuffle => blosc::FLAG_SHUFFLE,
+            BloscShuffle::BitShuffle => blosc::FLAG_BITSHUFFLE,
         }
     }
 }
@@ -80,15 +156,75 @@ impl Codec {
             checksum: false,
         }
     }
-    /// Blosc with LZ4 and byte shuffle at `clevel` (0..=9).
+    /// Blosc with LZ4 at `clevel` (0..=9), with the default shuffle (byte shuffle).
     pub const fn blosc_lz4(clevel: u8) -> Self {
         Codec::Blosc {
             compressor: BloscCompressor::Lz4,
             clevel,
+            shuffle: None,
+        }
+    }
+    /// Blosc with zstd at `clevel` (0..=9), with the default shuffle (byte shuffle).
+    /// c-blosc maps `clevel` to zstd level `2 clevel - 1` (22 at clevel 9) and uses
+    /// blocks twice the size LZ4 gets.
+    ///
+    /// ```
+    /// use zarrstream::Codec;
+    /// assert_eq!("blosc-zstd:3".parse::<Codec>()?, Codec::blosc_zstd(3));
+    /// # Ok::<(), zarrstream::ParseError>(())
+    /// ```
+    pub const fn blosc_zstd(clevel: u8) -> Self {
+        Codec::Blosc {
+            compressor: BloscCompressor::Zstd,
+            clevel,
+            shuffle: None,
+        }
+    }
+    /// This Blosc codec with an explicit `shuffle`; other codecs are returned unchanged.
+    pub const fn with_shuffle(self, shuffle: BloscShuffle) -> Self {
+        match self {
+            Codec::Blosc {
+                compressor, clevel, ..
+            } => Codec::Blosc {
+                compressor,
+                clevel,
+                shuffle: Some(shuffle),
+            },
+            other => other,
         }
     }
 
-    pub(crate) fn validate(self) -> Result<(), SpecError> {
+    /// The shuffle a Blosc codec applies to elements of `dtype` (the explicit one, or
+    /// [`BloscShuffle::default_for`]); `None` for other codecs.
+    pub const fn blosc_shuffle(self, dtype: DataType) -> Option<BloscShuffle> {
+        match self {
+            Codec::Blosc {
+                shuffle: Some(s), ..
+            } => Some(s),
+            Codec::Blosc { shuffle: None, .. } => Some(BloscShuffle::default_for(dtype)),
+            _ => None,
+        }
+    }
+
+    /// The codec as it acts on elements of `dtype`, with a shuffle equal to the default
+    /// spelled as the default: two codecs that write the same `zarr.json` compare equal
+    /// after this (a resumed array is compared so).
+    pub(crate) fn canonical(self, dtype: DataType) -> Self {
+        match self {
+            Codec::Blosc {
+                compressor,
+                clevel,
+                shuffle: Some(s),
+            } if s == BloscShuffle::default_for(dtype) => Codec::Blosc {
+                compressor,
+                clevel,
+                shuffle: None,
+            },
+            other => other,
+        }
+    }
+
+    pub(crate) fn validate(self, dtype: DataType) -> Result<(), SpecError> {
         match self {
             Codec::None => Ok(()),
             Codec::Zstd { level, .. } => {
@@ -104,13 +240,22 @@ impl Codec {
                     })
                 }
             }
-            Codec::Blosc { clevel, .. } if clevel <= 9 => Ok(()),
-            Codec::Blosc { clevel, .. } => Err(SpecError::LevelOutOfRange {
+            Codec::Blosc { clevel, .. } if clevel > 9 => Err(SpecError::LevelOutOfRange {
                 codec: "blosc",
                 level: i32::from(clevel),
                 min: 0,
                 max: 9,
             }),
+            Codec::Blosc {
+                compressor,
+                shuffle: Some(shuffle),
+                ..
+            } if !shuffle.fits(dtype) => Err(SpecError::ShuffleDoesNotFit {
+                compressor,
+                shuffle,
+                dtype,
+            }),
+            Codec::Blosc { .. } => Ok(()),
         }
     }
 
@@ -133,14 +278,16 @@ impl Codec {
         }
     }
 
-    /// Short name for reports (`none`, `zstd:1`, `lz4:1`): the spelling of the `record`
-    /// example's `--codec`, which also parses. [`Display`](std::fmt::Display) gives the
-    /// canonical name (`blosc-lz4:1`).
+    /// Short name for reports (`none`, `zstd:1`, `lz4:1`, `blosc-zstd:3`): the spelling
+    /// of the `record` example's `--codec`, which also parses. [`Display`](std::fmt::Display)
+    /// gives the canonical name (`blosc-lz4:1`).
     pub fn label(self) -> String {
         match self {
-            Codec::None => "none".into(),
-            Codec::Zstd { level, .. } => format!("zstd:{level}"),
-            Codec::Blosc { compressor, clevel } => format!("{}:{clevel}", compressor.cname()),
+            Codec::Blosc {
+                compressor: BloscCompressor::Lz4,
+                ..
+            } => self.to_string().replacen("blosc-", "", 1),
+            _ => self.to_string(),
         }
     }
 
@@ -153,9 +300,15 @@ impl Codec {
             Codec::Zstd { level, checksum } => {
                 v.push(json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}));
             }
-            Codec::Blosc { compressor, clevel } => {
+            Codec::Blosc {
+                compressor, clevel, ..
+            } => {
+                let shuffle = self
+                    .blosc_shuffle(dtype)
+                    .unwrap_or(BloscShuffle::Shuffle)
+                    .name();
                 v.push(json!({"name": "blosc", "configuration": {
-                "cname": compressor.cname(), "clevel": clevel, "shuffle": "shuffle",
+                "cname": compressor.cname(), "clevel": clevel, "shuffle": shuffle,
                 "typesize": dtype.size(), "blocksize": 0}}))
             }
         }
@@ -203,8 +356,78 @@ mod tests {
     }
 
     #[test]
+    fn zstd_and_shuffles_in_metadata() {
+        let c = Codec::blosc_zstd(3).zarr_codecs(DataType::UInt8, false);
+        assert_eq!(
+            c[1],
+            json!({"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3,
+                   "shuffle": "shuffle", "typesize": 1, "blocksize": 0}})
+        );
+        for (s, name) in [
+            (BloscShuffle::NoShuffle, "noshuffle"),
+            (BloscShuffle::Shuffle, "shuffle"),
+            (BloscShuffle::BitShuffle, "bitshuffle"),
+        ] {
+            let c = Codec::blosc_lz4(1)
+                .with_shuffle(s)
+                .zarr_codecs(DataType::UInt32, false);
+            assert_eq!(c[1]["configuration"]["shuffle"], json!(name));
+            assert_eq!(c[1]["configuration"]["typesize"], json!(4));
+        }
+    }
+
+    #[test]
+    fn shuffles_that_do_nothing_are_refused() {
+        let explicit = Codec::blosc_zstd(1).with_shuffle(BloscShuffle::Shuffle);
+        assert_eq!(
+            explicit.validate(DataType::UInt8),
+            Err(SpecError::ShuffleDoesNotFit {
+                compressor: BloscCompressor::Zstd,
+                shuffle: BloscShuffle::Shuffle,
+                dtype: DataType::UInt8
+            })
+        );
+        assert_eq!(explicit.validate(DataType::UInt16), Ok(()));
+        assert_eq!(Codec::blosc_zstd(1).validate(DataType::UInt8), Ok(()));
+        for s in [BloscShuffle::NoShuffle, BloscShuffle::BitShuffle] {
+            assert_eq!(
+                Codec::blosc_lz4(1)
+                    .with_shuffle(s)
+                    .validate(DataType::UInt8),
+                Ok(())
+            );
+        }
+        // The level is checked first.
+        assert!(matches!(
+            Codec::blosc_zstd(10)
+                .with_shuffle(BloscShuffle::Shuffle)
+                .validate(DataType::UInt8),
+            Err(SpecError::LevelOutOfRange { .. })
+        ));
+    }
+
+    #[test]
+    fn canonical_spells_the_default_shuffle_as_none() {
+        let explicit = Codec::blosc_zstd(1).with_shuffle(BloscShuffle::Shuffle);
+        assert_eq!(explicit.canonical(DataType::UInt16), Codec::blosc_zstd(1));
+        let bits = Codec::blosc_zstd(1).with_shuffle(BloscShuffle::BitShuffle);
+        assert_eq!(bits.canonical(DataType::UInt16), bits);
+        assert_eq!(
+            Codec::zstd(1).with_shuffle(BloscShuffle::BitShuffle),
+            Codec::zstd(1)
+        );
+    }
+
+    #[test]
     fn labels_keep_the_short_spelling() {
         assert_eq!(Codec::blosc_lz4(1).label(), "lz4:1");
+        assert_eq!(
+            Codec::blosc_lz4(1)
+                .with_shuffle(BloscShuffle::NoShuffle)
+                .label(),
+            "lz4:1:noshuffle"
+        );
+        assert_eq!(Codec::blosc_zstd(3).label(), "blosc-zstd:3");
         assert_eq!(Codec::zstd(-5).label(), "zstd:-5");
         assert_eq!(Codec::none().label(), "none");
     }

@@ -51,6 +51,21 @@ impl ZstdEncoder {
         Ok(enc.held_bytes())
     }
 
+    /// A context for the zstd blocks of a Blosc frame: `level`, and otherwise zstd's
+    /// defaults (content size in the header, no checksum), which is what c-blosc's
+    /// `ZSTD_compress` call writes.
+    pub(crate) fn for_blosc(level: i32) -> Result<Self, Error> {
+        let mut ctx = CCtx::try_create().ok_or_else(|| err(usize::MAX))?;
+        ctx.set_parameter(CParameter::CompressionLevel(level))
+            .map_err(err)?;
+        Ok(ZstdEncoder { ctx })
+    }
+
+    /// One frame of `src` into `dst`; `None` when it does not fit (or zstd fails).
+    pub(crate) fn compress_block(&mut self, src: &[u8], dst: &mut [u8]) -> Option<usize> {
+        self.ctx.compress2(dst, src).ok()
+    }
+
     /// zstd compresses from one contiguous input; a strided tile is gathered into
     /// `scratch` first (zstd's streaming mode would copy it into its window anyway).
     pub(crate) fn encode(

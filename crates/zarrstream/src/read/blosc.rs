@@ -1,5 +1,6 @@
-//! A defensive decoder of Blosc1 frames (format version 2) with the LZ4 compressor:
-//! byte shuffle or none, memcpyed frames, split and unsplit blocks, leftover blocks.
+//! A defensive decoder of Blosc1 frames (format version 2) with the LZ4 or zstd
+//! compressor: byte shuffle, bit shuffle or none, memcpyed frames, split and unsplit
+//! blocks, leftover blocks.
 //! It applies every check c-blosc 1.x makes before decompressing plus the bounds
 //! checks that keep it from panicking on any input, and allocates only after the header
 //! has been validated against the caller's limit.
@@ -10,20 +11,20 @@ const CODEC: &str = "blosc";
 /// `BLOSC_MAX_BUFFERSIZE`: the largest `nbytes` c-blosc 1.x accepts.
 pub use crate::codec::blosc::MAX_NBYTES as MAX_BUFFERSIZE;
 use crate::codec::blosc::{
-    FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_SHUFFLE, HEADER, MAX_SPLITS, MIN_BUFFERSIZE, VERSION,
-    VERSION_LZ4,
+    FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_SHUFFLE, FORMAT_LZ4, FORMAT_ZSTD, HEADER,
+    MAX_SPLITS, MIN_BUFFERSIZE, VERSION, VERSION_LZ4, VERSION_ZSTD,
 };
+use crate::codec::shuffle::{bitunshuffle_block, unshuffle_bytes};
+use zstd::zstd_safe::DCtx;
 /// `BLOSC_MAX_BLOCKSIZE`: the largest block c-blosc 1.x accepts.
 pub const MAX_BLOCKSIZE: usize = 715_827_542;
 
-const FLAG_BITSHUFFLE: u8 = 0x04;
 const FLAG_RESERVED: u8 = 0x08;
-const COMPFORMAT_LZ4: u8 = 1;
 
 /// The validated 16-byte header of a Blosc1 frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// `versionlz` (1 for LZ4; not checked for memcpyed frames).
+    /// `versionlz` (1 for LZ4 and zstd; not checked for memcpyed frames).
     pub versionlz: u8,
     /// The flags byte.
     pub flags: u8,
@@ -45,6 +46,32 @@ impl Header {
     /// Whether blocks were byte-shuffled (acted on only for `typesize > 1`).
     pub fn shuffled(&self) -> bool {
         self.flags & FLAG_SHUFFLE != 0
+    }
+    /// Whether blocks were bit-shuffled (acted on only when no byte shuffle is, and for
+    /// blocks of at least one element).
+    pub fn bitshuffled(&self) -> bool {
+        self.flags & FLAG_BITSHUFFLE != 0
+    }
+}
+
+/// How one frame's streams decode.
+enum Decompressor {
+    Lz4,
+    Zstd(DCtx<'static>),
+}
+
+impl Decompressor {
+    /// Decodes `stream` into all of `dst`, as c-blosc's wrappers do (`LZ4_decompress_safe`,
+    /// `ZSTD_decompress`: the stream must produce exactly `dst.len()` bytes).
+    fn decompress(&mut self, stream: &[u8], dst: &mut [u8]) -> Result<usize, String> {
+        match self {
+            Decompressor::Lz4 => {
+                lz4_flex::block::decompress_into(stream, dst).map_err(|e| format!("lz4: {e}"))
+            }
+            Decompressor::Zstd(ctx) => ctx
+                .decompress(dst, stream)
+                .map_err(|code| format!("zstd: {}", zstd::zstd_safe::get_error_name(code))),
+        }
     }
 }
 
@@ -146,58 +173,70 @@ pub fn decompress(frame: &[u8], max_nbytes: usize) -> Result<Vec<u8>, ReadError>
         }
         return Ok(frame[HEADER..].to_vec());
     }
-    check_supported(&h)?;
+    let mut streams = decompressor(&h)?;
     let (ts, bs, nbytes) = (h.typesize, h.blocksize, h.nbytes);
     let nblocks = nbytes.div_ceil(bs);
     let leftover = nbytes % bs;
     if nblocks > (h.cbytes - HEADER) / 4 {
         return Err(truncated("block offset table"));
     }
+    // c-blosc's `blosc_d`: a byte shuffle for elements above one byte, else a bit shuffle
+    // for blocks of at least one element.
     let unshuffle = h.shuffled() && ts > 1;
+    let unbitshuffle = !unshuffle && h.bitshuffled();
     let mut out = vec![0u8; nbytes];
-    let mut scratch = if unshuffle { vec![0u8; bs] } else { Vec::new() };
+    let mut scratch = if unshuffle || unbitshuffle {
+        vec![0u8; bs]
+    } else {
+        Vec::new()
+    };
+    let mut planes = Vec::new();
     for j in 0..nblocks {
         let is_leftover = j == nblocks - 1 && leftover > 0;
         let bsize = if is_leftover { leftover } else { bs };
         let start = j * bs;
-        let dst = if unshuffle {
+        let bits = unbitshuffle && bsize >= ts;
+        let dst = if unshuffle || bits {
             &mut scratch[..bsize]
         } else {
             &mut out[start..start + bsize]
         };
-        decompress_block(frame, &h, j, is_leftover, dst)?;
+        decompress_block(frame, &h, &mut streams, j, is_leftover, dst)?;
+        let out = &mut out[start..start + bsize];
         if unshuffle {
-            unshuffle_block(&scratch[..bsize], ts, &mut out[start..start + bsize]);
+            // A trailing partial element is copied unchanged.
+            let whole = bsize - bsize % ts;
+            unshuffle_bytes(&scratch[..whole], ts, &mut out[..whole]);
+            out[whole..].copy_from_slice(&scratch[whole..bsize]);
+        } else if bits {
+            bitunshuffle_block(&scratch[..bsize], ts, &mut planes, out);
         }
     }
     Ok(out)
 }
 
-/// Refuses what this reader does not implement: other compressors, other lz4 format
-/// versions, bitshuffle.
-fn check_supported(h: &Header) -> Result<(), ReadError> {
-    if h.flags >> 5 != COMPFORMAT_LZ4 {
-        return Err(ReadError::Unsupported {
+/// The streams' decompressor, or an error for what this reader does not implement:
+/// compressors other than LZ4 and zstd, other format versions of theirs.
+fn decompressor(h: &Header) -> Result<Decompressor, ReadError> {
+    match h.flags >> 5 {
+        FORMAT_LZ4 if h.versionlz == VERSION_LZ4 => Ok(Decompressor::Lz4),
+        FORMAT_LZ4 => Err(invalid("lz4 format version is not 1")),
+        FORMAT_ZSTD if h.versionlz == VERSION_ZSTD => DCtx::try_create()
+            .map(Decompressor::Zstd)
+            .ok_or_else(|| corrupt("zstd: cannot create a decompression context")),
+        FORMAT_ZSTD => Err(invalid("zstd format version is not 1")),
+        _ => Err(ReadError::Unsupported {
             codec: CODEC,
-            what: "compressor other than lz4",
-        });
+            what: "compressor other than lz4 or zstd",
+        }),
     }
-    if h.versionlz != VERSION_LZ4 {
-        return Err(invalid("lz4 format version is not 1"));
-    }
-    if h.flags & FLAG_BITSHUFFLE != 0 && !h.shuffled() {
-        return Err(ReadError::Unsupported {
-            codec: CODEC,
-            what: "bitshuffle",
-        });
-    }
-    Ok(())
 }
 
 /// Decodes block `j` of the frame into `dst` (its size), stream by stream.
 fn decompress_block(
     frame: &[u8],
     h: &Header,
+    streams: &mut Decompressor,
     j: usize,
     is_leftover: bool,
     dst: &mut [u8],
@@ -227,31 +266,19 @@ fn decompress_block(
         if csize == neblock {
             d.copy_from_slice(stream);
         } else {
-            match lz4_flex::block::decompress_into(stream, d) {
+            match streams.decompress(stream, d) {
                 Ok(n) if n == neblock => {}
                 Ok(n) => {
                     return Err(corrupt(format!(
                         "block {j} stream {s}: decoded {n} bytes, expected {neblock}"
                     )));
                 }
-                Err(e) => return Err(corrupt(format!("block {j} stream {s}: lz4: {e}"))),
+                Err(e) => return Err(corrupt(format!("block {j} stream {s}: {e}"))),
             }
         }
         pos += csize;
     }
     Ok(())
-}
-
-/// Inverse byte shuffle of one block: shuffled byte `j n + i` is element `i`'s byte `j`;
-/// a trailing partial element is copied unchanged.
-fn unshuffle_block(src: &[u8], ts: usize, out: &mut [u8]) {
-    let n = src.len() / ts;
-    for (j, plane) in src[..n * ts].chunks_exact(n.max(1)).enumerate().take(ts) {
-        for (i, &b) in plane.iter().enumerate() {
-            out[i * ts + j] = b;
-        }
-    }
-    out[n * ts..].copy_from_slice(&src[n * ts..]);
 }
 
 #[cfg(test)]
@@ -275,13 +302,81 @@ mod tests {
             .collect()
     }
 
-    fn encode(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
-        let mut enc =
-            ChunkEncoder::new(Codec::blosc_lz4(clevel), ts, crate::Checksum::None).unwrap();
+    fn encode_with(codec: Codec, data: &[u8], ts: usize) -> Vec<u8> {
+        let mut enc = ChunkEncoder::new(codec, ts, crate::Checksum::None).unwrap();
         let mut out = vec![0u8; enc.slot_bound(data.len())];
         let n = enc.encode_slice(data, &mut out).unwrap();
         out.truncate(n);
         out
+    }
+
+    fn encode(data: &[u8], ts: usize, clevel: u8) -> Vec<u8> {
+        encode_with(Codec::blosc_lz4(clevel), data, ts)
+    }
+
+    #[test]
+    fn round_trips_zstd_and_every_shuffle() {
+        use crate::BloscShuffle::{BitShuffle, NoShuffle, Shuffle};
+        // Leftover blocks whose element count is and is not a multiple of 8, partial
+        // trailing elements, typesizes 1..8, both compressors.
+        for (len, ts) in [
+            (524288, 2),
+            (180000, 2),
+            (131073, 2),
+            (100_004, 4),
+            (70_001, 8),
+            (65536, 1),
+            (40_003, 1),
+            (1001, 2),
+        ] {
+            let data = sample(len, len as u64 + 7);
+            for codec in [
+                Codec::blosc_zstd(1),
+                Codec::blosc_zstd(5),
+                Codec::blosc_lz4(1),
+            ] {
+                for shuffle in [NoShuffle, Shuffle, BitShuffle] {
+                    let codec = codec.with_shuffle(shuffle);
+                    let frame = encode_with(codec, &data, ts);
+                    if len > 2000 {
+                        assert_eq!(frame[2] & FLAG_MEMCPYED, 0, "{codec} len {len} ts {ts}");
+                    }
+                    assert_eq!(
+                        decompress(&frame, len).unwrap(),
+                        data,
+                        "{codec} len {len} ts {ts}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_zstd_streams_are_errors() {
+        let data = sample(70000, 9);
+        let frame = encode_with(Codec::blosc_zstd(3), &data, 2);
+        assert_eq!(frame[2] >> 5, FORMAT_ZSTD);
+        let first = read_i32(&frame, HEADER).unwrap();
+        let mut d = frame.clone();
+        // The zstd magic of the first stream.
+        d[first + 4] ^= 0xff;
+        assert!(matches!(
+            decompress(&d, 70000),
+            Err(ReadError::Corrupt { .. })
+        ));
+        let mut d = frame.clone();
+        d[1] = 2;
+        assert!(matches!(
+            decompress(&d, 70000),
+            Err(ReadError::InvalidHeader { .. })
+        ));
+        // LZ4 streams read as zstd ones.
+        let mut d = encode(&data, 2, 1);
+        d[2] = (d[2] & 0x1f) | (FORMAT_ZSTD << 5);
+        assert!(matches!(
+            decompress(&d, 70000),
+            Err(ReadError::Corrupt { .. })
+        ));
     }
 
     #[test]
@@ -368,14 +463,13 @@ mod tests {
             bad(&|d| d[1] = 2),
             ReadError::InvalidHeader { .. }
         ));
-        assert!(matches!(
-            bad(&|d| d[2] = (d[2] & 0x1f) | (4 << 5)),
-            ReadError::Unsupported { .. }
-        ));
-        assert!(matches!(
-            bad(&|d| d[2] = (d[2] & !FLAG_SHUFFLE) | FLAG_BITSHUFFLE),
-            ReadError::Unsupported { .. }
-        ));
+        // Snappy and zlib are not read.
+        for format in [2, 3] {
+            assert!(matches!(
+                bad(&|d| d[2] = (d[2] & 0x1f) | (format << 5)),
+                ReadError::Unsupported { .. }
+            ));
+        }
         assert!(matches!(
             bad(&|d| d[8..12].copy_from_slice(&0u32.to_le_bytes())),
             ReadError::InvalidHeader { .. }

@@ -1,14 +1,15 @@
 //! Reads back a `zarr.json` that this library wrote, as an [`ArraySpec`].
 //!
 //! Only the subset the writer produces is accepted (a `sharding_indexed` array with
-//! `bytes(little)` + optional `zstd` or `blosc(lz4, shuffle)` + optional `crc32c` inside,
+//! `bytes(little)` + optional `zstd` or `blosc` (lz4 or zstd; any shuffle) + optional
+//! `crc32c` inside,
 //! `bytes(little)` + `crc32c` for the index, default `/` chunk keys); anything else is a
 //! [`ReadError::Metadata`] naming the field.
 
 use serde_json::{Map, Value};
 
 use super::ReadError;
-use crate::codec::Codec;
+use crate::codec::{BloscCompressor, BloscShuffle, Codec};
 use crate::dtype::DataType;
 use crate::spec::{ArraySpec, IndexLocation};
 
@@ -98,12 +99,18 @@ fn inner_codecs(list: &Value, dtype: DataType) -> Result<(Codec, bool), ReadErro
                     Codec::Zstd { level, checksum }
                 }
                 Some("blosc") => {
-                    if conf.get("cname").and_then(Value::as_str) != Some("lz4") {
-                        return Err(err("blosc cname other than lz4"));
-                    }
-                    if conf.get("shuffle").and_then(Value::as_str) != Some("shuffle") {
-                        return Err(err("blosc shuffle other than \"shuffle\""));
-                    }
+                    let compressor = match conf.get("cname").and_then(Value::as_str) {
+                        Some("lz4") => BloscCompressor::Lz4,
+                        Some("zstd") => BloscCompressor::Zstd,
+                        _ => return Err(err("blosc cname other than lz4 or zstd")),
+                    };
+                    let shuffle = conf
+                        .get("shuffle")
+                        .and_then(Value::as_str)
+                        .and_then(|s| s.parse::<BloscShuffle>().ok())
+                        .ok_or_else(|| {
+                            err("blosc shuffle is not noshuffle, shuffle or bitshuffle")
+                        })?;
                     if conf.get("typesize").and_then(Value::as_u64) != Some(dtype.size() as u64) {
                         return Err(err("blosc typesize does not match data_type"));
                     }
@@ -112,7 +119,15 @@ fn inner_codecs(list: &Value, dtype: DataType) -> Result<(Codec, bool), ReadErro
                         .and_then(Value::as_u64)
                         .and_then(|l| u8::try_from(l).ok())
                         .ok_or_else(|| err("blosc clevel is not in 0..=255"))?;
-                    Codec::blosc_lz4(clevel)
+                    // The default shuffle reads back as the default (for 1-byte elements
+                    // an explicit byte shuffle would be refused, though it is what
+                    // zarrstream writes by default).
+                    let shuffle = (shuffle != BloscShuffle::default_for(dtype)).then_some(shuffle);
+                    Codec::Blosc {
+                        compressor,
+                        clevel,
+                        shuffle,
+                    }
                 }
                 other => {
                     return Err(err(format!(
@@ -363,6 +378,17 @@ mod tests {
                 .codec(Codec::blosc_lz4(9))
                 .build()
                 .unwrap(),
+            base()
+                .dtype(DataType::UInt32)
+                .codec(Codec::blosc_zstd(3).with_shuffle(BloscShuffle::BitShuffle))
+                .build()
+                .unwrap(),
+            base()
+                .dtype(DataType::UInt8)
+                .codec(Codec::blosc_zstd(1).with_shuffle(BloscShuffle::NoShuffle))
+                .build()
+                .unwrap(),
+            base().codec(Codec::blosc_zstd(5)).build().unwrap(),
         ]
     }
 
@@ -428,7 +454,14 @@ mod tests {
                 "cname",
                 Box::new(|d| {
                     d["codecs"][0]["configuration"]["codecs"][1]["configuration"]["cname"] =
-                        "zstd".into()
+                        "blosclz".into()
+                }),
+            ),
+            (
+                "shuffle",
+                Box::new(|d| {
+                    d["codecs"][0]["configuration"]["codecs"][1]["configuration"]["shuffle"] =
+                        1.into()
                 }),
             ),
             (

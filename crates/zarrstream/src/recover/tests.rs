@@ -223,7 +223,12 @@ fn rebuilds_verified_chunks_and_rejects_damaged_entries() {
 
 #[test]
 fn without_crc32c_chunks_are_validated_by_decoding() {
-    for codec in [Codec::blosc_lz4(1), Codec::zstd(1), Codec::none()] {
+    for codec in [
+        Codec::blosc_lz4(1),
+        Codec::zstd(1),
+        Codec::none(),
+        Codec::blosc_zstd(1).with_shuffle(crate::BloscShuffle::BitShuffle),
+    ] {
         let s = crashed(spec(codec, false, IndexLocation::End), &[0, 1, 2, 3, 4, 5]);
         let l = s.layout;
         let f = OpenOptions::new()

@@ -111,7 +111,13 @@ fn entry_faults_name_each_bad_entry() {
 #[test]
 fn check_chunk_by_crc32c_and_by_decoding() {
     let data: Vec<u8> = (0..32 * 32 * 2).map(|i| (i / 7) as u8).collect();
-    for codec in [Codec::none(), Codec::zstd(1), Codec::blosc_lz4(1)] {
+    for codec in [
+        Codec::none(),
+        Codec::zstd(1),
+        Codec::blosc_lz4(1),
+        Codec::blosc_zstd(1),
+        Codec::blosc_zstd(3).with_shuffle(crate::BloscShuffle::BitShuffle),
+    ] {
         let s = store(codec, true, IndexLocation::End);
         let mut bytes = encode(codec, true, &data);
         assert_eq!(s.check_chunk(&bytes, false), Ok(CheckedBy::Crc32c));

@@ -11,7 +11,7 @@ use super::options::{Durability, WriterOptions};
 use super::preparer::max_unfinished;
 use super::recording::{ArrayConfig, check_arrays};
 use super::start::{PoolSizes, pool_frames, thread_count, worker_count};
-use crate::codec::{self, Checksum, Codec};
+use crate::codec::{self, BloscCompressor, BloscShuffle, Checksum, Codec};
 use crate::error::{Error, Result};
 use crate::meter::page_span;
 use crate::ome::Ome;
@@ -354,7 +354,26 @@ impl LevelPlan {
         let contiguous = g.deep() || (g.cx == g.x && g.y.is_multiple_of(g.cy));
         let bytes = match spec.codec {
             Codec::None => 0,
-            Codec::Blosc { clevel, .. } => codec::blosc::blocksize(clevel, g.es, chunk) as u64,
+            Codec::Blosc {
+                compressor,
+                clevel,
+                shuffle,
+            } => {
+                // One block shuffled; a bit shuffle also keeps the block's byte planes.
+                let block = codec::blosc::blocksize(compressor, clevel, g.es, chunk);
+                let bits = shuffle.unwrap_or(BloscShuffle::default_for_size(g.es))
+                    == BloscShuffle::BitShuffle;
+                let planes = if bits { block } else { 0 };
+                // zstd's context is sized by its level and the block it compresses.
+                let context = match compressor {
+                    BloscCompressor::Zstd => {
+                        let level = codec::blosc::zstd_level(clevel);
+                        codec::zstd_context_bytes(level, block)?
+                    }
+                    _ => 0,
+                };
+                (block + planes + context) as u64
+            }
             Codec::Zstd { level, .. } => {
                 let gather = if contiguous { 0 } else { chunk as u64 };
                 gather + codec::zstd_context_bytes(level, chunk)? as u64

@@ -16,8 +16,8 @@ use zarrs::array::{
 };
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    ArraySpec, Backpressure, Codec, Durability, Error, IndexLocation, Packing, PushOutcome,
-    SinkChoice, SinkKind, Stats, Writer, WriterOptions,
+    ArraySpec, Backpressure, BloscShuffle, Codec, Durability, Error, IndexLocation, Packing,
+    PushOutcome, SinkChoice, SinkKind, Stats, Writer, WriterOptions,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -633,8 +633,15 @@ fn inner_codecs(codec: Codec, typesize: usize, crc32c: bool) -> Value {
         Codec::Zstd { level, checksum } => {
             v.push(json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}))
         }
-        Codec::Blosc { clevel, .. } => v.push(json!({"name": "blosc", "configuration": {
-            "cname": "lz4", "clevel": clevel, "shuffle": "shuffle", "typesize": typesize, "blocksize": 0}})),
+        // Byte shuffle is the default for every element size.
+        Codec::Blosc {
+            compressor,
+            clevel,
+            shuffle,
+        } => v.push(json!({"name": "blosc", "configuration": {
+            "cname": compressor.cname(), "clevel": clevel,
+            "shuffle": shuffle.map_or("shuffle", BloscShuffle::name),
+            "typesize": typesize, "blocksize": 0}})),
         other => panic!("no expected metadata for codec {other}"),
     }
     if crc32c {

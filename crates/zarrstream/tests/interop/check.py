@@ -215,7 +215,7 @@ class Expected:
                           "configuration": {"level": c["level"], "checksum": False}})
         elif c["name"] == "blosc":
             inner.append({"name": "blosc", "configuration": {
-                "cname": "lz4", "clevel": c["clevel"], "shuffle": "shuffle",
+                "cname": c["cname"], "clevel": c["clevel"], "shuffle": c["shuffle"],
                 "typesize": self.dtype.itemsize, "blocksize": 0}})
         if e["crc32c"]:
             inner.append({"name": "crc32c"})
@@ -328,13 +328,18 @@ class Failures:
 
 def normalize(sharding, dtype):
     """zarr-python reports the inner `bytes` codec of a 1-byte data type without its
-    `endian` (we write `"endian": "little"`, tensorstore echoes it): ignore it there."""
-    if dtype.itemsize != 1 or not sharding:
+    `endian` (we write `"endian": "little"`, tensorstore echoes it): ignore it there.
+    tensorstore reports a `blosc` codec without shuffle without its `typesize` (which
+    only a shuffle uses; we write it, as zarr-python does): ignore it there too."""
+    if not sharding:
         return sharding
     s = json.loads(json.dumps(sharding))
     for c in s.get("configuration", {}).get("codecs", []):
-        if c.get("name") == "bytes":
+        if c.get("name") == "bytes" and dtype.itemsize == 1:
             c.pop("configuration", None)
+        conf = c.get("configuration", {})
+        if c.get("name") == "blosc" and conf.get("shuffle") == "noshuffle":
+            conf.pop("typesize", None)
     return s
 
 

@@ -436,7 +436,7 @@ mod tests {
             ("format", Box::new(|d| d["zarr_format"] = 2.into())),
             ("group", Box::new(|d| d["node_type"] = "group".into())),
             ("dtype", Box::new(|d| d["data_type"] = "u16".into())),
-            ("dtype64", Box::new(|d| d["data_type"] = "float64".into())),
+            ("dtype64", Box::new(|d| d["data_type"] = "complex64".into())),
             (
                 "grid",
                 Box::new(|d| d["chunk_grid"]["name"] = "rectangular".into()),

@@ -4,17 +4,19 @@ use memmap2::MmapMut;
 
 use super::{Scratch, SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
-use crate::shard::{FinalLayout, encode_index, entry_bytes};
+use crate::shard::{FinalLayout, SlotOrder, encode_index, entry_bytes};
 use crate::slots::{SlotGeometry, SlotRegion, map_reserved_file};
 
 pub(crate) struct MmapSink {
     temp: TempShard,
     region: SlotRegion<MmapMut>,
+    order: SlotOrder,
 }
 
 impl MmapSink {
-    /// Maps the reserved file; [`SlotSink::prefault`] then populates it ahead of the workers.
-    pub(crate) fn new(temp: TempShard) -> Result<Self> {
+    /// Maps the reserved file, chunk `i`'s slot at position `order.position(i)`;
+    /// [`SlotSink::prefault`] then populates it ahead of the workers.
+    pub(crate) fn new(temp: TempShard, order: SlotOrder) -> Result<Self> {
         let map = map_reserved_file(&temp.file).map_err(|e| Error::io("mmap", &temp.path, e, 0))?;
         let l = temp.layout;
         let usize_of = |v: u64| {
@@ -25,10 +27,15 @@ impl MmapSink {
             data_start: usize_of(l.data_start)?,
             slot_size: usize_of(l.slot_size)?,
             index_offset: usize_of(l.index_offset)?,
+            positions: order.positions(),
         };
         let region = SlotRegion::new(map, geometry)
             .map_err(|_| internal("slot geometry exceeds the mapping"))?;
-        Ok(MmapSink { temp, region })
+        Ok(MmapSink {
+            temp,
+            region,
+            order,
+        })
     }
 }
 
@@ -44,7 +51,7 @@ impl SlotSink for MmapSink {
             .claim(i)
             .ok_or_else(|| internal("shard slot claimed twice"))?;
         let n = encode(slot.data())? as u64;
-        let offset = self.temp.layout.slot_offset(i as u64);
+        let offset = self.temp.layout.slot_offset(self.order.position(i) as u64);
         *slot.entry() = entry_bytes(offset, n);
         Ok((offset, n))
     }
@@ -58,7 +65,7 @@ impl SlotSink for MmapSink {
     }
 
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
-        let MmapSink { temp, region } = *self;
+        let MmapSink { temp, region, .. } = *self;
         {
             let mut all = region
                 .close()

@@ -13,7 +13,7 @@ use std::str::FromStr;
 pub(crate) use temp::TempShard;
 
 use crate::error::{Error, ParseError, Result};
-use crate::shard::{FinalLayout, ShardLayout};
+use crate::shard::{ChunkOrder, FinalLayout, ShardLayout, SlotOrder};
 
 /// Which sink writes the shard files.
 ///
@@ -90,10 +90,20 @@ impl SinkChoice {
     }
 
     /// Resolves the choice for shards of `layout` in `dir` (a directory on the
-    /// store's filesystem, where the direct sink's probe file may be written).
-    pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout) -> SinkKind {
+    /// store's filesystem, where the direct sink's probe file may be written) whose
+    /// chunks lie in `order`. Only the slot sinks lay chunks out in an order other than
+    /// C: `Auto` then means `Mmap` (the options refuse `Direct` with such an order).
+    pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout, order: ChunkOrder) -> SinkKind {
+        let slots = order != ChunkOrder::C;
         match self {
             SinkChoice::Mmap if mapping_is_safe(dir) => SinkKind::Mmap,
+            SinkChoice::Auto | SinkChoice::Direct if slots => {
+                if mapping_is_safe(dir) {
+                    SinkKind::Mmap
+                } else {
+                    SinkKind::Pwrite
+                }
+            }
             SinkChoice::Auto | SinkChoice::Direct
                 if mapping_is_safe(dir) && direct::supported(dir, layout) =>
             {
@@ -178,7 +188,8 @@ pub(crate) trait SlotSink: Send + Sync {
     }
 
     /// Whether chunks are written back to back (no slot gaps), so finishing the shard
-    /// moves nothing ([`packed`](crate::shard::packed) instead of a compaction plan).
+    /// moves nothing ([`packed`](crate::shard::packed) instead of a compaction plan);
+    /// otherwise each chunk is in its slot, in the shard's [`SlotOrder`].
     fn packs_chunks(&self) -> bool {
         false
     }
@@ -196,13 +207,21 @@ pub(crate) trait SlotSink: Send + Sync {
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard>;
 }
 
-/// Creates the temporary shard file at `path` and opens the sink of `kind` over it.
-pub(crate) fn open(kind: SinkKind, path: &Path, layout: ShardLayout) -> Result<Box<dyn SlotSink>> {
+/// Creates the temporary shard file at `path` and opens the sink of `kind` over it,
+/// chunks in slots of `order` (the direct sink appends, so it takes C order only).
+pub(crate) fn open(
+    kind: SinkKind,
+    path: &Path,
+    layout: ShardLayout,
+    order: &SlotOrder,
+) -> Result<Box<dyn SlotSink>> {
     let temp = TempShard::create(path, layout)?;
+    let c = order.order() == ChunkOrder::C;
     Ok(match kind {
-        SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp)?),
-        SinkKind::Direct if temp.reserved => Box::new(direct::DirectSink::new(temp)?),
-        _ => Box::new(pwrite::PwriteSink::new(temp)),
+        SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp, order.clone())?),
+        SinkKind::Direct if temp.reserved && c => Box::new(direct::DirectSink::new(temp)?),
+        SinkKind::Direct if !c => return Err(internal("the direct sink writes chunks in C order")),
+        _ => Box::new(pwrite::PwriteSink::new(temp, order.clone())),
     })
 }
 

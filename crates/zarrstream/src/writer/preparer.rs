@@ -98,7 +98,7 @@ fn open_set(shared: &Shared, coords: &[u64], first_row: bool) -> Result<Vec<Arc<
                 }
             }
             let path = shared.tmp_dir.join(crate::store::partial_file_name(&key));
-            let sink = sink::open(shared.sink, &path, shared.layout)?;
+            let sink = sink::open(shared.sink, &path, shared.layout, &shared.order)?;
             shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
             let shard = OpenShard::new(sink, n, key, coords[0], shared);
             if first_row {

@@ -2,10 +2,11 @@
 //! zarr-python 3.1 (its own codec pipeline), zarr-python with the `zarrs` Rust codec
 //! pipeline, and tensorstore's `zarr3` driver, element for element.
 //!
-//! * `matrix`: 37 arrays (ranks 3–5, every codec and dtype, crc32c on/off, index at
-//!   end/start, all three sinks, both packings, edge shards, streams stopping mid-shard and
-//!   mid-deep-chunk, single-chunk shards and shards of thousands of inner chunks, fill
-//!   values other than 0) read whole and in sub-regions, plus their metadata.
+//! * `matrix`: 42 arrays (ranks 3–5, every codec and dtype, crc32c on/off, index at
+//!   end/start, all three sinks, both packings, both chunk orders, edge shards, streams
+//!   stopping mid-shard and mid-deep-chunk, single-chunk shards and shards of thousands
+//!   of inner chunks, fill values other than 0) read whole and in sub-regions, plus
+//!   their metadata.
 //! * `during_acquisition`: the `record` example records at `--fps` while the three
 //!   readers read everything the current `zarr.json` says exists, again and again.
 //! * `corrupted_shards_are_rejected`: a byte flipped in an inner chunk or in a shard

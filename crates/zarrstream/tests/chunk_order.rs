@@ -132,68 +132,73 @@ fn stored_order(path: &Path, key: &str) -> Vec<u64> {
     present
 }
 
+/// A block of chunks read from every shard of an array, and the byte ranges it takes.
+struct BlockCase {
+    name: &'static str,
+    frame: [u64; 2],
+    chunk: [u64; 3],
+    shard: [u64; 3],
+    frames: u64,
+    /// Whether a chunk (coordinates within its shard) is in the block.
+    block: fn(&[u64]) -> bool,
+    /// Coalesced byte ranges per shard in C order and in Morton order.
+    ranges: [usize; 2],
+}
+
 #[test]
 fn morton_blocks_need_fewer_byte_ranges() {
     let dir = scratch("chunk-order-ranges");
-    // (frame, chunk, shard, frames, block, ranges in C order, in Morton order)
-    type Block = fn(&[u64]) -> bool;
-    let quarter_over_time: Block = |c| c[1] < 2 && c[2] < 2;
-    let block_4x4: Block = |c| c[1] < 4 && c[2] < 4;
-    let cases: [(&str, [u64; 2], [u64; 3], [u64; 3], u64, Block, usize, usize); 3] = [
+    let cases = [
         // 8 x 4 x 4 chunks; a quarter of the frame over the shard's 8 time points is 32
         // chunks: 16 runs of 2 in C order, 2 runs of 16 along the Z curve.
-        (
-            "grid 8x4x4, quarter frame x 8 frames",
-            [256, 256],
-            [1, 64, 64],
-            [8, 256, 256],
-            16,
-            quarter_over_time,
-            16,
-            2,
-        ),
+        BlockCase {
+            name: "grid 8x4x4, quarter frame x 8 frames",
+            frame: [256, 256],
+            chunk: [1, 64, 64],
+            shard: [8, 256, 256],
+            frames: 16,
+            block: |c| c[1] < 2 && c[2] < 2,
+            ranges: [16, 2],
+        },
         // One frame per shard, 8 x 8 chunks; a 4 x 4 block: 4 rows in C order, one
         // quadrant of the Z curve.
-        (
-            "grid 1x8x8, 4x4 block",
-            [512, 512],
-            [1, 64, 64],
-            [1, 512, 512],
-            2,
-            block_4x4,
-            4,
-            1,
-        ),
+        BlockCase {
+            name: "grid 1x8x8, 4x4 block",
+            frame: [512, 512],
+            chunk: [1, 64, 64],
+            shard: [1, 512, 512],
+            frames: 2,
+            block: |c| c[1] < 4 && c[2] < 4,
+            ranges: [4, 1],
+        },
         // The other side: axis 0 is part of the curve, so a 2 x 2 block of a single
         // frame of the 8 x 4 x 4 shard is spread out (every other position of the
         // first 8), where C order has its 2 rows.
-        (
-            "grid 8x4x4, 2x2 block of frame 0",
-            [256, 256],
-            [1, 64, 64],
-            [8, 256, 256],
-            16,
-            |c| c[0] == 0 && c[1] < 2 && c[2] < 2,
-            2,
-            4,
-        ),
+        BlockCase {
+            name: "grid 8x4x4, 2x2 block of frame 0",
+            frame: [256, 256],
+            chunk: [1, 64, 64],
+            shard: [8, 256, 256],
+            frames: 16,
+            block: |c| c[0] == 0 && c[1] < 2 && c[2] < 2,
+            ranges: [2, 4],
+        },
     ];
-    for (n, (name, fr, chunk, shard, frames, block, want_c, want_morton)) in
-        cases.into_iter().enumerate()
-    {
+    for (n, case) in cases.iter().enumerate() {
+        let name = case.name;
         let mut counts = Vec::new();
         for order in [ChunkOrder::C, ChunkOrder::Morton] {
             let path = dir.path().join(format!("case{n}-{order}.zarr"));
             let (_, pushed) = write(
                 &path,
-                spec(fr, chunk, shard),
+                spec(case.frame, case.chunk, case.shard),
                 options(order, SinkChoice::Mmap),
-                frames,
+                case.frames,
             );
             assert_eq!(read_with_zarrs(&path), pushed, "{name} {order}: zarrs");
-            let shards = frames / shard[0];
+            let shards = case.frames / case.shard[0];
             let per_shard: Vec<usize> = (0..shards)
-                .map(|t| coalesced_ranges(&path, &format!("c/{t}/0/0"), block).len())
+                .map(|t| coalesced_ranges(&path, &format!("c/{t}/0/0"), case.block).len())
                 .collect();
             assert!(
                 per_shard.iter().all(|&n| n == per_shard[0]),
@@ -205,7 +210,7 @@ fn morton_blocks_need_fewer_byte_ranges() {
             "{name}: {} byte ranges in C order, {} in Morton order",
             counts[0], counts[1]
         );
-        assert_eq!(counts, [want_c, want_morton], "{name}");
+        assert_eq!(counts, case.ranges, "{name}");
         if n < 2 {
             assert!(counts[1] < counts[0], "{name}: Morton needs fewer ranges");
         }

@@ -34,7 +34,9 @@ pub enum SinkChoice {
     /// staging, plus a few MiB). pwrite copies every encoded byte into the page cache and
     /// the kernel's threads write it back, on the cores the encoders need; mmap pays a
     /// page fault and a page zeroing at the first touch of each mapped page, and its
-    /// mapped pages count as resident.
+    /// mapped pages count as resident. With a
+    /// [`ChunkOrder::Morton`](crate::ChunkOrder::Morton) chunk order: `Mmap`, since only
+    /// the slot sinks lay chunks out in an order of their own.
     #[default]
     Auto,
     /// Workers encode straight into a shared mapping of the shard (no copy). Falls back
@@ -43,6 +45,8 @@ pub enum SinkChoice {
     Mmap,
     /// Workers encode into a per-thread buffer and append it to the shard file with
     /// `pwrite` (one writer per file at a time; chunks back to back, nothing to compact).
+    /// With a [`ChunkOrder::Morton`](crate::ChunkOrder::Morton) chunk order each chunk is
+    /// written into its slot instead, and the finished shard is compacted in that order.
     Pwrite,
     /// Workers encode into a page-aligned per-thread buffer and append it with
     /// `O_DIRECT` writes, which bypass the page cache: no copy into the cache and no
@@ -51,7 +55,9 @@ pub enum SinkChoice {
     /// shard is up to 4 KiB − 1 per chunk larger. Falls back to `pwrite` where chunk
     /// slots are smaller than 64 KiB (their layout is not block-aligned), where the
     /// filesystem refuses a direct write, and where [`Mmap`](Self::Mmap) would (the
-    /// working index is written through a mapping).
+    /// working index is written through a mapping). Chunks lie in the order they
+    /// complete, so a [`ChunkOrder::Morton`](crate::ChunkOrder::Morton) chunk order is
+    /// refused with it.
     Direct,
 }
 

@@ -101,12 +101,14 @@ def test_morton_chunk_order(tmp_path: Path, rng, sink: str) -> None:
         assert stored_order(path / shard, grid) == morton, shard
     # The last shard holds frames 8 and 9 only: their chunks, in Morton order.
     assert stored_order(path / "c/2/0/0", grid) == [c for c in morton if c[0] < 2]
-    # The default stays C order.
-    c = tmp_path / "c.zarr"
-    with zarrstream.Writer(c, shape=(None, 64, 48), chunks=(1, 16, 16),
-                           shards=(4, 64, 48), sink=sink) as w:
-        w.append(frames[:4])
-    assert stored_order(c / "c/0/0/0", grid) == sorted(morton)
+    # By default the mmap sink keeps C order (the appending sinks, chunks in the order
+    # they were encoded).
+    if sink == "mmap":
+        c = tmp_path / "c.zarr"
+        with zarrstream.Writer(c, shape=(None, 64, 48), chunks=(1, 16, 16),
+                               shards=(4, 64, 48), sink=sink) as w:
+            w.append(frames[:4])
+        assert stored_order(c / "c/0/0/0", grid) == sorted(morton)
 
 
 def test_list_input_is_a_dtype_error(tmp_path: Path) -> None:

@@ -29,8 +29,8 @@ pub(super) fn recover_all(
         names.push(entry.file_name().to_string_lossy().into_owned());
     }
     names.sort();
-    // The writer's chunk order is recorded nowhere; each shard's is read off the slots
-    // its working-index entries point at.
+    // The writer's chunk order is recorded nowhere; each shard's is read off its index
+    // (`SlotOrder::infer`).
     let morton = SlotOrder::new(ChunkOrder::Morton, store.spec());
     let mut recovered = BTreeSet::new();
     for name in names {

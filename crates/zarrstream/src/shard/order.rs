@@ -31,7 +31,8 @@ use crate::spec::ArraySpec;
 #[non_exhaustive]
 pub enum ChunkOrder {
     /// C order of the inner chunk coordinates (the last axis varies fastest), the
-    /// order of the shard index.
+    /// order of the shard index: the slot sinks' order. The appending sinks (pwrite,
+    /// direct) leave the chunks in the order they were encoded.
     #[default]
     C,
     /// Morton (Z-order) of the inner chunk coordinates, as zarr-python writes shards:
@@ -61,8 +62,12 @@ impl ChunkOrder {
         match self {
             ChunkOrder::C => (0..n).collect(),
             ChunkOrder::Morton => {
+                let bits: Vec<u32> = grid
+                    .iter()
+                    .map(|&n| u64::BITS - n.saturating_sub(1).leading_zeros())
+                    .collect();
                 let mut keyed: Vec<(u64, u64)> =
-                    (0..n).map(|i| (morton_code(&grid, i), i)).collect();
+                    (0..n).map(|i| (morton_code(&grid, &bits, i), i)).collect();
                 keyed.sort_unstable();
                 keyed.into_iter().map(|(_, i)| i).collect()
             }
@@ -97,25 +102,25 @@ fn chunk_grid(spec: &ArraySpec) -> Vec<u64> {
         .collect()
 }
 
-/// The Morton code of the chunk with C-order index `i` in a shard of `grid` chunks.
+/// The Morton code of the chunk with C-order index `i` in a shard of `grid` chunks,
+/// axis `a` taking `bits[a] = ⌈log₂ grid[a]⌉` bits (zarr-python's "compressed" code:
+/// an axis stops contributing once its bits are used up).
 ///
-/// Bits needed per axis: `⌈log₂ n⌉`. The builder caps a shard at 2³⁰ chunks, and
+/// Written here rather than taken from a Morton crate: those interleave a fixed number
+/// of axes with the same bits each, where this needs up to 31 axes with bits of their
+/// own, in zarr-python's exact order. The builder caps a shard at 2³⁰ chunks, and
 /// `⌈log₂ n⌉ ≤ 2 log₂ n` for every `n ≥ 2`, so the code has at most 60 bits.
-fn morton_code(grid: &[u64], mut i: u64) -> u64 {
+fn morton_code(grid: &[u64], bits: &[u32], mut i: u64) -> u64 {
     let mut coords = vec![0u64; grid.len()];
     for (c, n) in coords.iter_mut().zip(grid).rev() {
         *c = i % n;
         i /= n;
     }
-    let bits: Vec<u32> = grid
-        .iter()
-        .map(|&n| u64::BITS - n.saturating_sub(1).leading_zeros())
-        .collect();
     let levels = bits.iter().copied().max().unwrap_or(0);
     let mut code = 0u64;
     let mut out = 0u32;
     for level in 0..levels {
-        for (c, &b) in coords.iter().zip(&bits) {
+        for (c, &b) in coords.iter().zip(bits) {
             if level < b {
                 code |= ((c >> level) & 1) << out;
                 out += 1;

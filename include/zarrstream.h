@@ -199,6 +199,10 @@ extern "C" {
  * - `durability`: "shard" (default: each shard flushed before it is published), "none",
  *   or {"periodic": {"interval_ms": N}} (group commit every N ms).
  * - `packing`: "compact" (default) or "sparse".
+ * - `chunk_order`: "c" (default) or "morton": the order of the inner chunks' bytes in
+ *   each shard file (the shard index stays in C order; not recorded in metadata).
+ *   Morton keeps the chunks of a spatial block together; "auto" then means "mmap",
+ *   and "direct" is refused (ZS_E_INVALID_CONFIG).
  * - `overwrite`: replace an existing store (default false; never a store that a live
  *   writer holds).
  * - `resume`: continue the array zarrstream finished (or `zarrstream recover`
@@ -342,7 +346,7 @@ void zs_writer_abort(struct zs_writer *w);
  * `background_nice`, `sink`, `pool_frames` (the **total** frame budget, 0 = twice the
  * threads plus 2 frames of the largest array; each array gets max(2, budget x largest
  * frame / sum of frame sizes) frames of its own), `spare_groups`, `backpressure`,
- * `durability`, `packing`, `overwrite` (replace the group), `frame_meta` (the default
+ * `durability`, `packing`, `chunk_order`, `overwrite` (replace the group), `frame_meta` (the default
  * of every array), and
  * - `resume`: continue every array where it ended (as for `zs_writer_create`; a
  *   different specification is ZS_E_SPEC_MISMATCH, an unfinished store

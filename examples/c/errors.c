@@ -207,6 +207,12 @@ static void invalid_configs(void)
          " \"codec\": \"blosc-zstd:10\"}",
          "invalid array specification: blosc level 10 is out of range 0..=9"},
         {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"chunk_order\": \"z\"}",
+         "chunk_order: \"z\" is not a chunk order (c, morton)"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
+         " \"chunk_order\": \"morton\", \"sink\": \"direct\"}",
+         "writer options chunk_order morton and sink direct cannot be combined"},
+        {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
          " \"threads\": 5000}",
          "writer option threads = 5000 is out of range (at most 1024)"},
         {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"

@@ -13,8 +13,9 @@
  *   DIR/rec.zarr   a recording: "cam0" (uint16, 48 x 64, lz4, per-frame metadata, pushed
  *                  by the main thread), "stage/cam1" (uint8, 32 x 40, zstd, pushed by a
  *                  second thread at the same time) and "img" (an OME-Zarr image, uint16,
- *                  16 x 16); root, array and image group attributes; then stage/cam1
- *                  and img are resumed and continued with more frames (all three,
+ *                  16 x 16), the chunks of each shard in Morton order ("chunk_order");
+ *                  root, array and image group attributes; then stage/cam1 and img are
+ *                  resumed (in C order) and continued with more frames (all three,
  *                  cam0's per-frame metadata included, resume; cam0 gets no more).
  *   DIR/w.zarr     a zs_writer recording resumed once ("resume": true).
  * and checks the error paths of the recording API on the way (unknown array, duplicate
@@ -454,7 +455,7 @@ int main(int argc, char **argv)
     zs_string_free(estimate);
 
     zs_recording *r = NULL;
-    OK(zs_recording_create(store, config("", "zstd:1", 1), &r));
+    OK(zs_recording_create(store, config("\"chunk_order\": \"morton\",", "zstd:1", 1), &r));
     CHECK(r != NULL, "a recording");
     push_all(r, N0, 0, N1_A, 0, NI_A);
     uint64_t current = 0, peak = 0;

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import zarr
+from zarr.core.indexing import morton_order_iter
 
 problems = []
 
@@ -47,6 +48,19 @@ def check_array(a, name, want, attrs):
           f"{zarr.__version__}")
 
 
+def stored_order(shard, grid):
+    """The coordinates of a shard's present inner chunks in the order of their bytes
+    in the file, from its index (at the end: 16 bytes per chunk, then a crc32c)."""
+    n = int(np.prod(grid))
+    with open(shard, "rb") as f:
+        data = f.read()
+    index = np.frombuffer(data[len(data) - 16 * n - 4:len(data) - 4], dtype="<u8")
+    offsets = index.reshape(n, 2)[:, 0]
+    present = [i for i in range(n) if offsets[i] != 2**64 - 1]
+    present.sort(key=lambda i: offsets[i])
+    return [tuple(int(c) for c in np.unravel_index(i, grid)) for i in present]
+
+
 def main():
     if len(sys.argv) != 6:
         sys.exit(__doc__)
@@ -72,6 +86,12 @@ def main():
     check_array(root["stage/cam1"], "stage/cam1",
                 frames(n1, 32, 40, np.uint8, lambda t, y, x: t * 7 + y * 3 + x),
                 {"gain": {"db": 3.5}})
+    # Written with "chunk_order": "morton" (and not rewritten by the resume): the
+    # chunks lie in the order zarr-python itself writes a shard in.
+    grid = (4, 2, 2)
+    expect("stage/cam1 c/0/0/0 chunk order",
+           stored_order(f"{d}/rec.zarr/stage/cam1/c/0/0/0", grid),
+           list(morton_order_iter(grid)))
 
     img = root["img"]
     expect("img group note", img.attrs.get("note"), "hello")

@@ -1,14 +1,18 @@
-//! `zarrstream compact STORE [--json]`: rewrites shards written with sparse packing
-//! (chunks left in their slots, gaps punched out) as dense shards, in place and
-//! crash-safe.
+//! `zarrstream compact STORE [--order c|morton] [--json]`: rewrites shards written with
+//! sparse packing (chunks left in their slots, gaps punched out) as dense shards, and
+//! with `--order` puts every shard's chunks in that order, in place and crash-safe.
 //!
-//! For every shard with gap bytes: its chunks are checked (crc32c, or a full decode
-//! without it) and copied back to back in C order into a temporary file beside it
-//! (`.<name>.compact-tmp`), followed (or preceded, for `index_location: start`) by a new
-//! index with its crc32c; the copy is fsynced, read back and verified (index, placement,
-//! every chunk's check, bytes equal to the original's), renamed over the original, and
-//! the directory is fsynced. A crash leaves either the old or the new shard, plus at
-//! most a temporary file that the next run removes. Shards without gaps are left alone.
+//! For every shard with gap bytes, or (with `--order`) whose chunks lie in another
+//! order: its chunks are checked (crc32c, or a full decode without it) and copied back
+//! to back — in the order they already lie in, or in `--order` — into a temporary file
+//! beside it (`.<name>.compact-tmp`), followed (or preceded, for `index_location:
+//! start`) by a new index with its crc32c (the index stays in C order of the chunk
+//! coordinates, as the sharding codec defines it); the copy is fsynced, read back and
+//! verified (index, placement and order, every chunk's check, bytes equal to the
+//! original's), renamed over the original, and the directory is fsynced. A crash leaves
+//! either the old or the new shard, plus at most a temporary file that the next run
+//! removes. Shards already dense (and in order) are left alone. `zarr.json` is never
+//! changed: readers follow the index, so the order is recorded nowhere.
 //!
 //! The store's writer lock (`.zarrstream-partial/writer.lock`) is held throughout: a
 //! store a live writer is still recording into is refused, and no writer can overwrite
@@ -18,7 +22,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use zarrstream::IoError;
+use zarrstream::{ChunkOrder, IoError};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -34,6 +38,11 @@ use crate::store;
 pub(crate) struct Args {
     /// The array directory (holding zarr.json).
     pub store: PathBuf,
+    /// Put every shard's chunks in this order: c (C order of the chunk coordinates) or
+    /// morton (Z-order, as zarr-python writes shards); without it, chunks keep the order
+    /// they are in.
+    #[arg(long, value_name = "c|morton")]
+    pub order: Option<ChunkOrder>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -66,6 +75,9 @@ pub(crate) enum CompactError {
         /// What is wrong.
         fault: contract::ChunkFault,
     },
+    /// The copy's chunks are not in the order asked for.
+    #[error("copy is not in {0} order")]
+    Order(ChunkOrder),
     /// The copy read back differently from what was written.
     #[error("copy does not match the original: {0}")]
     Mismatch(String),
@@ -78,7 +90,7 @@ pub(crate) enum CompactError {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub(crate) enum Outcome {
-    /// Rewritten densely.
+    /// Rewritten densely (in the order asked for).
     Compacted {
         /// File length before.
         bytes_before: u64,
@@ -87,7 +99,7 @@ pub(crate) enum Outcome {
         /// Allocated bytes before.
         allocated_before: u64,
     },
-    /// No gaps: left alone.
+    /// No gaps (and in the order asked for): left alone.
     AlreadyDense,
     /// Not compacted (the original is left as it was).
     Failed {
@@ -111,6 +123,8 @@ pub(crate) struct ShardReport {
 pub(crate) struct Report {
     /// The store path.
     pub store: PathBuf,
+    /// The order asked for (`c`, `morton`), or `kept`.
+    pub order: &'static str,
     /// Shard files seen.
     pub shards: usize,
     /// Shards rewritten.
@@ -129,7 +143,7 @@ pub(crate) struct Report {
 
 /// Runs `compact`.
 pub(crate) fn run(args: Args) -> crate::Outcome {
-    let report = compact_store(&args.store, args.json)?;
+    let report = compact_store(&args.store, args.order, args.json)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -149,8 +163,13 @@ pub(crate) fn run(args: Args) -> crate::Outcome {
     }
 }
 
-/// Compacts every sparse shard of the store at `root`, holding its writer lock.
-pub(crate) fn compact_store(root: &Path, json: bool) -> Result<Report, CompactError> {
+/// Compacts every sparse shard of the store at `root` (and puts every shard's chunks in
+/// `order`), holding its writer lock.
+pub(crate) fn compact_store(
+    root: &Path,
+    order: Option<ChunkOrder>,
+    json: bool,
+) -> Result<Report, CompactError> {
     let store = StoreReader::open(root)?;
     let tmp_dir = root.join(PARTIAL_DIR);
     let created = !tmp_dir.is_dir();
@@ -159,7 +178,7 @@ pub(crate) fn compact_store(root: &Path, json: bool) -> Result<Report, CompactEr
     }
     let lock = StoreLock::acquire(&tmp_dir).map_err(CompactError::Locked);
     let result = lock.and_then(|lock| {
-        let r = compact_shards(&store, json);
+        let r = compact_shards(&store, order, json);
         lock.release();
         r
     });
@@ -169,13 +188,19 @@ pub(crate) fn compact_store(root: &Path, json: bool) -> Result<Report, CompactEr
     result
 }
 
-fn compact_shards(store: &StoreReader, json: bool) -> Result<Report, CompactError> {
+fn compact_shards(
+    store: &StoreReader,
+    order: Option<ChunkOrder>,
+    json: bool,
+) -> Result<Report, CompactError> {
     let shards = store.shards()?;
+    let sequence = order.map(|o| o.sequence(store.spec()));
     let bar = store::progress(shards.len() as u64, "compact", json);
     let shard_list: Vec<ShardReport> = shards
         .par_iter()
         .map(|s| {
-            let outcome = compact_shard(store, s).unwrap_or_else(|e| Outcome::Failed {
+            let wanted = sequence.as_deref().zip(order);
+            let outcome = compact_shard(store, s, wanted).unwrap_or_else(|e| Outcome::Failed {
                 error: e.to_string(),
             });
             bar.inc(1);
@@ -197,6 +222,7 @@ fn compact_shards(store: &StoreReader, json: bool) -> Result<Report, CompactErro
         .sum();
     Ok(Report {
         store: store.root().to_path_buf(),
+        order: order.map_or("kept", ChunkOrder::as_str),
         shards: shards.len(),
         compacted: count(|o| matches!(o, Outcome::Compacted { .. })),
         already_dense: count(|o| matches!(o, Outcome::AlreadyDense)),
@@ -217,8 +243,31 @@ fn temp_path(shard: &Shard) -> PathBuf {
     shard.path.with_file_name(format!(".{name}.compact-tmp"))
 }
 
-/// Compacts one shard if it has gaps.
-fn compact_shard(store: &StoreReader, shard: &Shard) -> Result<Outcome, CompactError> {
+/// The C-order indexes of the present chunks of `entries` in the order of their offsets.
+fn stored_order(entries: &[Option<(u64, u64)>]) -> Vec<u64> {
+    let mut present: Vec<(u64, u64)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.map(|(o, _)| (o, i as u64)))
+        .collect();
+    present.sort_unstable();
+    present.into_iter().map(|(_, i)| i).collect()
+}
+
+/// Whether the present chunks of `entries` lie in the order of `sequence` (every chunk
+/// of the shard, C-order indexes).
+fn in_order(entries: &[Option<(u64, u64)>], sequence: &[u64]) -> bool {
+    let present = sequence.iter().filter(|&&i| entries[i as usize].is_some());
+    stored_order(entries).iter().eq(present)
+}
+
+/// Compacts one shard if it has gaps, or if its chunks are not in the order `wanted`
+/// (a shard's chunks as C-order indexes, in that order).
+fn compact_shard(
+    store: &StoreReader,
+    shard: &Shard,
+    wanted: Option<(&[u64], ChunkOrder)>,
+) -> Result<Outcome, CompactError> {
     let tmp = temp_path(shard);
     // Left by a run that crashed before its rename; we hold the lock, so it is stale.
     if tmp.exists() {
@@ -226,7 +275,8 @@ fn compact_shard(store: &StoreReader, shard: &Shard) -> Result<Outcome, CompactE
     }
     let file = store.open_shard(shard)?;
     let entries = store.read_index(shard, &file)?;
-    if store.gap_bytes(shard, &entries) == 0 {
+    let ordered = wanted.is_none_or(|(sequence, _)| in_order(&entries, sequence));
+    if store.gap_bytes(shard, &entries) == 0 && ordered {
         return Ok(Outcome::AlreadyDense);
     }
     if let Some((i, fault)) = store.entry_faults(shard, &entries).into_iter().next() {
@@ -236,9 +286,25 @@ fn compact_shard(store: &StoreReader, shard: &Shard) -> Result<Outcome, CompactE
         });
     }
     let allocated_before = contract::allocated_bytes(&shard.path)?;
-    let dense = dense_entries(store, &entries);
-    let written = write_copy(store, &file, &entries, &dense, &tmp)
-        .and_then(|len| verify_copy(store, shard, &file, &entries, &tmp, len).map(|()| len));
+    // The order chunks go in: the one asked for, or the one they lie in.
+    let sequence = match wanted {
+        Some((sequence, _)) => sequence
+            .iter()
+            .copied()
+            .filter(|&i| entries[i as usize].is_some())
+            .collect(),
+        None => stored_order(&entries),
+    };
+    let dense = dense_entries(store, &entries, &sequence);
+    let written = write_copy(store, &file, &entries, &dense, &sequence, &tmp).and_then(|len| {
+        let copy = Rewritten {
+            path: &tmp,
+            len,
+            sequence: &sequence,
+            order: wanted.map(|(_, o)| o),
+        };
+        verify_copy(store, shard, &file, &entries, &copy).map(|()| len)
+    });
     let bytes_after = match written {
         Ok(len) => len,
         Err(e) => {
@@ -255,19 +321,22 @@ fn compact_shard(store: &StoreReader, shard: &Shard) -> Result<Outcome, CompactE
     })
 }
 
-/// The dense placement: present chunks back to back in C order from the data start.
-fn dense_entries(store: &StoreReader, entries: &[Option<(u64, u64)>]) -> Vec<Option<(u64, u64)>> {
+/// The dense placement: the present chunks back to back from the data start, in the
+/// order of `sequence` (their C-order indexes).
+fn dense_entries(
+    store: &StoreReader,
+    entries: &[Option<(u64, u64)>],
+    sequence: &[u64],
+) -> Vec<Option<(u64, u64)>> {
+    let mut dense = vec![None; entries.len()];
     let mut pos = store.data_start();
-    entries
-        .iter()
-        .map(|e| {
-            e.map(|(_, n)| {
-                let at = pos;
-                pos += n;
-                (at, n)
-            })
-        })
-        .collect()
+    for &i in sequence {
+        if let Some((_, n)) = entries[i as usize] {
+            dense[i as usize] = Some((pos, n));
+            pos += n;
+        }
+    }
+    dense
 }
 
 /// The index bytes for `entries`: `(offset, nbytes)` u64 LE (both `u64::MAX` when
@@ -289,13 +358,14 @@ fn encode_index(entries: &[Option<(u64, u64)>]) -> Vec<u8> {
     v
 }
 
-/// Writes the dense copy to `tmp` (checking each original chunk on the way) and fsyncs
-/// it; returns its length.
+/// Writes the dense copy to `tmp`, chunks in the order of `sequence` (checking each
+/// original chunk on the way), and fsyncs it; returns its length.
 fn write_copy(
     store: &StoreReader,
     original: &File,
     entries: &[Option<(u64, u64)>],
     dense: &[Option<(u64, u64)>],
+    sequence: &[u64],
     tmp: &Path,
 ) -> Result<u64, CompactError> {
     let file = OpenOptions::new()
@@ -310,11 +380,10 @@ fn write_copy(
         out.write_all(&index).map_err(IoError::with("write", tmp))?;
     }
     let mut len = store.data_start();
-    for (i, &(offset, nbytes)) in entries
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| e.as_ref().map(|e| (i, e)))
-    {
+    for (i, &(offset, nbytes)) in sequence.iter().filter_map(|&i| {
+        let i = i as usize;
+        entries[i].as_ref().map(|e| (i, e))
+    }) {
         let bytes = checked_chunk("original", store, original, i, offset, nbytes)?;
         out.write_all(&bytes).map_err(IoError::with("write", tmp))?;
         len += nbytes;
@@ -348,16 +417,27 @@ fn checked_chunk(
     Ok(bytes)
 }
 
-/// Reads the copy back: its index must parse, be dense and name the same chunks with
-/// the same sizes, and every chunk must pass its check and equal the original's bytes.
+/// The copy of a shard: its file, length, and the order its chunks were written in.
+struct Rewritten<'a> {
+    path: &'a Path,
+    len: u64,
+    /// The present chunks' C-order indexes, in file order.
+    sequence: &'a [u64],
+    /// The order asked for, if any (named in the error).
+    order: Option<ChunkOrder>,
+}
+
+/// Reads the copy back: its index must parse, be dense, hold the chunks in the order
+/// they were written in, and name the same chunks with the same sizes, and every chunk
+/// must pass its check and equal the original's bytes.
 fn verify_copy(
     store: &StoreReader,
     shard: &Shard,
     original: &File,
     entries: &[Option<(u64, u64)>],
-    tmp: &Path,
-    len: u64,
+    copy: &Rewritten<'_>,
 ) -> Result<(), CompactError> {
+    let (tmp, len) = (copy.path, copy.len);
     let file = File::open(tmp).map_err(IoError::with("open", tmp))?;
     let actual = file.metadata().map_err(IoError::with("stat", tmp))?.len();
     if actual != len {
@@ -365,15 +445,21 @@ fn verify_copy(
             "copy is {actual} bytes, expected {len}"
         )));
     }
-    let copy = Shard {
+    let as_shard = Shard {
         key: shard.key.clone(),
         coords: shard.coords.clone(),
         path: tmp.to_path_buf(),
         len,
     };
-    let new = store.read_index(&copy, &file)?;
-    if store.gap_bytes(&copy, &new) != 0 || !store.entry_faults(&copy, &new).is_empty() {
+    let new = store.read_index(&as_shard, &file)?;
+    if store.gap_bytes(&as_shard, &new) != 0 || !store.entry_faults(&as_shard, &new).is_empty() {
         return Err(CompactError::Mismatch("copy is not dense".into()));
+    }
+    if stored_order(&new) != copy.sequence {
+        return Err(match copy.order {
+            Some(order) => CompactError::Order(order),
+            None => CompactError::Mismatch("copy changed the chunks' order".into()),
+        });
     }
     for (i, (old, new)) in entries.iter().zip(&new).enumerate() {
         let same = match (old, new) {
@@ -402,9 +488,10 @@ fn sync_parent(path: &Path) -> Result<(), CompactError> {
 
 fn print_text(r: &Report) {
     println!(
-        "{}: {} shards: {} compacted, {} already dense, {} failed; {} -> {} bytes",
+        "{}: {} shards ({} order): {} compacted, {} already dense, {} failed; {} -> {} bytes",
         r.store.display(),
         r.shards,
+        r.order,
         r.compacted,
         r.already_dense,
         r.failed,
@@ -438,6 +525,15 @@ mod tests {
         let bytes = encode_index(&entries);
         assert_eq!(bytes.len(), 4 * 16 + 4);
         assert_eq!(parse_index(&bytes, 4).unwrap(), entries);
+    }
+
+    #[test]
+    fn order_of_the_chunks_by_offset() {
+        // Chunks 2, 0, 3 stored (1 empty), lying in the order 3, 0, 2.
+        let entries = vec![Some((50, 5)), None, Some((90, 7)), Some((10, 40))];
+        assert_eq!(stored_order(&entries), [3, 0, 2]);
+        assert!(in_order(&entries, &[3, 1, 0, 2]));
+        assert!(!in_order(&entries, &[0, 1, 2, 3]));
     }
 
     #[test]

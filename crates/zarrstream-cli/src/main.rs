@@ -6,7 +6,7 @@
 //! zarrstream verify STORE [--decode] [--json]
 //! zarrstream refs STORE --format json|parquet [--url-template T] [--out PATH] [--json]
 //! zarrstream convert LEGACY OUT [--json]
-//! zarrstream compact STORE [--json]
+//! zarrstream compact STORE [--order c|morton] [--json]
 //! ```
 //!
 //! Exit status: 0 on success, 1 when the command failed, 2 for invalid usage.
@@ -59,7 +59,8 @@ enum Command {
     /// Convert an array in a pre-standard sharding layout to standard Zarr v3 sharding,
     /// without recompressing.
     Convert(convert::Args),
-    /// Rewrite sparse shards (with gaps) as dense ones, in place and crash-safe.
+    /// Rewrite sparse shards (with gaps) as dense ones, and with --order put every
+    /// shard's chunks in C or Morton order, in place and crash-safe.
     Compact(compact::Args),
 }
 

@@ -9,6 +9,9 @@
 //! * `compact` turns a sparse (mmap sink, `Packing::Sparse`) store into a dense one that
 //!   the `zarrs` crate — and, where the interop Python environment is available (see
 //!   `tests/interop.rs`), zarr-python and tensorstore — read identically;
+//!   `compact --order morton|c` puts every shard's chunks in that order (the index
+//!   stays in C order), `verify` passes and the same readers read the array exactly;
+//!   without `--order` a shard keeps its order;
 //! * bad input (missing store, no zarr.json, unsupported codec, corrupted shard, a live
 //!   writer) gives one line on stderr and exit status 1, never a panic.
 
@@ -22,8 +25,8 @@ use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    ArraySpec, Codec, DataType, IndexLocation, Packing, SinkChoice, SinkKind, Stats, Writer,
-    WriterOptions,
+    ArraySpec, ChunkOrder, Codec, DataType, IndexLocation, Packing, SinkChoice, SinkKind, Stats,
+    Writer, WriterOptions,
 };
 
 const H: usize = 64;
@@ -588,6 +591,134 @@ fn compact_turns_sparse_shards_dense_and_readers_agree() {
         assert_eq!(again["already_dense"], 3, "{again}");
         assert_eq!(again["compacted"], 0);
     }
+}
+
+/// The C-order indexes of a shard's present chunks in the order of their offsets, from
+/// its own index bytes.
+fn stored_order(path: &Path, location: IndexLocation) -> Vec<u64> {
+    let entries = index_of(path, 16, location);
+    let mut present: Vec<(u64, u64)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.map(|(o, _)| (o, i as u64)))
+        .collect();
+    present.sort_unstable();
+    present.into_iter().map(|(_, i)| i).collect()
+}
+
+/// `order`'s sequence of the chunks `0..present` (those of a shard's first frames).
+fn order_of(order: ChunkOrder, location: IndexLocation, present: u64) -> Vec<u64> {
+    let spec = spec(Codec::zstd(1), true, location);
+    let all = order.sequence(&spec);
+    all.into_iter().filter(|&i| i < present).collect()
+}
+
+/// Asserts that every shard of the 10-frame store at `path` is dense and its chunks lie
+/// in `order` (the last shard holds frames 8 and 9: chunks 0..8).
+fn assert_dense_in(path: &Path, location: IndexLocation, order: ChunkOrder) {
+    for (shard, present) in [("c/0/0/0", 16), ("c/1/0/0", 16), ("c/2/0/0", 8)] {
+        let p = path.join(shard);
+        let entries = index_of(&p, 16, location);
+        let used: u64 = entries.iter().flatten().map(|(_, n)| n).sum();
+        let len = fs::metadata(&p).expect("stat").len();
+        assert_eq!(len, used + 16 * 16 + 4, "{shard}: dense");
+        assert_eq!(
+            stored_order(&p, location),
+            order_of(order, location, present),
+            "{shard}: {order} order"
+        );
+    }
+}
+
+#[test]
+fn compact_order_rewrites_shards_in_morton_or_c_order_and_readers_agree() {
+    let dir = scratch("cli-compact-order");
+    let spec = || spec(Codec::zstd(1), true, IndexLocation::End);
+    let morton = order_of(ChunkOrder::Morton, IndexLocation::End, 16);
+    assert_ne!(morton, order_of(ChunkOrder::C, IndexLocation::End, 16));
+
+    // A dense C-order store (mmap sink, 10 frames: the last shard half full).
+    let path = dir.path().join("c-order.zarr");
+    let (_, expected) = write(
+        &path,
+        spec(),
+        options(SinkChoice::Mmap, Packing::Compact),
+        &[true; 10],
+    );
+    assert_dense_in(&path, IndexLocation::End, ChunkOrder::C);
+    let (code, report, stderr) = run_json(&["compact", s(&path), "--order", "morton"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["order"], "morton", "{report}");
+    assert_eq!(report["compacted"], 3, "{report}");
+    assert_eq!(report["bytes_after"], report["bytes_before"], "{report}");
+    assert_dense_in(&path, IndexLocation::End, ChunkOrder::Morton);
+    let (code, v, stderr) = run_json(&["verify", s(&path), "--decode"]);
+    assert_eq!(code, 0, "{stderr} {v}");
+    assert_eq!(
+        read_with_zarrs(&path),
+        expected,
+        "zarrs after compact --order morton"
+    );
+    python_readers_agree(dir.path(), &path, &expected);
+
+    // In order already: nothing to do, with --order morton or without --order (a shard
+    // keeps the order it is in).
+    for args in [&["--order", "morton"][..], &[]] {
+        let mut a = vec!["compact", s(&path)];
+        a.extend_from_slice(args);
+        let (code, again, _) = run_json(&a);
+        assert_eq!(code, 0);
+        assert_eq!(again["already_dense"], 3, "{args:?}: {again}");
+    }
+    assert_dense_in(&path, IndexLocation::End, ChunkOrder::Morton);
+
+    // And back to C order.
+    let (code, report, stderr) = run_json(&["compact", s(&path), "--order", "c"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["compacted"], 3, "{report}");
+    assert_dense_in(&path, IndexLocation::End, ChunkOrder::C);
+    assert_eq!(
+        read_with_zarrs(&path),
+        expected,
+        "zarrs after compact --order c"
+    );
+
+    // A sparse Morton store (chunks in their slots along the Z curve, gaps after them,
+    // index at the start; with the mmap sink, or pwrite writing slots where mapping is
+    // unsafe): compact without --order makes it dense and keeps the order.
+    let path = dir.path().join("sparse-morton.zarr");
+    let pushes = [true; 10];
+    let (_, expected) = write(
+        &path,
+        spec_start(),
+        options(SinkChoice::Mmap, Packing::Sparse).chunk_order(ChunkOrder::Morton),
+        &pushes,
+    );
+    let (code, report, stderr) = run_json(&["compact", s(&path)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["order"], "kept", "{report}");
+    assert_eq!(report["compacted"], 3, "{report}");
+    assert_dense_in(&path, IndexLocation::Start, ChunkOrder::Morton);
+    let (code, v, stderr) = run_json(&["verify", s(&path)]);
+    assert_eq!(code, 0, "{stderr} {v}");
+    assert_eq!(
+        read_with_zarrs(&path),
+        expected,
+        "zarrs after compacting sparse Morton"
+    );
+    python_readers_agree(dir.path(), &path, &expected);
+
+    // A bad order is a usage error naming the accepted ones.
+    let (code, _, stderr) = run(&["compact", s(&path), "--order", "hilbert"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("is not a chunk order (c, morton)"),
+        "{stderr}"
+    );
+}
+
+fn spec_start() -> ArraySpec {
+    spec(Codec::zstd(1), true, IndexLocation::Start)
 }
 
 #[test]

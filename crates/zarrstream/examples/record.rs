@@ -390,6 +390,7 @@ fn writer_options(opts: &Options) -> WriterOptions {
         .backpressure(opts.backpressure)
         .durability(opts.durability)
         .packing(opts.packing)
+        .chunk_order(opts.chunk_order)
         .overwrite(opts.overwrite);
     let options = if opts.resume {
         options.resume(true)
@@ -1100,6 +1101,7 @@ fn report_json(o: &Options, m: &Measured) -> Value {
         "shard": o.shard,
         "index_location": o.index_location.as_str(),
         "packing": o.packing.to_string(),
+        "chunk_order": o.chunk_order.as_str(),
         "durability": match o.durability {
             Durability::Shard => "shard",
             Durability::None => "none",

@@ -83,6 +83,8 @@ pub struct Config {
     backpressure: Option<BackpressureKey>,
     durability: Option<DurabilityKey>,
     packing: Option<String>,
+    /// `"c"` or `"morton"`: the order of the inner chunks inside each shard file.
+    chunk_order: Option<String>,
     overwrite: Option<bool>,
     resume: Option<bool>,
     existing_group: Option<bool>,
@@ -278,6 +280,9 @@ impl Config {
         }
         if let Some(v) = self.packing.take() {
             o.packing = parsed("packing", &v)?;
+        }
+        if let Some(v) = self.chunk_order.take() {
+            o.chunk_order = parsed("chunk_order", &v)?;
         }
         if let Some(v) = self.overwrite.take() {
             o.overwrite = v;
@@ -765,7 +770,9 @@ impl Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Codec, DataType, IndexLocation, Packing, SinkChoice, SpaceUnit, TimeUnit};
+    use crate::{
+        ChunkOrder, Codec, DataType, IndexLocation, Packing, SinkChoice, SpaceUnit, TimeUnit,
+    };
 
     const BASE: &str =
         r#""shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64]"#;
@@ -802,7 +809,7 @@ mod tests {
                "threads": 3, "pin_threads": false, "background_nice": 0, "sink": "mmap",
                "pool_frames": 9, "spare_groups": 2, "backpressure": "drop",
                "durability": {"periodic": {"interval_ms": 250}}, "packing": "sparse",
-               "overwrite": true"#,
+               "chunk_order": "morton", "overwrite": true"#,
         )
         .unwrap();
         let s = &p.spec;
@@ -825,6 +832,7 @@ mod tests {
                 interval: Duration::from_millis(250),
             })
             .packing(Packing::Sparse)
+            .chunk_order(ChunkOrder::Morton)
             .overwrite(true);
         assert_eq!(o, want);
         assert_eq!(
@@ -938,6 +946,10 @@ mod tests {
                 "dtype: \"complex64\" is not a data type",
             ),
             (r#""codec": "gzip""#, "codec: \"gzip\" is not a codec"),
+            (
+                r#""chunk_order": "hilbert""#,
+                "chunk_order: \"hilbert\" is not a chunk order (c, morton)",
+            ),
             (r#""backpressure": "wait""#, "unknown variant `wait`"),
             (r#""durability": "periodic""#, "expected newtype variant"),
             (r#""fill_value": true"#, "fill_value: true is not a number"),

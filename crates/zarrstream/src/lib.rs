@@ -62,7 +62,7 @@ pub use ome::{
     OmeroChannel, Plate, PlateImage, SpaceUnit, TimeUnit, Window,
 };
 pub use pyramid::{Downsample, Levels, MAX_LEVELS};
-pub use shard::Packing;
+pub use shard::{ChunkOrder, Packing};
 pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::{LatencySummary, Stats};

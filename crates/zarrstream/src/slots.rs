@@ -3,15 +3,19 @@
 //! This is the crate's only `unsafe` code. A shard's memory (a file mapping, or plain
 //! memory in tests) holds `n` fixed data slots and `n` 16-byte index entries. Each slot
 //! `i` (its data bytes together with its index entry) can be claimed exactly once, from
-//! any thread; the claim is a `&mut` view that no other claim overlaps. When every claim
-//! has been dropped, [`SlotRegion::close`] gives the finisher the whole memory, once.
+//! any thread; the claim is a `&mut` view that no other claim overlaps. Slot `i`'s data
+//! lies at data position `i`, or at `positions[i]` when the chunks are laid out in
+//! another order (Morton). When every claim has been dropped, [`SlotRegion::close`]
+//! gives the finisher the whole memory, once.
 //!
 //! Soundness rests on three checks made here, not by callers: the geometry is validated
-//! against the memory's length and for non-overlap in [`SlotRegion::new`]; a per-slot flag
+//! against the memory's length and for non-overlap in [`SlotRegion::new`] (the positions
+//! must be a permutation of `0..n`, so no two slots share data bytes); a per-slot flag
 //! makes each claim unique; and a counter of live claims with a closed bit makes `close`
 //! exclusive with every claim.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Memory whose address stays fixed while the owner is moved.
@@ -48,12 +52,14 @@ unsafe impl Backing for memmap2::MmapMut {
 }
 
 /// Where the slots and index entries lie (byte offsets into the memory).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SlotGeometry {
     pub n: usize,
     pub data_start: usize,
     pub slot_size: usize,
     pub index_offset: usize,
+    /// The data position of each slot (`None`: slot `i` at position `i`).
+    pub positions: Option<Arc<[u32]>>,
 }
 
 /// Why a geometry does not fit its memory.
@@ -74,11 +80,29 @@ impl SlotGeometry {
             return Err(GeometryError);
         };
         let disjoint = self.n == 0 || index_end <= self.data_start || data_end <= self.index_offset;
-        if data_end <= len && index_end <= len && disjoint {
+        if data_end <= len && index_end <= len && disjoint && self.positions_are_a_permutation() {
             Ok(())
         } else {
             Err(GeometryError)
         }
+    }
+
+    /// Whether every slot has its own data position in `0..n`.
+    fn positions_are_a_permutation(&self) -> bool {
+        let Some(positions) = &self.positions else {
+            return true;
+        };
+        let mut seen = vec![false; self.n];
+        positions.len() == self.n
+            && positions.iter().all(|&p| {
+                let p = p as usize;
+                p < self.n && !std::mem::replace(&mut seen[p], true)
+            })
+    }
+
+    /// The data position of slot `i` (`i < n`).
+    fn position(&self, i: usize) -> usize {
+        self.positions.as_ref().map_or(i, |p| p[i] as usize)
     }
 }
 
@@ -188,12 +212,13 @@ impl<B: Backing> SlotRegion<B> {
             self.live.fetch_sub(1, Ordering::Release);
             return None;
         }
-        let data_at = g.data_start + i * g.slot_size;
+        let data_at = g.data_start + g.position(i) * g.slot_size;
         let entry_at = g.index_offset + 16 * i;
         // SAFETY: `check` proved both ranges lie inside the memory and that the data
         // slots and the index region do not overlap; slot `i`'s ranges are disjoint from
-        // every other slot's; the `claimed` flag makes this the only claim of slot `i`;
-        // and `live > 0` until the Slot drops, which keeps `close` from aliasing it.
+        // every other slot's (its data position is its own: the positions are a
+        // permutation); the `claimed` flag makes this the only claim of slot `i`; and
+        // `live > 0` until the Slot drops, which keeps `close` from aliasing it.
         unsafe {
             let data = std::slice::from_raw_parts_mut(self.ptr.add(data_at), g.slot_size);
             let entry = &mut *self.ptr.add(entry_at).cast::<[u8; 16]>();
@@ -210,13 +235,28 @@ impl<B: Backing> SlotRegion<B> {
     pub(crate) fn prefault(&self, first: usize, end: usize) {
         let g = &self.geometry;
         let end = end.min(g.n);
-        if first < end {
+        // Runs of consecutive data positions, one advice each (all of them in C order).
+        let mut run: Option<(usize, usize)> = None;
+        for p in (first..end).map(|i| g.position(i)) {
+            run = match run {
+                Some((a, b)) if b == p => Some((a, p + 1)),
+                other => {
+                    self.prefault_positions(other);
+                    Some((p, p + 1))
+                }
+            };
+        }
+        self.prefault_positions(run);
+    }
+
+    /// Prefaults the data of positions `a..b`.
+    fn prefault_positions(&self, run: Option<(usize, usize)>) {
+        if let Some((a, b)) = run {
+            let g = &self.geometry;
             // Only the backing's own fields are borrowed here, never its bytes, so this
             // does not alias the claimed slots.
-            self.backing.prefault(
-                g.data_start + first * g.slot_size,
-                (end - first) * g.slot_size,
-            );
+            self.backing
+                .prefault(g.data_start + a * g.slot_size, (b - a) * g.slot_size);
         }
     }
 
@@ -261,6 +301,7 @@ mod tests {
             data_start: 0,
             slot_size: 8,
             index_offset: 8 * n,
+            positions: None,
         }
     }
 
@@ -273,6 +314,7 @@ mod tests {
             data_start: 0,
             slot_size: 8,
             index_offset: 24,
+            positions: None,
         };
         assert!(SlotRegion::new(vec![0u8; 200], overlap).is_err());
         let huge = SlotGeometry {
@@ -280,6 +322,7 @@ mod tests {
             data_start: 0,
             slot_size: 8,
             index_offset: 0,
+            positions: None,
         };
         assert!(SlotRegion::new(vec![0u8; 200], huge).is_err());
     }
@@ -340,5 +383,55 @@ mod tests {
         }
         let r = Arc::try_unwrap(r).ok().unwrap();
         assert_eq!(r.into_backing().len(), n * 24);
+    }
+
+    fn permuted(positions: &[u32]) -> SlotGeometry {
+        SlotGeometry {
+            positions: Some(positions.into()),
+            ..geometry(positions.len())
+        }
+    }
+
+    #[test]
+    fn positions_must_be_a_permutation() {
+        let len = 4 * 24;
+        assert!(SlotRegion::new(vec![0u8; len], permuted(&[2, 0, 3, 1])).is_ok());
+        for bad in [&[0, 1, 1, 3][..], &[0, 1, 2, 4], &[0, 1, 2]] {
+            let g = SlotGeometry {
+                positions: Some(bad.into()),
+                ..geometry(4)
+            };
+            assert!(SlotRegion::new(vec![0u8; len], g).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn permuted_slots_write_at_their_positions() {
+        let order = [3u32, 0, 2, 1];
+        let n = order.len();
+        let r = Arc::new(SlotRegion::new(vec![0u8; n * 24], permuted(&order)).unwrap());
+        let handles: Vec<_> = (0..2)
+            .map(|t| {
+                let r = Arc::clone(&r);
+                std::thread::spawn(move || {
+                    for i in (t..n).step_by(2) {
+                        let mut slot = r.claim(i).unwrap();
+                        slot.data().fill(i as u8 + 1);
+                        slot.entry().fill(i as u8 + 100);
+                        r.prefault(0, n);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let w = r.close().unwrap();
+        for (i, &p) in order.iter().enumerate() {
+            let p = p as usize;
+            assert!(w[p * 8..p * 8 + 8].iter().all(|&b| b == i as u8 + 1));
+            let e = n * 8 + 16 * i;
+            assert!(w[e..e + 16].iter().all(|&b| b == i as u8 + 100));
+        }
     }
 }

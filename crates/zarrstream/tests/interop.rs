@@ -2,14 +2,18 @@
 //! zarr-python 3.1 (its own codec pipeline), zarr-python with the `zarrs` Rust codec
 //! pipeline, and tensorstore's `zarr3` driver, element for element.
 //!
-//! * `matrix`: 44 arrays (ranks 3–5, every codec, shuffle and dtype, crc32c on/off, index at
-//!   end/start, all three sinks, both packings, edge shards, streams stopping mid-shard and
-//!   mid-deep-chunk, single-chunk shards and shards of thousands of inner chunks, fill
-//!   values other than 0) read whole and in sub-regions, plus their metadata.
+//! * `matrix`: 53 arrays (ranks 3–5, every codec, shuffle and dtype, crc32c on/off, index
+//!   at end/start, all three sinks, both packings, both chunk orders, edge shards, streams
+//!   stopping mid-shard and mid-deep-chunk, single-chunk shards and shards of thousands
+//!   of inner chunks, fill values other than 0) read whole and in sub-regions, plus
+//!   their metadata.
 //! * `during_acquisition`: the `record` example records at `--fps` while the three
 //!   readers read everything the current `zarr.json` says exists, again and again.
 //! * `corrupted_shards_are_rejected`: a byte flipped in an inner chunk or in a shard
 //!   index must make the readers' crc32c checks fail.
+//! * `morton_order_is_zarr_pythons`: zarr-python writes shards of several grids (not
+//!   powers of two, ranks 3–5); the order of their chunks on disk is
+//!   `ChunkOrder::Morton`'s. (The matrix has arrays written in Morton order.)
 //!
 //! The readers run in a pinned virtual environment created on first use by
 //! `tests/interop/venv.py` under `target/interop-venv`; `tests/interop/check.py` does
@@ -25,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zarrstream::{
-    ArrayConfig, ArraySpec, BloscShuffle, Codec, DataType, Durability, IndexLocation, Packing,
-    Recording, SinkChoice, SinkKind, Stats, Writer, WriterOptions,
+    ArrayConfig, ArraySpec, BloscShuffle, ChunkOrder, Codec, DataType, Durability, IndexLocation,
+    Packing, Recording, SinkChoice, SinkKind, Stats, Writer, WriterOptions,
 };
 
 // ---------------------------------------------------------------- environment
@@ -260,6 +264,7 @@ struct Case {
     index: IndexLocation,
     sink: SinkChoice,
     packing: Packing,
+    chunk_order: ChunkOrder,
     durability: Durability,
     threads: usize,
     frames: u64,
@@ -290,6 +295,7 @@ fn case(name: &'static str, shape: &[u64], chunk: &[u64], shard: &[u64], frames:
         index: IndexLocation::End,
         sink: SinkChoice::Mmap,
         packing: Packing::Compact,
+        chunk_order: ChunkOrder::C,
         durability: Durability::None,
         threads: 2,
         frames,
@@ -389,6 +395,7 @@ impl Case {
             .pin_threads(false)
             .sink(self.sink)
             .packing(self.packing)
+            .chunk_order(self.chunk_order)
             .durability(self.durability);
         // One session, or two split where the case resumes.
         let split = self.resume_at.unwrap_or(self.frames);
@@ -518,7 +525,7 @@ impl Case {
             .map(|(c, s)| s / c)
             .product();
         format!(
-            "{:<30} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<5} {:<6} {:>6}",
+            "{:<30} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<6} {:<14} {:>6}",
             self.name,
             self.dtype.to_string(),
             d(&self.final_shape()),
@@ -535,10 +542,12 @@ impl Case {
                 SinkChoice::Direct => "direct",
                 other => panic!("sink {other} not covered"),
             },
-            match self.packing {
-                Packing::Compact => "compact",
-                Packing::Sparse => "sparse",
-                other => panic!("packing {other} not covered"),
+            match (self.packing, self.chunk_order) {
+                (Packing::Compact, ChunkOrder::C) => "compact",
+                (Packing::Sparse, ChunkOrder::C) => "sparse",
+                (Packing::Compact, ChunkOrder::Morton) => "compact+morton",
+                (Packing::Sparse, ChunkOrder::Morton) => "sparse+morton",
+                other => panic!("packing and order {other:?} not covered"),
             },
             if self.skipped.is_empty() {
                 self.frames.to_string()
@@ -581,6 +590,46 @@ fn matrix() -> Vec<Case> {
                 &[1, 1, 16, 40],
                 &[2, 3, 48, 40],
                 15,
+            )
+        },
+        // issue 18: chunks in Morton order inside the shards. 6 x 4 x 5 chunks per
+        // shard (no power of two on any axis), shards sticking out in y, stops mid-shard,
+        // resumed mid-shard; the pwrite sink writing slots; sparse; rank 5.
+        Case {
+            chunk_order: ChunkOrder::Morton,
+            codec: Codec::zstd(1),
+            resume_at: Some(4),
+            ..case(
+                "r3_u16_zstd1_morton_resumed",
+                &[0, 200, 160],
+                &[1, 32, 32],
+                &[6, 128, 160],
+                15,
+            )
+        },
+        Case {
+            chunk_order: ChunkOrder::Morton,
+            sink: SinkChoice::Pwrite,
+            index: Start,
+            ..case(
+                "r4_u16_lz4_morton_pwrite_start",
+                &[0, 3, 96, 80],
+                &[1, 1, 32, 16],
+                &[2, 3, 96, 80],
+                13,
+            )
+        },
+        Case {
+            chunk_order: ChunkOrder::Morton,
+            packing: Packing::Sparse,
+            dtype: Float32,
+            fill: -1.0,
+            ..case(
+                "r5_f32_lz4_morton_sparse",
+                &[0, 2, 3, 64, 48],
+                &[1, 1, 1, 16, 16],
+                &[2, 2, 3, 64, 48],
+                23,
             )
         },
         // rank 3 -------------------------------------------------------------------
@@ -1296,7 +1345,7 @@ fn matrix_reads_identically_in_three_readers() {
     let cases = matrix();
     assert!(cases.len() >= 24);
     println!(
-        "{:<30} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<5} {:<6} {:>6}",
+        "{:<30} {:<8} {:<22} {:<18} {:<20} {:>5} {:<8} {:>3} {:<5} {:<6} {:<14} {:>6}",
         "array",
         "dtype",
         "final shape",
@@ -1499,4 +1548,90 @@ fn during_acquisition_every_read_is_exact() {
         .expect("estimate");
     let counted = report["writer_memory_peak_mib"].as_f64().expect("count");
     assert!(counted > 0.0 && counted <= resident, "{report}");
+}
+
+// ---------------------------------------------------------------- chunk order
+
+/// zarr-python writes one full shard of each grid (chunks per shard on each axis; no
+/// powers of two, ranks 3–5); the order of its chunks' bytes on disk, from the shard
+/// index, is `ChunkOrder::Morton`'s order for that grid.
+#[test]
+fn morton_order_is_zarr_pythons() {
+    let Some(py) = python() else { return };
+    let scratch = Scratch::new("interop-morton-");
+    let dir = scratch.path();
+    let grids: [&[u64]; 7] = [
+        &[8, 4, 4],
+        &[3, 5, 2],
+        &[1, 8, 8],
+        &[5, 3, 7],
+        &[6, 1, 9],
+        &[2, 3, 4, 5],
+        &[2, 1, 3, 2, 3],
+    ];
+    let script = r#"
+import json, sys
+import numpy as np
+import zarr
+out, grids = sys.argv[1], json.loads(sys.argv[2])
+for i, grid in enumerate(grids):
+    chunk = [1] * (len(grid) - 2) + [2, 2]
+    shard = [c * g for c, g in zip(chunk, grid)]
+    a = zarr.create_array(f"{out}/g{i}.zarr", shape=shard, chunks=chunk, shards=shard,
+                          dtype="uint32", compressors=None, fill_value=0)
+    # Every chunk differs from the fill value, so zarr-python stores all of them.
+    a[...] = np.arange(1, int(np.prod(shard)) + 1, dtype="uint32").reshape(shard)
+print(f"zarr-python {zarr.__version__} wrote {len(grids)} shards")
+"#;
+    let out = Command::new(&py)
+        .args(["-c", script])
+        .arg(dir)
+        .arg(serde_json::to_string(&grids).expect("json"))
+        .output()
+        .expect("run zarr-python");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "zarr-python failed: {text}");
+    for (i, grid) in grids.iter().enumerate() {
+        let rank = grid.len();
+        let chunk: Vec<u64> = (0..rank)
+            .map(|a| if a + 2 < rank { 1 } else { 2 })
+            .collect();
+        let shard: Vec<u64> = chunk.iter().zip(*grid).map(|(c, g)| c * g).collect();
+        let mut shape = shard.clone();
+        shape[0] = 0;
+        let spec = ArraySpec::builder()
+            .shape(&shape)
+            .chunk_shape(&chunk)
+            .shard_shape(&shard)
+            .dtype(DataType::UInt32)
+            .build()
+            .expect("spec");
+        let key = format!("g{i}.zarr/c/{}", vec!["0"; rank].join("/"));
+        let bytes = fs::read(dir.join(&key)).unwrap_or_else(|e| panic!("{key}: {e}"));
+        let n: u64 = grid.iter().product();
+        let at = bytes.len() - (16 * n as usize + 4);
+        let offset = |i: u64| {
+            let o = at + 16 * i as usize;
+            u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"))
+        };
+        let mut on_disk: Vec<u64> = (0..n).collect();
+        assert!(
+            on_disk.iter().all(|&i| offset(i) != u64::MAX),
+            "{key}: a chunk is missing"
+        );
+        on_disk.sort_by_key(|&i| offset(i));
+        assert_eq!(
+            on_disk,
+            ChunkOrder::Morton.sequence(&spec),
+            "grid {grid:?}: zarr-python's order differs"
+        );
+        if grid.iter().filter(|&&g| g > 1).count() > 1 {
+            assert_ne!(on_disk, ChunkOrder::C.sequence(&spec), "grid {grid:?}");
+        }
+    }
 }

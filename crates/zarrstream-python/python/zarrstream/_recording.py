@@ -203,6 +203,7 @@ class Recording(_Lifecycle):
         backpressure: Literal["block", "drop"] | None = None,
         durability: str | float | datetime.timedelta | None = None,
         packing: Literal["compact", "sparse"] | None = None,
+        chunk_order: Literal["c", "morton"] | None = None,
         existing_group: bool = False,
         overwrite: bool = False,
         resume: bool = False,
@@ -218,7 +219,8 @@ class Recording(_Lifecycle):
             threads=threads, pin_threads=pin_threads, background_nice=background_nice,
             sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
             backpressure=backpressure, durability=durability, packing=packing,
-            overwrite=overwrite, resume=resume, existing_group=existing_group)
+            chunk_order=chunk_order, overwrite=overwrite, resume=resume,
+            existing_group=existing_group)
         if plate is not None:
             if arrays is not None:
                 raise InvalidSpecError(

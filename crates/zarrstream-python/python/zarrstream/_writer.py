@@ -312,6 +312,7 @@ def _options_config(
     backpressure: str | None = None,
     durability: str | float | datetime.timedelta | None = None,
     packing: str | None = None,
+    chunk_order: str | None = None,
     overwrite: bool = False,
     resume: bool = False,
     existing_group: bool | None = None,
@@ -328,6 +329,7 @@ def _options_config(
         "threads": threads, "pin_threads": pin_threads,
         "background_nice": background_nice, "sink": sink, "pool_frames": pool_frames,
         "spare_groups": spare_groups, "backpressure": backpressure, "packing": packing,
+        "chunk_order": chunk_order,
     }
     config.update({k: v for k, v in optional.items() if v is not None})
     if durability is not None:
@@ -483,6 +485,11 @@ class Writer(_Lifecycle):
         durability: ``"shard"`` (flush each shard), ``"none"``, or a group-commit
             interval in seconds (or a ``timedelta``).
         packing: ``"compact"`` or ``"sparse"``.
+        chunk_order: ``"c"`` (default) or ``"morton"``: the order of the inner chunks'
+            bytes in each shard file. Morton (as zarr-python writes shards) keeps the
+            chunks of a spatial block together, so reading a region takes fewer byte
+            ranges; the shard index stays in C order and readers need not know.
+            ``sink="auto"`` then writes through ``"mmap"``; ``"direct"`` is refused.
         frame_meta: Numeric per-frame fields, ``{"timestamp": "float64", "counter":
             "int64"}``: each becomes a 1-D Zarr array ``<path>/frame_meta/<name>`` with
             one value per frame (``append(frame, meta={...})``), published never ahead
@@ -526,6 +533,7 @@ class Writer(_Lifecycle):
         backpressure: Literal["block", "drop"] | None = None,
         durability: str | float | datetime.timedelta | None = None,
         packing: Literal["compact", "sparse"] | None = None,
+        chunk_order: Literal["c", "morton"] | None = None,
         frame_meta: Mapping[str, Literal["float64", "int64"]] | None = None,
         frame_meta_json: bool = False,
         overwrite: bool = False,
@@ -546,7 +554,7 @@ class Writer(_Lifecycle):
                 threads=threads, pin_threads=pin_threads, background_nice=background_nice,
                 sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
                 backpressure=backpressure, durability=durability, packing=packing,
-                overwrite=overwrite, resume=resume),
+                chunk_order=chunk_order, overwrite=overwrite, resume=resume),
         }
         text = _config_json(config)
         self._path = os.fspath(path)

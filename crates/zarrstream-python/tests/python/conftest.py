@@ -21,3 +21,14 @@ def frames_of(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> n
     # Smooth half the rows so compressors have something to find.
     base[..., ::2, :] = base[..., :1, :]
     return base
+
+
+def stored_order(shard, grid: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The coordinates of a shard's present inner chunks in the order their bytes lie in
+    the file, read from its index (at the end: 16 bytes per chunk, then a crc32c)."""
+    n = int(np.prod(grid))
+    data = open(shard, "rb").read()
+    offsets = np.frombuffer(data[len(data) - 16 * n - 4:len(data) - 4], "<u8")[0::2]
+    present = sorted((i for i in range(n) if offsets[i] != 2**64 - 1),
+                     key=lambda i: offsets[i])
+    return [tuple(int(c) for c in np.unravel_index(i, grid)) for i in present]

@@ -45,6 +45,8 @@ SMALL = dict(shape=(None, 16, 16), chunks=(1, 16, 16), shards=(2, 16, 16))
         (dict(SMALL, dtype="complex64"), "not supported"),
         (dict(SMALL, dtype="uint8", fill_value=300), "fill value"),
         (dict(SMALL, sink="floppy"), "sink"),
+        (dict(SMALL, chunk_order="hilbert"), "not a chunk order"),
+        (dict(SMALL, chunk_order="morton", sink="direct"), "cannot be combined"),
         (dict(SMALL, backpressure="maybe"), "backpressure"),
         (dict(SMALL, durability="sometimes"), "durability"),
         (dict(SMALL, durability=-1.0), "positive"),

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from conftest import frames_of
+from conftest import frames_of, stored_order
+from zarr.core.indexing import morton_order_iter
 
 import zarrstream
 
@@ -74,6 +75,21 @@ def test_two_arrays_read_back_exactly(tmp_path: Path, rng) -> None:
     assert json.loads((path / "sub" / "zarr.json").read_text())["node_type"] == "group"
     group = zarr.open_group(str(path), mode="r")
     assert group["sub/cam1"].shape == (9, 24, 24)
+
+
+def test_morton_chunk_order_for_every_array(tmp_path: Path, rng) -> None:
+    a = frames_of(rng, "uint16", (4, 2, 48, 80))
+    b = frames_of(rng, "float32", (4, 24, 24))
+    path = tmp_path / "m.zarr"
+    with zarrstream.Recording(path, two_arrays(), threads=2, chunk_order="morton") as rec:
+        for t in range(4):
+            rec.append("cam0", a[t])
+            rec.append("sub/cam1", b[t])
+    np.testing.assert_array_equal(read_zarr(path / "cam0"), a)
+    np.testing.assert_array_equal(read_tensorstore(path / "sub/cam1"), b)
+    grid = (2, 2, 3, 2)
+    assert stored_order(path / "cam0/c/0/0/0/0", grid) == list(morton_order_iter(grid))
+    assert stored_order(path / "cam0/c/0/0/0/0", grid) != sorted(morton_order_iter(grid))
 
 
 def test_frame_metadata_columns(tmp_path: Path) -> None:

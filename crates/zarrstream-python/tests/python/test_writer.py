@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from conftest import frames_of
+from conftest import frames_of, stored_order
+from zarr.core.indexing import morton_order_iter
 
 import zarrstream
 
@@ -80,6 +81,35 @@ def test_layouts_and_buffers(tmp_path: Path, rng) -> None:
         assert w.append(memoryview(frames[9:11].tobytes())) == 2
         assert w.append(frames[11:12]) == 1
     np.testing.assert_array_equal(read_zarr(path), frames)
+
+
+@pytest.mark.parametrize("sink", ["auto", "mmap", "pwrite"])
+def test_morton_chunk_order(tmp_path: Path, rng, sink: str) -> None:
+    """chunk_order="morton" puts each shard's chunks in the order zarr-python writes
+    them (its own morton_order_iter); the readers read the array back exactly."""
+    frames = frames_of(rng, "uint16", (10, 64, 48))
+    path = tmp_path / "m.zarr"
+    with zarrstream.Writer(path, shape=(None, 64, 48), chunks=(1, 16, 16),
+                           shards=(4, 64, 48), codec="zstd:1", chunk_order="morton",
+                           sink=sink) as w:
+        w.append(frames)
+    np.testing.assert_array_equal(read_zarr(path), frames)
+    np.testing.assert_array_equal(read_tensorstore(path), frames)
+    grid = (4, 4, 3)
+    morton = list(morton_order_iter(grid))
+    assert morton != sorted(morton)
+    for shard in ("c/0/0/0", "c/1/0/0"):
+        assert stored_order(path / shard, grid) == morton, shard
+    # The last shard holds frames 8 and 9 only: their chunks, in Morton order.
+    assert stored_order(path / "c/2/0/0", grid) == [c for c in morton if c[0] < 2]
+    # By default the mmap sink keeps C order (the appending sinks, chunks in the order
+    # they were encoded).
+    if sink == "mmap":
+        c = tmp_path / "c.zarr"
+        with zarrstream.Writer(c, shape=(None, 64, 48), chunks=(1, 16, 16),
+                               shards=(4, 64, 48), sink=sink) as w:
+            w.append(frames[:4])
+        assert stored_order(c / "c/0/0/0", grid) == sorted(morton)
 
 
 def test_list_input_is_a_dtype_error(tmp_path: Path) -> None:

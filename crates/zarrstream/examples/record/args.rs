@@ -3,7 +3,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use zarrstream::{Backpressure, Codec, DataType, Durability, IndexLocation, Packing, SinkChoice};
+use zarrstream::{
+    Backpressure, ChunkOrder, Codec, DataType, Durability, IndexLocation, Packing, SinkChoice,
+};
 
 /// Elements per shard when the shard shape is derived (32 frames of 2048 x 2048).
 const SHARD_ELEMENTS: u64 = 1 << 27;
@@ -97,6 +99,10 @@ WRITER:
     --pool-frames N         frame buffers in the pool, 0 = 2 x threads + 2 [default: 0]
     --packing P             compact | sparse: finished shard files without gaps, or
                             sparse files with the gaps punched out [default: compact]
+    --chunk-order O         c | morton: order of the inner chunks inside each shard
+                            file (Morton keeps spatial blocks together; selects the
+                            mmap sink under --sink auto, not with --sink direct)
+                            [default: c]
     --durability D          shard | periodic:MS | none: fdatasync each shard before it
                             becomes visible, flush all shards every MS milliseconds
                             (group commit), or no syncs [default: shard]
@@ -202,6 +208,7 @@ pub(crate) struct Options {
     pub backpressure: Backpressure,
     pub pool_frames: usize,
     pub packing: Packing,
+    pub chunk_order: ChunkOrder,
     pub durability: Durability,
     pub pin: bool,
     pub report: Option<PathBuf>,
@@ -288,6 +295,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         backpressure: Backpressure::Block,
         pool_frames: 0,
         packing: Packing::Compact,
+        chunk_order: ChunkOrder::C,
         durability: Durability::Shard,
         pin: true,
         report: None,
@@ -496,6 +504,12 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 o.packing = match v.parse::<Packing>() {
                     Ok(p) => p,
                     Err(_) => return usage(format!("--packing '{v}': expected compact or sparse")),
+                }
+            }
+            "--chunk-order" => {
+                o.chunk_order = match v.parse::<ChunkOrder>() {
+                    Ok(c) => c,
+                    Err(_) => return usage(format!("--chunk-order '{v}': expected c or morton")),
                 }
             }
             "--durability" => {
@@ -925,5 +939,17 @@ mod tests {
         assert!(err(&["--overwrite", "--resume"]).contains("cannot be combined"));
         assert!(err(&["--resume", "--save-frames", "f.raw"]).contains("--save-frames"));
         assert!(err(&["--resume=yes"]).contains("takes no value"));
+    }
+
+    #[test]
+    fn chunk_order_flag() {
+        assert_eq!(run(&[]).chunk_order, ChunkOrder::C);
+        assert_eq!(
+            run(&["--chunk-order", "morton"]).chunk_order,
+            ChunkOrder::Morton
+        );
+        assert_eq!(run(&["--chunk-order=c"]).chunk_order, ChunkOrder::C);
+        assert!(err(&["--chunk-order", "z"]).contains("--chunk-order 'z': expected c or morton"));
+        assert!(err(&["--chunk-order"]).contains("needs a value"));
     }
 }

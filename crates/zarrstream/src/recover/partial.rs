@@ -9,7 +9,7 @@ use super::report::{IndexSource, RejectReason, RejectedChunk, ShardOutcome, Shar
 use super::{RecoverError, RecoveryReport};
 use crate::error::IoError;
 use crate::read::index::{EMPTY, parse_index, raw_entries};
-use crate::shard::{Packing, ShardLayout, encode_index, plan};
+use crate::shard::{ChunkOrder, Packing, ShardLayout, SlotOrder, encode_index, plan};
 use crate::spec::{ArraySpec, IndexLocation};
 use crate::store::{
     LOCK_FILE, REBUILD_SUFFIX, StoreReader, UNRECOVERABLE_SUFFIX, check_chunk, create_dirs,
@@ -29,6 +29,9 @@ pub(super) fn recover_all(
         names.push(entry.file_name().to_string_lossy().into_owned());
     }
     names.sort();
+    // The writer's chunk order is recorded nowhere; each shard's is read off its index
+    // (`SlotOrder::infer`).
+    let morton = SlotOrder::new(ChunkOrder::Morton, store.spec());
     let mut recovered = BTreeSet::new();
     for name in names {
         if name == LOCK_FILE {
@@ -43,7 +46,8 @@ pub(super) fn recover_all(
             report.skipped_files.push(name);
             continue;
         };
-        let shard = recover_partial(store, tmp_dir, &name, &shard_key(coords.iter().copied()))?;
+        let key = shard_key(coords.iter().copied());
+        let shard = recover_partial(store, tmp_dir, &name, &key, &morton)?;
         let r = shard.recovery;
         report.chunks_kept += r.chunks_kept;
         report.chunks_rejected += r.chunks_rejected;
@@ -198,12 +202,14 @@ fn recover_partial(
     tmp_dir: &Path,
     name: &str,
     key: &str,
+    morton: &SlotOrder,
 ) -> Result<PartialResult, RecoverError> {
     let layout = store.layout();
     let path = tmp_dir.join(name);
     let file = File::open(&path).map_err(IoError::with("open", &path))?;
     let len = file.metadata().map_err(IoError::with("stat", &path))?.len();
     let entries = read_entries(&file, len, layout).map_err(IoError::with("read", &path))?;
+    let order = SlotOrder::infer(layout, morton, &entries.raw);
     let mut recovery = ShardRecovery {
         key: key.to_string(),
         file: name.to_string(),
@@ -231,7 +237,14 @@ fn recover_partial(
         recovery.outcome = ShardOutcome::Unrecoverable;
         return Ok(nothing(recovery));
     }
-    let (kept, rejected) = keep_verified(&file, len, &entries, store.spec(), layout, &mut recovery);
+    let (kept, rejected) = keep_verified(
+        &file,
+        len,
+        &entries,
+        store.spec(),
+        (layout, &order),
+        &mut recovery,
+    );
     if recovery.chunks_kept > 0 {
         // A resumed writer's first shards replace finished ones it started from: the
         // finished shard's chunks that the temporary one lacks (a crash while they were
@@ -251,7 +264,7 @@ fn recover_partial(
         recovery.chunks_kept +=
             sources.iter().flatten().count() as u64 - kept.iter().flatten().count() as u64;
         let rebuilt = tmp_dir.join(format!("{name}{REBUILD_SUFFIX}"));
-        recovery.bytes = write_shard(&rebuilt, layout, &sources)?;
+        recovery.bytes = write_shard(&rebuilt, layout, &order, &sources)?;
         install(&rebuilt, &store.root().join(key))?;
         recovery.outcome = ShardOutcome::Rebuilt;
     }
@@ -261,13 +274,14 @@ fn recover_partial(
 }
 
 /// The entries whose chunk verifies, at the offset where it does (`None` elsewhere),
-/// and the rejected ones with their reason; counts both in `recovery`.
+/// and the rejected ones with their reason; counts both in `recovery`. The slots were
+/// laid out in `order`.
 fn keep_verified(
     file: &File,
     len: u64,
     entries: &Entries,
     spec: &ArraySpec,
-    layout: &ShardLayout,
+    (layout, order): (&ShardLayout, &SlotOrder),
     recovery: &mut ShardRecovery,
 ) -> (Vec<Option<(u64, u64)>>, Vec<RejectedChunk>) {
     // Compacted positions (what the finisher's plan gives every plausible entry), for
@@ -279,7 +293,7 @@ fn keep_verified(
             (o != EMPTY && b != EMPTY && b > 0 && b <= layout.slot_size).then_some((o, b))
         })
         .collect();
-    let compacted = plan(layout, &plausible, Packing::Compact).entries;
+    let compacted = plan(layout, &plausible, Packing::Compact, order).entries;
 
     let mut kept: Vec<Option<(u64, u64)>> = vec![None; entries.raw.len()];
     let mut rejected = Vec::new();
@@ -295,7 +309,7 @@ fn keep_verified(
             // Where compaction would have moved it, or its own slot.
             let alternates = [
                 compacted.get(i).copied().flatten().map(|c| c.0),
-                Some(layout.slot_offset(i as u64)),
+                Some(layout.slot_offset(order.position(i) as u64)),
             ];
             let relocated = alternates.into_iter().flatten().find(|&at| {
                 at != entry.0
@@ -357,16 +371,17 @@ fn install(rebuilt: &Path, dst: &Path) -> Result<(), RecoverError> {
 }
 
 /// Writes the finished shard for the `kept` chunks (each read from its file at its
-/// offset) to `to` the way the finisher lays it out (compact packing, final index and
-/// crc32c), and flushes it. Returns its length.
+/// offset) to `to` the way the finisher lays it out (compact packing in `order`, final
+/// index and crc32c), and flushes it. Returns its length.
 fn write_shard(
     to: &Path,
     layout: &ShardLayout,
+    order: &SlotOrder,
     kept: &[Option<(&File, u64, u64)>],
 ) -> Result<u64, RecoverError> {
     let entries: Vec<Option<(u64, u64)>> =
         kept.iter().map(|k| k.map(|(_, at, n)| (at, n))).collect();
-    let fin = plan(layout, &entries, Packing::Compact);
+    let fin = plan(layout, &entries, Packing::Compact, order);
     let out = OpenOptions::new()
         .write(true)
         .create_new(true)

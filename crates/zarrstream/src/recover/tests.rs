@@ -13,7 +13,7 @@ use crate::dtype::DataType;
 use crate::metadata::{self, Progress, State, array_json};
 use crate::read::index::{EMPTY, parse_index};
 use crate::read::{blosc, zstd};
-use crate::shard::{Packing, ShardLayout, encode_index, entry_bytes, plan};
+use crate::shard::{ChunkOrder, Packing, ShardLayout, SlotOrder, encode_index, entry_bytes, plan};
 use crate::spec::{ArraySpec, IndexLocation};
 use crate::store::{UNRECOVERABLE_SUFFIX, partial_file_name};
 
@@ -60,6 +60,11 @@ struct Store {
 /// A store whose writer died: zarr.json in state running at extent 0, and the
 /// temporary shard of row 0 with chunks `written` in their slots and their entries.
 fn crashed(spec: ArraySpec, written: &[usize]) -> Store {
+    crashed_in(spec, written, &SlotOrder::c())
+}
+
+/// [`crashed`], the slots laid out in `order`.
+fn crashed_in(spec: ArraySpec, written: &[usize], order: &SlotOrder) -> Store {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.zarr");
     fs::create_dir_all(path.join(PARTIAL_DIR)).unwrap();
@@ -77,7 +82,7 @@ fn crashed(spec: ArraySpec, written: &[usize]) -> Store {
     f.write_all_at(&empty, layout.index_offset).unwrap();
     for &i in written {
         let bytes = encoded(&spec, 0, i);
-        let at = layout.slot_offset(i as u64);
+        let at = layout.slot_offset(order.position(i) as u64);
         f.write_all_at(&bytes, at).unwrap();
         set_entry(&path, &layout, i, at, bytes.len() as u64);
     }
@@ -258,13 +263,32 @@ fn without_crc32c_chunks_are_validated_by_decoding() {
     }
 }
 
-/// A shard the finisher had compacted and cut (or was compacting) when it died.
+/// A shard the finisher had compacted and cut (or was compacting) when it died, its
+/// slots in C or Morton order. Recovery tells the order from the index (it is recorded
+/// nowhere): a chunk moved by a Morton compaction is found where that compaction put
+/// it, and the rebuilt shard keeps the order.
 #[test]
 fn recovers_a_shard_the_finisher_was_finishing() {
-    for location in [IndexLocation::End, IndexLocation::Start] {
-        for stage in ["moved", "indexed", "cut"] {
+    let cases = [
+        (Codec::zstd(1), ChunkOrder::C),
+        (Codec::zstd(1), ChunkOrder::Morton),
+    ];
+    for (codec, chunk_order) in cases {
+        for location in [IndexLocation::End, IndexLocation::Start] {
+            for stage in ["moved", "indexed", "cut"] {
+                finisher_died(codec, chunk_order, location, stage);
+            }
+        }
+    }
+}
+
+fn finisher_died(codec: Codec, chunk_order: ChunkOrder, location: IndexLocation, stage: &str) {
+    let what = format!("{codec} {chunk_order} {location:?} {stage}");
+    {
+        {
             let all: Vec<usize> = (0..16).collect();
-            let s = crashed(spec(Codec::zstd(1), true, location), &all);
+            let order = SlotOrder::new(chunk_order, &spec(codec, true, location));
+            let s = crashed_in(spec(codec, true, location), &all, &order);
             let l = s.layout;
             let path = partial(&s.path);
             let f = OpenOptions::new()
@@ -273,9 +297,12 @@ fn recovers_a_shard_the_finisher_was_finishing() {
                 .open(&path)
                 .unwrap();
             let written: Vec<Option<(u64, u64)>> = (0..16)
-                .map(|i| Some((l.slot_offset(i as u64), encoded(&s.spec, 0, i).len() as u64)))
+                .map(|i| {
+                    let at = l.slot_offset(order.position(i) as u64);
+                    Some((at, encoded(&s.spec, 0, i).len() as u64))
+                })
                 .collect();
-            let fin = plan(&l, &written, Packing::Compact);
+            let fin = plan(&l, &written, Packing::Compact, &order);
             for m in &fin.moves {
                 let mut buf = vec![0u8; m.len as usize];
                 f.read_exact_at(&mut buf, m.from).unwrap();
@@ -291,16 +318,27 @@ fn recovers_a_shard_the_finisher_was_finishing() {
             }
             drop(f);
             let r = recover_store(&s.path).unwrap();
-            assert_eq!(r.chunks_kept, 16, "{location:?} {stage}: {:?}", r.rejected);
+            assert_eq!(r.chunks_kept, 16, "{what}: {:?}", r.rejected);
             assert_eq!(r.frames_committed, N_FRAMES);
             let got = read_back(&s);
             for (i, c) in got.iter().enumerate() {
                 assert_eq!(
                     c.as_deref(),
                     Some(&chunk_data(0, i)[..]),
-                    "{stage} chunk {i}"
+                    "{what}: chunk {i}"
                 );
             }
+            // The rebuilt shard keeps the writer's order.
+            let data = fs::read(s.path.join("c/0/0/0")).unwrap();
+            let size = l.index_size as usize;
+            let index = match location {
+                IndexLocation::End => &data[data.len() - size..],
+                _ => &data[..size],
+            };
+            let entries = parse_index(index, 16).unwrap();
+            let mut by_offset: Vec<u64> = (0..16).collect();
+            by_offset.sort_by_key(|&i| entries[i as usize].unwrap().0);
+            assert_eq!(by_offset, chunk_order.sequence(&s.spec), "{what}");
         }
     }
 }
@@ -442,7 +480,7 @@ fn a_crashed_resume_keeps_the_finished_chunks_it_had_not_carried_over() {
         let old: Vec<Option<(u64, u64)>> = (0..16)
             .map(|i| (i < 8).then(|| (0, encoded(&s.spec, 0, i).len() as u64)))
             .collect();
-        let fin = plan(&l, &old, Packing::Compact);
+        let fin = plan(&l, &old, Packing::Compact, &SlotOrder::c());
         let mut data = vec![0u8; fin.len as usize];
         for (i, e) in fin.entries.iter().enumerate() {
             if let Some((at, n)) = e {

@@ -1,10 +1,14 @@
-//! Shard files: the fixed slot layout, the shard index, and the finished layout.
+//! Shard files: the fixed slot layout, the order of the chunks in the file, the shard
+//! index, and the finished layout.
 
 mod index;
 mod layout;
+mod order;
 mod plan;
 
 pub(crate) use index::{IndexEntries, encode_index, entry_bytes};
 pub use layout::{LayoutOverflow, ShardLayout};
+pub use order::ChunkOrder;
+pub(crate) use order::SlotOrder;
 pub use plan::Packing;
 pub(crate) use plan::{FinalLayout, packed, plan};

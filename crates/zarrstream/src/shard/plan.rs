@@ -1,6 +1,6 @@
 //! Where each chunk and the index end up when a shard is finished.
 
-use super::ShardLayout;
+use super::{ShardLayout, SlotOrder};
 use crate::spec::IndexLocation;
 
 /// What happens to the unused tail of each slot when a shard is finished.
@@ -64,10 +64,15 @@ pub(crate) struct FinalLayout {
 
 const PAGE: u64 = 4096;
 
+/// The finished layout of a shard whose chunks were written into their slots, slot
+/// position `p` holding chunk `order.chunk_at(p)`: compaction packs them in the order of
+/// their positions (so each moves towards the start, `to <= from`, and the shard keeps
+/// its chunk order); sparse packing punches out each slot's unused tail.
 pub(crate) fn plan(
     layout: &ShardLayout,
     written: &[Option<(u64, u64)>],
     packing: Packing,
+    order: &SlotOrder,
 ) -> FinalLayout {
     let start = layout.location == IndexLocation::Start;
     let mut entries = written.to_vec();
@@ -76,7 +81,10 @@ pub(crate) fn plan(
     let data_end = match packing {
         Packing::Compact => {
             let mut pos = if start { layout.index_size } else { 0 };
-            for e in entries.iter_mut().flatten() {
+            for p in 0..entries.len() {
+                let Some(e) = entries[order.chunk_at(p)].as_mut() else {
+                    continue;
+                };
                 if e.0 != pos {
                     moves.push(Move {
                         from: e.0,
@@ -90,8 +98,9 @@ pub(crate) fn plan(
             pos
         }
         Packing::Sparse => {
-            for (i, e) in written.iter().enumerate() {
-                let slot = layout.slot_offset(i as u64);
+            for p in 0..written.len() {
+                let e = &written[order.chunk_at(p)];
+                let slot = layout.slot_offset(p as u64);
                 let used_end = e.map_or(slot, |(o, n)| o + n);
                 let (a, b) = (
                     used_end.div_ceil(PAGE) * PAGE,
@@ -214,6 +223,7 @@ mod tests {
             &l,
             &[Some((0, 10)), None, Some((200, 30))],
             Packing::Compact,
+            &SlotOrder::c(),
         );
         assert_eq!(p.entries, vec![Some((0, 10)), None, Some((10, 30))]);
         assert_eq!(
@@ -234,6 +244,7 @@ mod tests {
             &l,
             &[Some((64, 10)), Some((164, 5)), None],
             Packing::Compact,
+            &SlotOrder::c(),
         );
         assert_eq!(p.entries, vec![Some((52, 10)), Some((62, 5)), None]);
         assert_eq!((p.index_at, p.len), (0, 67));
@@ -254,7 +265,7 @@ mod tests {
         let mut written = vec![None; 256];
         written[0] = Some((0, 100));
         written[3] = Some((3 * 8192, 5000));
-        let p = plan(&l, &written, Packing::Sparse);
+        let p = plan(&l, &written, Packing::Sparse, &SlotOrder::c());
         assert_eq!(p.index_at, 3 * 8192 + 5000);
         for &(a, len) in &p.holes {
             assert!(
@@ -270,11 +281,34 @@ mod tests {
     #[test]
     fn sparse_keeps_offsets_and_ends_at_last_chunk() {
         let l = layout(IndexLocation::End);
-        let p = plan(&l, &[Some((0, 10)), Some((100, 5)), None], Packing::Sparse);
+        let c = SlotOrder::c();
+        let p = plan(
+            &l,
+            &[Some((0, 10)), Some((100, 5)), None],
+            Packing::Sparse,
+            &c,
+        );
         assert!(p.moves.is_empty());
         assert_eq!((p.index_at, p.len), (105, 157));
-        let empty = plan(&l, &[None, None, None], Packing::Sparse);
+        let empty = plan(&l, &[None, None, None], Packing::Sparse, &c);
         assert_eq!((empty.index_at, empty.len), (0, 52));
+    }
+
+    #[test]
+    fn compact_keeps_the_slot_order() {
+        // Slots hold chunks 2, 0, 1 (positions 0, 1, 2).
+        let order = SlotOrder::from_sequence(vec![2, 0, 1]);
+        let l = layout(IndexLocation::End);
+        let written = [Some((100, 5)), Some((200, 7)), Some((0, 10))];
+        let p = plan(&l, &written, Packing::Compact, &order);
+        assert_eq!(p.entries, vec![Some((10, 5)), Some((15, 7)), Some((0, 10))]);
+        let moves = [(100, 10, 5), (200, 15, 7)].map(|(from, to, len)| Move { from, to, len });
+        assert_eq!(p.moves, moves.to_vec());
+        assert_eq!((p.index_at, p.len), (22, 22 + 52));
+        // Sparse: each slot's tail is measured against the chunk in it.
+        let sparse = plan(&l, &written, Packing::Sparse, &order);
+        assert_eq!(sparse.entries, written.to_vec());
+        assert_eq!(sparse.index_at, 207);
     }
 }
 
@@ -286,22 +320,25 @@ mod proptests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::shard::encode_index;
     use crate::shard::layout::proptests::arb_spec;
+    use crate::shard::{ChunkOrder, encode_index};
     use crate::spec::ArraySpec;
 
     /// Largest worst-case file simulated in memory.
     const MAX_FILE: u64 = 8 << 20;
 
-    /// A layout (small or page-aligned slots) and, per slot, the size of the chunk the
-    /// workers wrote there (1..=slot_size bytes) or nothing.
-    fn arb_case() -> impl Strategy<Value = (ShardLayout, Vec<Option<(u64, u64)>>)> {
+    /// A layout (small or page-aligned slots), an order of the chunks in their slots
+    /// (C, Morton, or any permutation) and, per chunk, the size the workers wrote into
+    /// its slot (1..=slot_size bytes) or nothing.
+    type Case = (ShardLayout, SlotOrder, Vec<Option<(u64, u64)>>);
+
+    fn arb_case() -> impl Strategy<Value = Case> {
         prop_oneof![arb_spec(3, 24, 4), arb_spec(1, 180, 3)]
-            .prop_map(|spec: ArraySpec| ShardLayout::new(&spec).unwrap())
-            .prop_filter("worst-case file too large to simulate", |l| {
+            .prop_map(|spec: ArraySpec| (ShardLayout::new(&spec).unwrap(), spec))
+            .prop_filter("worst-case file too large to simulate", |(l, _)| {
                 l.file_size <= MAX_FILE
             })
-            .prop_flat_map(|l| {
+            .prop_flat_map(|(l, spec)| {
                 let sizes = proptest::collection::vec(
                     prop_oneof![
                         2 => Just(None),
@@ -311,15 +348,25 @@ mod proptests {
                     ],
                     l.n as usize,
                 );
-                (Just(l), sizes)
+                let n = l.n as u32;
+                let order = prop_oneof![
+                    Just(SlotOrder::c()),
+                    Just(SlotOrder::new(ChunkOrder::Morton, &spec)),
+                    Just((0..n).collect::<Vec<u32>>())
+                        .prop_shuffle()
+                        .prop_map(SlotOrder::from_sequence),
+                ];
+                (Just(l), order, sizes)
             })
-            .prop_map(|(l, sizes)| {
+            .prop_map(|(l, order, sizes)| {
                 let written = sizes
                     .iter()
                     .enumerate()
-                    .map(|(i, s)| s.map(|s| (l.slot_offset(i as u64), 1 + s % l.slot_size)))
+                    .map(|(i, s)| {
+                        s.map(|s| (l.slot_offset(order.position(i) as u64), 1 + s % l.slot_size))
+                    })
                     .collect();
-                (l, written)
+                (l, order, written)
             })
     }
 
@@ -337,10 +384,11 @@ mod proptests {
 
     fn check(
         l: &ShardLayout,
+        order: &SlotOrder,
         written: &[Option<(u64, u64)>],
         packing: Packing,
     ) -> Result<(), TestCaseError> {
-        let p = plan(l, written, packing);
+        let p = plan(l, written, packing, order);
         let index = (p.index_at, l.index_size);
         prop_assert_eq!(p.entries.len(), written.len());
         // The index fits where the sinks write it (in the worst-case file) and in the
@@ -397,7 +445,8 @@ mod proptests {
         let data: u64 = placed.iter().map(|(_, e)| e.1).sum();
         match packing {
             Packing::Compact => {
-                // No gaps: the chunks in slot order, then (or after) the index.
+                // No gaps: the chunks in the order of their slots, then (or after) the
+                // index.
                 prop_assert!(p.holes.is_empty());
                 prop_assert_eq!(p.len, data + l.index_size);
                 let mut pos = if l.location == IndexLocation::Start {
@@ -405,7 +454,7 @@ mod proptests {
                 } else {
                     0
                 };
-                for &(_, e) in &placed {
+                for e in (0..p.entries.len()).filter_map(|q| p.entries[order.chunk_at(q)]) {
                     prop_assert_eq!(e.0, pos);
                     pos += e.1;
                 }
@@ -457,13 +506,13 @@ mod proptests {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
         #[test]
-        fn compact_plan_is_sound((l, written) in arb_case()) {
-            check(&l, &written, Packing::Compact)?;
+        fn compact_plan_is_sound((l, order, written) in arb_case()) {
+            check(&l, &order, &written, Packing::Compact)?;
         }
 
         #[test]
-        fn sparse_plan_is_sound((l, written) in arb_case()) {
-            check(&l, &written, Packing::Sparse)?;
+        fn sparse_plan_is_sound((l, order, written) in arb_case()) {
+            check(&l, &order, &written, Packing::Sparse)?;
         }
     }
 }

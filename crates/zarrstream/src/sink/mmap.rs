@@ -8,7 +8,7 @@ use memmap2::MmapMut;
 use super::{Scratch, SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, PAGE, page_span};
-use crate::shard::{FinalLayout, encode_index, entry_bytes};
+use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, encode_index, entry_bytes};
 use crate::slots::{SlotGeometry, SlotRegion, map_reserved_file};
 
 pub(crate) struct MmapSink {
@@ -17,13 +17,16 @@ pub(crate) struct MmapSink {
     /// The mapped pages made resident: the working index's from the start, the slots'
     /// as they are prefaulted; released when the file is unmapped.
     held: Held,
-    /// File offset up to which slots are prefaulted (page-rounded).
+    /// File offset up to which slots are counted as prefaulted (page-rounded).
     faulted: AtomicU64,
+    order: SlotOrder,
 }
 
 impl MmapSink {
-    /// Maps the reserved file; [`SlotSink::prefault`] then populates it ahead of the workers.
-    pub(crate) fn new(temp: TempShard, meter: &Arc<Meter>) -> Result<Self> {
+    /// Maps the reserved file, chunk `i`'s slot at position `order.position(i)`;
+    /// [`SlotSink::prefault`] then populates it ahead of the workers. The file's pages
+    /// it touches count in `meter` while it is mapped.
+    pub(crate) fn new(temp: TempShard, order: SlotOrder, meter: &Arc<Meter>) -> Result<Self> {
         let map = map_reserved_file(&temp.file).map_err(|e| Error::io("mmap", &temp.path, e, 0))?;
         let l = temp.layout;
         let usize_of = |v: u64| {
@@ -34,6 +37,7 @@ impl MmapSink {
             data_start: usize_of(l.data_start)?,
             slot_size: usize_of(l.slot_size)?,
             index_offset: usize_of(l.index_offset)?,
+            positions: order.positions(),
         };
         let region = SlotRegion::new(map, geometry)
             .map_err(|_| internal("slot geometry exceeds the mapping"))?;
@@ -44,6 +48,7 @@ impl MmapSink {
             region,
             held,
             faulted,
+            order,
         })
     }
 }
@@ -60,7 +65,7 @@ impl SlotSink for MmapSink {
             .claim(i)
             .ok_or_else(|| internal("shard slot claimed twice"))?;
         let n = encode(slot.data())? as u64;
-        let offset = self.temp.layout.slot_offset(i as u64);
+        let offset = self.temp.layout.slot_offset(self.order.position(i) as u64);
         *slot.entry() = entry_bytes(offset, n);
         Ok((offset, n))
     }
@@ -70,7 +75,14 @@ impl SlotSink for MmapSink {
         let l = &self.temp.layout;
         let end = (end as u64).min(l.n);
         if (first as u64) < end {
-            let start = (l.data_start + first as u64 * l.slot_size) / PAGE * PAGE;
+            // In C order chunks `first..end` are the slots at those positions; in another
+            // order their slots are scattered over the shard, which is counted whole at
+            // the first prefault (ahead of the pages, never behind them).
+            let (first, end) = match self.order.order() {
+                ChunkOrder::C => (first as u64, end),
+                _ => (0, l.n),
+            };
+            let start = (l.data_start + first * l.slot_size) / PAGE * PAGE;
             let stop = (l.data_start + end * l.slot_size).div_ceil(PAGE) * PAGE;
             let before = self.faulted.fetch_max(stop, Ordering::AcqRel);
             self.held.add(stop.saturating_sub(before.max(start)));

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, ParseError, Result};
 use crate::meter::{Held, Meter, page_span};
-use crate::shard::{FinalLayout, ShardLayout};
+use crate::shard::{ChunkOrder, FinalLayout, ShardLayout, SlotOrder};
 
 /// Which sink writes the shard files.
 ///
@@ -37,7 +37,9 @@ pub enum SinkChoice {
     /// staging, plus a few MiB). pwrite copies every encoded byte into the page cache and
     /// the kernel's threads write it back, on the cores the encoders need; mmap pays a
     /// page fault and a page zeroing at the first touch of each mapped page, and its
-    /// mapped pages count as resident.
+    /// mapped pages count as resident. With a
+    /// [`ChunkOrder::Morton`](crate::ChunkOrder::Morton) chunk order: `Mmap`, since only
+    /// the slot sinks lay chunks out in an order of their own.
     #[default]
     Auto,
     /// Workers encode straight into a shared mapping of the shard (no copy). Falls back
@@ -46,6 +48,8 @@ pub enum SinkChoice {
     Mmap,
     /// Workers encode into a per-thread buffer and append it to the shard file with
     /// `pwrite` (one writer per file at a time; chunks back to back, nothing to compact).
+    /// With a [`ChunkOrder::Morton`](crate::ChunkOrder::Morton) chunk order each chunk is
+    /// written into its slot instead, and the finished shard is compacted in that order.
     Pwrite,
     /// Workers encode into a page-aligned per-thread buffer and append it with
     /// `O_DIRECT` writes, which bypass the page cache: no copy into the cache and no
@@ -54,7 +58,9 @@ pub enum SinkChoice {
     /// shard is up to 4 KiB − 1 per chunk larger. Falls back to `pwrite` where chunk
     /// slots are smaller than 64 KiB (their layout is not block-aligned), where the
     /// filesystem refuses a direct write, and where [`Mmap`](Self::Mmap) would (the
-    /// working index is written through a mapping).
+    /// working index is written through a mapping). Chunks lie in the order they
+    /// complete, so a [`ChunkOrder::Morton`](crate::ChunkOrder::Morton) chunk order is
+    /// refused with it.
     Direct,
 }
 
@@ -93,10 +99,20 @@ impl SinkChoice {
     }
 
     /// Resolves the choice for shards of `layout` in `dir` (a directory on the
-    /// store's filesystem, where the direct sink's probe file may be written).
-    pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout) -> SinkKind {
+    /// store's filesystem, where the direct sink's probe file may be written) whose
+    /// chunks lie in `order`. Only the slot sinks lay chunks out in an order other than
+    /// C: `Auto` then means `Mmap` (the options refuse `Direct` with such an order).
+    pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout, order: ChunkOrder) -> SinkKind {
+        let slots = order != ChunkOrder::C;
         match self {
             SinkChoice::Mmap if mapping_is_safe(dir) => SinkKind::Mmap,
+            SinkChoice::Auto | SinkChoice::Direct if slots => {
+                if mapping_is_safe(dir) {
+                    SinkKind::Mmap
+                } else {
+                    SinkKind::Pwrite
+                }
+            }
             SinkChoice::Auto | SinkChoice::Direct
                 if mapping_is_safe(dir) && direct::supported(dir, layout) =>
             {
@@ -181,7 +197,8 @@ pub(crate) trait SlotSink: Send + Sync {
     }
 
     /// Whether chunks are written back to back (no slot gaps), so finishing the shard
-    /// moves nothing ([`packed`](crate::shard::packed) instead of a compaction plan).
+    /// moves nothing ([`packed`](crate::shard::packed) instead of a compaction plan);
+    /// otherwise each chunk is in its slot, in the shard's [`SlotOrder`].
     fn packs_chunks(&self) -> bool {
         false
     }
@@ -199,19 +216,25 @@ pub(crate) trait SlotSink: Send + Sync {
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard>;
 }
 
-/// Creates the temporary shard file at `path` and opens the sink of `kind` over it; the
+/// Creates the temporary shard file at `path` and opens the sink of `kind` over it,
+/// chunks in slots of `order` (the direct sink appends, so it takes C order only); the
 /// file's pages that the sink maps and touches count in `meter` while it is mapped.
 pub(crate) fn open(
     kind: SinkKind,
     path: &Path,
     layout: ShardLayout,
+    order: &SlotOrder,
     meter: &Arc<Meter>,
 ) -> Result<Box<dyn SlotSink>> {
     let temp = TempShard::create(path, layout)?;
+    let c = order.order() == ChunkOrder::C;
     Ok(match kind {
-        SinkKind::Mmap if temp.reserved => Box::new(mmap::MmapSink::new(temp, meter)?),
-        SinkKind::Direct if temp.reserved => Box::new(direct::DirectSink::new(temp, meter)?),
-        _ => Box::new(pwrite::PwriteSink::new(temp)),
+        SinkKind::Mmap if temp.reserved => {
+            Box::new(mmap::MmapSink::new(temp, order.clone(), meter)?)
+        }
+        SinkKind::Direct if temp.reserved && c => Box::new(direct::DirectSink::new(temp, meter)?),
+        SinkKind::Direct if !c => return Err(internal("the direct sink writes chunks in C order")),
+        _ => Box::new(pwrite::PwriteSink::new(temp, order.clone())),
     })
 }
 

@@ -1,23 +1,27 @@
 //! The pwrite sink: workers encode into a per-thread buffer, then append it to the shard
 //! file, one writer at a time. Chunks land back to back in completion order (the index
-//! says where each is), so finishing the shard moves no data.
+//! says where each is), so finishing the shard moves no data. For a chunk order other
+//! than C (Morton), each chunk is written into its fixed slot instead, as the mmap sink
+//! does, and finishing the shard compacts the slots in their order.
 
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
 use super::{Scratch, SlotSink, TempShard};
 use crate::error::{Error, Result};
-use crate::shard::{FinalLayout, encode_index, entry_bytes};
+use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, encode_index, entry_bytes};
 use crate::spec::IndexLocation;
 
 pub(crate) struct PwriteSink {
     temp: TempShard,
-    /// Where the next chunk goes; held while writing (see `write_chunk`).
+    /// Where the next chunk goes; held while writing (see `append`).
     next: Mutex<u64>,
+    /// `None`: chunks are appended; otherwise each goes into its slot in this order.
+    slots: Option<SlotOrder>,
 }
 
 impl PwriteSink {
-    pub(crate) fn new(temp: TempShard) -> Self {
+    pub(crate) fn new(temp: TempShard, order: SlotOrder) -> Self {
         let l = temp.layout;
         let data_start = if l.location == IndexLocation::Start {
             l.index_size
@@ -27,6 +31,7 @@ impl PwriteSink {
         PwriteSink {
             temp,
             next: Mutex::new(data_start),
+            slots: (order.order() != ChunkOrder::C).then_some(order),
         }
     }
 
@@ -48,10 +53,16 @@ impl PwriteSink {
     /// kernel never spins, and the lock also hands out the append position. The chunks
     /// of a shard never exceed the slots they would have used, so appending stays inside
     /// the reserved data region.
+    ///
+    /// In slot mode the chunk goes to its slot instead; the lock is still taken, for the
+    /// same reason (one writer per file at a time).
     fn append(&self, i: usize, parts: &[&[u8]]) -> Result<(u64, u64)> {
         let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        let offset = *next;
+        let offset = match &self.slots {
+            Some(order) => self.temp.layout.slot_offset(order.position(i) as u64),
+            None => *next,
+        };
         let mut at = offset;
         for part in parts {
             self.write_at(part, at)?;
@@ -59,7 +70,9 @@ impl PwriteSink {
         }
         let entry_at = self.temp.layout.index_offset + 16 * i as u64;
         self.write_at(&entry_bytes(offset, n), entry_at)?;
-        *next = offset + n;
+        if self.slots.is_none() {
+            *next = offset + n;
+        }
         Ok((offset, n))
     }
 }
@@ -87,7 +100,7 @@ impl SlotSink for PwriteSink {
     }
 
     fn packs_chunks(&self) -> bool {
-        true
+        self.slots.is_none()
     }
 
     fn keep_for_recovery(&self) {

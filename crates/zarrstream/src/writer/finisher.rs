@@ -221,7 +221,7 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
     let fin = if s.sink.packs_chunks() {
         packed(&shared.layout, &written)
     } else {
-        plan(&shared.layout, &written, shared.packing)
+        plan(&shared.layout, &written, shared.packing, &shared.order)
     };
     let temp = s.sink.finalize(&fin)?;
     if shared.durability == Durability::Shard {

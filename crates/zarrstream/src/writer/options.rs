@@ -1,11 +1,11 @@
 //! The options of a [`Writer`](super::Writer): threads, sink, buffers, back-pressure,
-//! durability, packing.
+//! durability, packing, chunk order.
 
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::frame_meta::FrameMetaSpec;
-use crate::shard::Packing;
+use crate::shard::{ChunkOrder, Packing};
 use crate::sink::SinkChoice;
 
 /// What `push` does when every frame buffer is in use (the encoders are behind).
@@ -92,6 +92,16 @@ pub struct WriterOptions {
     pub durability: Durability,
     /// What happens to unused slot space when a shard is finished.
     pub packing: Packing,
+    /// The order of the inner chunks' bytes inside each shard file (the shard index
+    /// stays in C order; readers follow it, so the order is recorded nowhere).
+    /// [`ChunkOrder::Morton`] keeps the chunks of a spatial block together, so a reader
+    /// of a region fetches fewer byte ranges. The mmap and pwrite sinks write each chunk
+    /// into a slot at its place in this order and compaction keeps it; with
+    /// [`SinkChoice::Auto`] a Morton order selects the mmap sink (pwrite where a
+    /// mapping is unsafe). The direct sink appends chunks as they complete, so it takes
+    /// C order only ([`Error::ConflictingOptions`]). A [`Packing::Sparse`] shard has its
+    /// chunks in their slots, in this order too.
+    pub chunk_order: ChunkOrder,
     /// Replace an existing store at the path.
     pub overwrite: bool,
     /// Per-frame metadata to store beside the array (`frame_meta/`), pushed with
@@ -121,6 +131,7 @@ impl Default for WriterOptions {
             backpressure: Backpressure::Block,
             durability: Durability::Shard,
             packing: Packing::Compact,
+            chunk_order: ChunkOrder::C,
             overwrite: false,
             frame_meta: None,
             resume: false,
@@ -201,6 +212,20 @@ impl WriterOptions {
         self
     }
 
+    /// Sets [`chunk_order`](Self::chunk_order): the order of the inner chunks' bytes
+    /// inside each shard file.
+    ///
+    /// ```
+    /// use zarrstream::{ChunkOrder, WriterOptions};
+    /// let options = WriterOptions::default().chunk_order(ChunkOrder::Morton);
+    /// assert_eq!(options.chunk_order, ChunkOrder::Morton);
+    /// ```
+    #[must_use]
+    pub fn chunk_order(mut self, chunk_order: ChunkOrder) -> Self {
+        self.chunk_order = chunk_order;
+        self
+    }
+
     /// Sets [`frame_meta`](Self::frame_meta): per-frame metadata stored beside the array.
     #[must_use]
     pub fn frame_meta(mut self, spec: FrameMetaSpec) -> Self {
@@ -247,6 +272,12 @@ impl WriterOptions {
         if self.resume && self.overwrite {
             return Err(Error::ConflictingOptions("resume", "overwrite"));
         }
+        if self.chunk_order != ChunkOrder::C && self.sink == SinkChoice::Direct {
+            return Err(Error::ConflictingOptions(
+                "chunk_order morton",
+                "sink direct",
+            ));
+        }
         // Before anything is created, so a bad field name leaves nothing behind.
         if let Some(spec) = &self.frame_meta {
             spec.validate().map_err(|reason| Error::FrameMeta {
@@ -274,6 +305,7 @@ mod tests {
             .backpressure(Backpressure::Drop)
             .durability(Durability::None)
             .packing(Packing::Sparse)
+            .chunk_order(ChunkOrder::Morton)
             .overwrite(true)
             .frame_meta(FrameMetaSpec::new().field("t", crate::MetaType::Float64))
             .resume(true)
@@ -288,6 +320,7 @@ mod tests {
             backpressure: Backpressure::Drop,
             durability: Durability::None,
             packing: Packing::Sparse,
+            chunk_order: ChunkOrder::Morton,
             overwrite: true,
             frame_meta: Some(FrameMetaSpec::new().field("t", crate::MetaType::Float64)),
             resume: true,
@@ -295,5 +328,19 @@ mod tests {
         };
         assert_eq!(o, want);
         assert_eq!(WriterOptions::default().threads(5).threads, 5);
+    }
+
+    #[test]
+    fn morton_order_refuses_the_direct_sink() {
+        let morton = WriterOptions::default().chunk_order(ChunkOrder::Morton);
+        for sink in [SinkChoice::Auto, SinkChoice::Mmap, SinkChoice::Pwrite] {
+            assert!(morton.clone().sink(sink).validate().is_ok(), "{sink}");
+        }
+        let e = morton.sink(SinkChoice::Direct).validate().unwrap_err();
+        assert!(matches!(e, Error::ConflictingOptions(..)), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "writer options chunk_order morton and sink direct cannot be combined"
+        );
     }
 }

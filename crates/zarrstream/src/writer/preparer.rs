@@ -104,7 +104,13 @@ fn open_set(shared: &Shared, coords: &[u64], first_row: bool) -> Result<Vec<Arc<
                 }
             }
             let path = shared.tmp_dir.join(crate::store::partial_file_name(&key));
-            let sink = sink::open(shared.sink, &path, shared.layout, &shared.meter)?;
+            let sink = sink::open(
+                shared.sink,
+                &path,
+                shared.layout,
+                &shared.order,
+                &shared.meter,
+            )?;
             shared.unfinished_shards.fetch_add(1, Ordering::AcqRel);
             let shard = OpenShard::new(sink, n, key, coords[0], shared);
             if first_row {

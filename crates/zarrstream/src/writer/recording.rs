@@ -23,6 +23,7 @@ use crate::frame_meta::{FrameMeta, FrameMetaSpec};
 use crate::metadata;
 use crate::meter::{MemoryUsage, Meter};
 use crate::ome::{Ome, Plate};
+use crate::shard::ChunkOrder;
 use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
 use crate::stats::Stats;
@@ -484,8 +485,11 @@ impl Recording {
         // Sized like a `Writer`'s: `Auto` resolves per array, to `Direct` on most local
         // file systems, whose writes hold their worker, so it counts as `Direct` here
         // (on a file system where it resolves to pwrite the extra workers only wait).
+        // A chunk order other than C resolves `Auto` to a slot sink.
         let kind = match options.sink {
-            SinkChoice::Direct | SinkChoice::Auto => SinkKind::Direct,
+            SinkChoice::Direct | SinkChoice::Auto if options.chunk_order == ChunkOrder::C => {
+                SinkKind::Direct
+            }
             _ => SinkKind::Pwrite,
         };
         let meter = Meter::new();

@@ -15,7 +15,7 @@ use super::published::Published;
 use super::resume::Start;
 use crate::error::Error;
 use crate::meter::Meter;
-use crate::shard::{IndexEntries, Packing, ShardLayout};
+use crate::shard::{IndexEntries, Packing, ShardLayout, SlotOrder};
 use crate::sink::{SinkKind, SlotSink};
 use crate::spec::ArraySpec;
 
@@ -23,6 +23,8 @@ pub(crate) struct Shared {
     pub spec: ArraySpec,
     pub grid: Grid,
     pub layout: ShardLayout,
+    /// Where each chunk's slot lies, and the order finished shards keep.
+    pub order: SlotOrder,
     pub dir: PathBuf,
     pub tmp_dir: PathBuf,
     pub sink: SinkKind,
@@ -53,6 +55,7 @@ impl Shared {
         spec: ArraySpec,
         grid: Grid,
         layout: ShardLayout,
+        order: SlotOrder,
         dir: PathBuf,
         tmp_dir: PathBuf,
         sink: SinkKind,
@@ -68,6 +71,7 @@ impl Shared {
             spec,
             grid,
             layout,
+            order,
             dir,
             tmp_dir,
             sink,

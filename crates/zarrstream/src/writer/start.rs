@@ -20,7 +20,7 @@ use super::shared::{FinisherMsg, Shared};
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
 use crate::meter::Meter;
-use crate::shard::ShardLayout;
+use crate::shard::{ShardLayout, SlotOrder};
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
 use crate::stats::histogram;
@@ -176,11 +176,13 @@ fn open(
     let lock = StoreLock::acquire(&tmp_dir)?;
     let grid = Grid::new(&spec);
     let layout = ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
-    let sink = options.sink.resolve(&tmp_dir, &layout);
+    let sink = options.sink.resolve(&tmp_dir, &layout, options.chunk_order);
+    let order = SlotOrder::new(options.chunk_order, &spec);
     let shared = Arc::new(Shared::new(
         spec,
         grid,
         layout,
+        order,
         dir,
         tmp_dir,
         sink,

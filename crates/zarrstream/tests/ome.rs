@@ -663,20 +663,7 @@ fn readers_validate_and_read_every_image() {
         .collect();
     let manifest = dir.path().join("manifest.json");
     fs::write(&manifest, json!({ "images": entries }).to_string()).expect("manifest");
-    let out = Command::new(&py)
-        .arg(check_script())
-        .arg("images")
-        .arg(&manifest)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ome_check.py");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(out.status.success(), "ome_check.py images failed:\n{text}");
+    pyenv::ome_check(&py, "images", &manifest);
 }
 
 /// Pyramid level 0 of `dtype`: step `k`'s plane `i`, over a range that makes 2x2 (and
@@ -777,20 +764,7 @@ fn every_dtype_has_an_exact_pyramid_in_the_readers() {
     }
     let manifest = dir.path().join("manifest.json");
     fs::write(&manifest, json!({ "images": entries }).to_string()).expect("manifest");
-    let out = Command::new(&py)
-        .arg(check_script())
-        .arg("images")
-        .arg(&manifest)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ome_check.py");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(out.status.success(), "ome_check.py images failed:\n{text}");
+    pyenv::ome_check(&py, "images", &manifest);
 }
 
 #[test]

@@ -8,7 +8,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -335,19 +334,5 @@ fn readers_validate_and_read_the_plate() {
         "shape": [T, H, W], "levels": 2, "method": "mean", "images": entries,
     }});
     fs::write(&manifest, doc.to_string()).expect("manifest");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ome_check.py");
-    let out = Command::new(&py)
-        .arg(script)
-        .arg("plate")
-        .arg(&manifest)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ome_check.py");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(out.status.success(), "ome_check.py plate failed:\n{text}");
+    pyenv::ome_check(&py, "plate", &manifest);
 }

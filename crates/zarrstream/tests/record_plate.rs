@@ -172,21 +172,7 @@ fn record_plate_pushes_field_by_field() {
         "levels": 1, "method": "mean", "images": images,
     }});
     std::fs::write(&manifest, plate.to_string()).expect("manifest");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ome_check.py");
-    let check = Command::new(py)
-        .arg(script)
-        .arg("plate")
-        .arg(&manifest)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ome_check.py");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
-    println!("{text}");
-    assert!(check.status.success(), "ome_check.py plate failed:\n{text}");
+    pyenv::ome_check(&py, "plate", &manifest);
 }
 
 #[test]

@@ -100,3 +100,23 @@ pub(crate) fn require<T>(env: Result<T, String>, what: &str) -> Option<T> {
         }
     }
 }
+
+/// Runs `tests/interop/ome_check.py MODE MANIFEST` with `py`, prints its output and fails
+/// the test unless every check passed.
+pub(crate) fn ome_check(py: &Path, mode: &str, manifest: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ome_check.py");
+    let out = Command::new(py)
+        .arg(script)
+        .arg(mode)
+        .arg(manifest)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run ome_check.py: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "ome_check.py {mode} failed:\n{text}");
+}

@@ -191,7 +191,8 @@ extern "C" {
  * - `threads`: encoder threads, 0 = one per core (default 0, at most 1024).
  * - `pin_threads`: pin encoder threads to cores (default true).
  * - `background_nice`: niceness of the writer's threads, 0..=19 (default 5).
- * - `sink`: "auto" (default, = pwrite), "mmap" or "pwrite".
+ * - `sink`: "auto" (default: direct where the file system takes `O_DIRECT`, else pwrite;
+ *   mmap with a Morton `chunk_order`), "direct", "mmap" or "pwrite".
  * - `pool_frames`: frame buffers, 0 = 2 x threads + 2 (default 0).
  * - `spare_groups`: extra staging groups for chunks deeper than one frame (default 1).
  * - `backpressure`: "block" (default: push waits, nothing is lost) or "drop" (push

@@ -66,10 +66,11 @@ impl Meter {
     }
 
     pub(crate) fn usage(&self) -> MemoryUsage {
-        MemoryUsage {
-            current: self.current.load(Ordering::Acquire),
-            peak: self.peak.load(Ordering::Acquire),
-        }
+        let current = self.current.load(Ordering::Acquire);
+        // `add` raises the peak just after the current figure, so a reader in between
+        // would see the current above the peak; the current was reached, so it is one.
+        let peak = self.peak.load(Ordering::Acquire).max(current);
+        MemoryUsage { current, peak }
     }
 }
 

@@ -272,10 +272,8 @@ pub unsafe extern "C" fn zs_writer_finish(w: *mut ZsWriter, stats_json: *mut *mu
         let handle = unsafe { Box::from_raw(w) };
         let json = handle.finish()?;
         if !stats_json.is_null() {
-            let json = CString::new(json)
-                .map_err(|e| zarrstream::Error::Internal(format!("statistics: {e}")))?;
-            // SAFETY: as above; the caller frees the string with `zs_string_free`.
-            unsafe { stats_json.write(json.into_raw()) };
+            // SAFETY: not NULL, so it points to storage for one pointer (contract).
+            unsafe { hand_over(stats_json, json, "statistics") }?;
         }
         Ok(ZS_OK)
     })
@@ -696,10 +694,8 @@ pub unsafe extern "C" fn zs_recording_finish(
         let handle = unsafe { Box::from_raw(r) };
         let json = handle.finish()?;
         if !stats_json.is_null() {
-            let json = CString::new(json)
-                .map_err(|e| zarrstream::Error::Internal(format!("statistics: {e}")))?;
-            // SAFETY: as above; the caller frees the string with `zs_string_free`.
-            unsafe { stats_json.write(json.into_raw()) };
+            // SAFETY: not NULL, so it points to storage for one pointer (contract).
+            unsafe { hand_over(stats_json, json, "statistics") }?;
         }
         Ok(ZS_OK)
     })
@@ -811,10 +807,9 @@ unsafe fn estimate(
         let config = config.to_str().map_err(ConfigError::from)?;
         let json = crate::stats::estimate_to_json(&f(config)?)
             .map_err(|e| zarrstream::Error::Internal(format!("estimate: {e}")))?;
-        let json = CString::new(json)
-            .map_err(|e| zarrstream::Error::Internal(format!("estimate: {e}")))?;
-        // SAFETY: as above; the caller frees the string with `zs_string_free`.
-        unsafe { out.write(json.into_raw()) };
+        // SAFETY: `out` is not NULL (checked above), so it points to storage for one
+        // pointer (contract).
+        unsafe { hand_over(out, json, "estimate") }?;
         Ok(ZS_OK)
     })
 }
@@ -958,4 +953,17 @@ unsafe fn json_or_null(p: *const c_char) -> Result<Option<serde_json::Value>, Ca
     serde_json::from_slice(text.to_bytes())
         .map(Some)
         .map_err(|_| CapiError::Argument("value_json is not JSON"))
+}
+
+/// Gives `json` to the caller through `out` as a NUL-terminated string that the caller
+/// frees with `zs_string_free`; `what` names it in the error for an interior NUL.
+///
+/// # Safety
+/// `out` is not NULL and points to writable storage for one pointer.
+unsafe fn hand_over(out: *mut *mut c_char, json: String, what: &str) -> Result<(), CapiError> {
+    let json =
+        CString::new(json).map_err(|e| zarrstream::Error::Internal(format!("{what}: {e}")))?;
+    // SAFETY: `out` is writable (this function's contract).
+    unsafe { out.write(json.into_raw()) };
+    Ok(())
 }

@@ -192,14 +192,8 @@ impl NativeRecording {
     /// Finishes every array and returns the statistics as JSON (the library's
     /// serialisation of `RecordingStats`: `arrays` as `[key, stats]` pairs, `total`).
     fn finish(&self, py: Python<'_>) -> PyResult<String> {
-        py.detach(|| {
-            guarded("finish", || {
-                let stats = self.take()?.finish()?;
-                serde_json::to_string(&stats)
-                    .map_err(|e| Failure::new(Kind::Internal, e.to_string()))
-            })
-        })
-        .map_err(|f| f.into_pyerr(py))
+        py.detach(|| guarded("finish", || crate::tools::json(&self.take()?.finish()?)))
+            .map_err(|f| f.into_pyerr(py))
     }
 
     /// Stops every array, keeping every frame accepted so far; each array's `zarr.json`

@@ -10,7 +10,8 @@ use zarrstream::store::{self, StoreReader};
 
 use crate::errors::{Failure, Kind, guarded};
 
-fn json(report: &impl Serialize) -> Result<String, Failure> {
+/// `report` as JSON text, for the Python side to parse.
+pub(crate) fn json(report: &impl Serialize) -> Result<String, Failure> {
     serde_json::to_string(report).map_err(|e| Failure::new(Kind::Internal, e.to_string()))
 }
 

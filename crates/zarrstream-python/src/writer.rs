@@ -155,14 +155,8 @@ impl NativeWriter {
     /// Finishes the recording and returns its statistics as JSON (the library's
     /// serialisation of `Stats`, which the C API hands out too).
     fn finish(&self, py: Python<'_>) -> PyResult<String> {
-        py.detach(|| {
-            guarded("finish", || {
-                let stats = self.take()?.finish()?;
-                serde_json::to_string(&stats)
-                    .map_err(|e| Failure::new(Kind::Internal, e.to_string()))
-            })
-        })
-        .map_err(|f| f.into_pyerr(py))
+        py.detach(|| guarded("finish", || crate::tools::json(&self.take()?.finish()?)))
+            .map_err(|f| f.into_pyerr(py))
     }
 
     /// Stops the recording, keeping every frame accepted so far; `zarr.json` records the

@@ -437,6 +437,10 @@ pub enum Error {
         /// What was found.
         reason: String,
     },
+    /// An object-store destination failed: its URL, credentials, bucket, reachability,
+    /// an upload, or a second coordinator (see [`RemoteError`]).
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
     /// The operation needs an OME-Zarr image (a writer made by `Writer::create_ome`).
     #[error("{0} needs an OME-Zarr image writer")]
     NotAnImage(&'static str),
@@ -538,3 +542,81 @@ impl From<IoError> for Error {
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong with an object-store destination (`s3://…`, `gs://…`, `az://…`,
+/// `file://…`). Every variant names the destination URL (never its credentials).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// The URL or its options cannot be used (unknown scheme, no bucket, a bad option).
+    #[error("{url}: {reason}")]
+    Url {
+        /// The destination as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The store refused the credentials (unknown key, wrong secret, no permission on
+    /// the bucket).
+    #[error("{url}: the store refused the credentials ({message})")]
+    Credentials {
+        /// The destination.
+        url: String,
+        /// The store's answer.
+        message: String,
+    },
+    /// The bucket (or container) does not exist.
+    #[error("{url}: the bucket does not exist ({message})")]
+    NoBucket {
+        /// The destination.
+        url: String,
+        /// The store's answer.
+        message: String,
+    },
+    /// The store did not answer (connection refused, timed out, name not resolved)
+    /// within the retries.
+    #[error("{url}: the store cannot be reached ({message})")]
+    Unreachable {
+        /// The destination.
+        url: String,
+        /// The last failure.
+        message: String,
+    },
+    /// An upload failed after its retries. Every finished shard not yet uploaded is
+    /// kept in the staging directory; `zarrstream upload STAGING` sends them later and
+    /// republishes the metadata.
+    #[error(
+        "{url}: uploading {key} failed ({message}); the data not yet uploaded stays in {staging}: run `zarrstream upload {staging}` when the store is back",
+        staging = staging.display()
+    )]
+    Upload {
+        /// The destination.
+        url: String,
+        /// The object that failed.
+        key: String,
+        /// The last failure.
+        message: String,
+        /// The staging directory that keeps what was not uploaded.
+        staging: PathBuf,
+    },
+    /// Another coordinator published the shared `zarr.json` in between (seen only on
+    /// stores that enforce conditional writes).
+    #[error("{url}: {key} was written by someone else in between ({message})")]
+    Conflict {
+        /// The destination.
+        url: String,
+        /// The object.
+        key: String,
+        /// The store's answer.
+        message: String,
+    },
+    /// The staging directory cannot be used for this destination (it holds data of
+    /// another destination, or data not yet uploaded).
+    #[error("{path}: {reason}", path = path.display())]
+    Staging {
+        /// The staging directory.
+        path: PathBuf,
+        /// What was found there.
+        reason: String,
+    },
+}

@@ -42,6 +42,7 @@ mod ome;
 mod pyramid;
 pub mod read;
 pub mod recover;
+pub mod remote;
 mod shard;
 mod sink;
 #[allow(unsafe_code)]
@@ -54,7 +55,7 @@ mod writer;
 
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
-pub use error::{Error, IoError, OmeError, ParseError, PlateError, Result, SpecError};
+pub use error::{Error, IoError, OmeError, ParseError, PlateError, RemoteError, Result, SpecError};
 pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};
 pub use meter::MemoryUsage;
 pub use ome::{

@@ -240,6 +240,11 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
     let mut new_entries = BTreeSet::new();
     store::create_dirs(parent, &mut new_entries)?;
     let file = temp.commit(&dst)?;
+    if let Some(staging) = &shared.staging {
+        // Before any document that covers it is published, so the uploader's pass
+        // takes it before the document.
+        staging.finished(dst.clone(), fin.len);
+    }
     new_entries.insert(parent.to_path_buf());
     match shared.durability {
         Durability::Shard => new_entries.iter().try_for_each(|d| store::sync_dir(d))?,

@@ -11,6 +11,7 @@
 //! `job`, `grid`, `pool`, and the threads `worker`, `preparer` and `finisher`.
 
 mod chain;
+mod destination;
 mod dispatch;
 mod engine;
 mod feed;
@@ -46,6 +47,7 @@ pub use outcome::PushOutcome;
 pub use pool::PoolBuf;
 pub use recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
 
+use self::destination::Destination;
 use self::intake::Frame;
 use self::level::Level;
 use self::start::Workers;
@@ -54,6 +56,7 @@ use crate::error::{Error, Result};
 use crate::frame_meta::{self, FrameMeta, FrameMetaSpec, MetaRows, Row};
 use crate::meter::{MemoryUsage, Meter};
 use crate::ome::Ome;
+use crate::remote::Mirror;
 use crate::sink::SinkKind;
 use crate::spec::ArraySpec;
 use crate::stats::Stats;
@@ -93,6 +96,9 @@ pub struct Writer {
     /// Where the buffers of every level (and of the encoding workers of a writer that
     /// has its own) count the bytes they hold.
     meter: Arc<Meter>,
+    /// With an object-store destination, the uploader of the staging directory
+    /// (dropped after `level`, so a dropped writer finishes before it uploads the rest).
+    mirror: Option<Mirror>,
 }
 
 impl Writer {
@@ -126,6 +132,7 @@ impl Writer {
             image,
             meta,
             meter,
+            mirror: None,
         })
     }
 
@@ -138,9 +145,14 @@ impl Writer {
     }
     /// Creates the store at `path` (a directory holding the array), publishes its
     /// `zarr.json` and starts the threads.
-    pub fn create(path: impl AsRef<Path>, spec: ArraySpec, options: WriterOptions) -> Result<Self> {
-        let dir = path.as_ref().to_path_buf();
+    pub fn create(
+        path: impl AsRef<Path>,
+        mut spec: ArraySpec,
+        mut options: WriterOptions,
+    ) -> Result<Self> {
         options.validate()?;
+        let destination = Destination::open(path.as_ref(), &mut options, Some(&mut spec))?;
+        let dir = destination.dir.clone();
         let resume = options.resume;
         if !resume {
             prepare_dir(&dir, options.overwrite)?;
@@ -159,11 +171,13 @@ impl Writer {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
             })?;
+        destination.started()?;
         Ok(Writer {
             level,
             image: None,
             meta,
             meter,
+            mirror: destination.mirror,
         })
     }
 
@@ -202,21 +216,42 @@ impl Writer {
         path: impl AsRef<Path>,
         spec: ArraySpec,
         ome: &Ome,
-        options: WriterOptions,
+        mut options: WriterOptions,
     ) -> Result<Self> {
+        options.validate()?;
+        let destination = Destination::open(path.as_ref(), &mut options, None)?;
+        let root = destination.dir.clone();
         let meta = options.frame_meta.clone();
         let meter = Meter::new();
         let workers = Workers::Own {
             meter: Arc::clone(&meter),
         };
-        let level = chain::create_image(path.as_ref(), spec, ome, options, &workers, false)?;
+        let level = chain::create_image(&root, spec, ome, options, &workers, false)?;
         let (level, meta) = Self::with_frame_meta(level, meta.as_ref())?;
+        destination.started()?;
         Ok(Writer {
             level,
-            image: Some(path.as_ref().to_path_buf()),
+            image: Some(root),
             meta,
             meter,
+            mirror: destination.mirror,
         })
+    }
+
+    /// With an object-store destination, whether the staging budget takes another
+    /// frame: waits under [`Backpressure::Block`], `false` under `Drop` (the frame is
+    /// dropped and counted); the uploader's failure is an error.
+    fn admitted(&self) -> Result<bool> {
+        match &self.mirror {
+            None => Ok(true),
+            Some(m) => m.admit(self.level.backpressure == Backpressure::Block),
+        }
+    }
+
+    /// Drops a frame the staging budget did not admit (its place reads as fill).
+    fn refused(&mut self) -> Result<PushOutcome> {
+        self.skip()?;
+        Ok(PushOutcome::Dropped)
     }
 
     /// The array specification.
@@ -269,6 +304,9 @@ impl Writer {
     /// Like [`push`](Self::push), with the frame's scheduled camera time, from which
     /// frame latency is measured (open loop: a stall is not hidden).
     pub fn push_at<T: Element>(&mut self, frame: &[T], scheduled: Instant) -> Result<PushOutcome> {
+        if !self.admitted()? {
+            return self.refused();
+        }
         let bytes = bytemuck::cast_slice(frame);
         let pushed = self
             .level
@@ -278,6 +316,9 @@ impl Writer {
 
     /// Pushes one frame of raw little-endian bytes.
     pub fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> Result<PushOutcome> {
+        if !self.admitted()? {
+            return self.refused();
+        }
         let dtype = self.level.shared.spec.dtype;
         let pushed = self
             .level
@@ -322,6 +363,10 @@ impl Writer {
                 });
             }
         };
+        if !self.admitted()? {
+            let skipped = self.level.skip().map(|()| PushOutcome::Dropped);
+            return self.sent(skipped, |_| row);
+        }
         let dtype = self.level.shared.spec.dtype;
         let pushed = self
             .level
@@ -333,12 +378,19 @@ impl Writer {
     /// the camera driver) and hand it to [`push_buffer`](Self::push_buffer). Waits for a
     /// free buffer under [`Backpressure::Block`]; `None` under `Drop` when none is free.
     pub fn buffer(&mut self) -> Result<Option<PoolBuf>> {
+        if !self.admitted()? {
+            return Ok(None);
+        }
         self.level.buffer()
     }
 
     /// Pushes a buffer obtained from [`buffer`](Self::buffer) without copying it
     /// (chunks deeper than one frame still copy its rows into staging).
     pub fn push_buffer(&mut self, buf: PoolBuf, scheduled: Instant) -> Result<PushOutcome> {
+        if !self.admitted()? {
+            drop(buf);
+            return self.refused();
+        }
         let pushed = self.level.push_buffer(buf, scheduled);
         self.sent(pushed, MetaRows::empty)
     }
@@ -398,8 +450,17 @@ impl Writer {
     /// Flushes partial chunks and shards, waits for every thread and publishes the final
     /// metadata. Returns the statistics, or the first error any thread met.
     pub fn finish(self) -> Result<Stats> {
-        let Writer { level, meter, .. } = self;
-        let mut stats = level.finish()?;
+        let Writer {
+            level,
+            meter,
+            mirror,
+            ..
+        } = self;
+        let finished = level.finish();
+        // Whatever the writer finished goes up, even after its own failure.
+        let uploaded = mirror.map(Mirror::finish).transpose();
+        let mut stats = finished?;
+        uploaded?;
         // Every buffer is freed by now (threads joined, pools dropped): `current` shows
         // what, if anything, outlived the writer.
         stats.memory = meter.usage();
@@ -412,6 +473,9 @@ impl Writer {
     /// `aborted` with `reason`, so readers can tell the run did not end as planned.
     /// Returns the first error the writer met, as `finish` would.
     pub fn abort(self, reason: impl Into<String>) -> Result<()> {
-        self.level.abort(reason)
+        let aborted = self.level.abort(reason);
+        let uploaded = self.mirror.map(Mirror::finish).transpose();
+        aborted?;
+        uploaded.map(drop)
     }
 }

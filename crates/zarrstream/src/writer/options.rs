@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::frame_meta::FrameMetaSpec;
+use crate::remote::{RemoteOptions, StagingLink};
 use crate::shard::{ChunkOrder, Packing};
 use crate::sink::SinkChoice;
 
@@ -117,6 +118,11 @@ pub struct WriterOptions {
     /// is never rewritten, except by an explicit
     /// [`set_root_attribute`](super::Recording::set_root_attribute).
     pub existing_group: bool,
+    /// How an object-store destination (`s3://bucket/prefix`, …) is staged and
+    /// uploaded; unused for a local path. See [`remote`](crate::remote).
+    pub remote: RemoteOptions,
+    /// The uploader's gate when the destination is an object store (set by `create`).
+    pub(crate) staging: StagingLink,
 }
 
 impl Default for WriterOptions {
@@ -136,6 +142,8 @@ impl Default for WriterOptions {
             frame_meta: None,
             resume: false,
             existing_group: false,
+            remote: RemoteOptions::default(),
+            staging: StagingLink::default(),
         }
     }
 }
@@ -258,6 +266,13 @@ impl WriterOptions {
 
 impl WriterOptions {
     /// Bounds that keep the derived sizes (pool, queue) far from overflow.
+    /// How an object-store destination is staged and uploaded (see [`RemoteOptions`]).
+    #[must_use]
+    pub fn remote(mut self, remote: RemoteOptions) -> Self {
+        self.remote = remote;
+        self
+    }
+
     pub(super) fn validate(&self) -> Result<()> {
         for (option, value, max) in [
             ("threads", self.threads, 1024),
@@ -269,6 +284,7 @@ impl WriterOptions {
                 return Err(Error::InvalidOption { option, value, max });
             }
         }
+        self.remote.validate()?;
         if self.resume && self.overwrite {
             return Err(Error::ConflictingOptions("resume", "overwrite"));
         }

@@ -45,6 +45,9 @@ pub(crate) struct Shared {
     /// Where the level's buffers count the bytes they hold (shared by the levels of a
     /// writer; an array's own in a recording).
     pub meter: Arc<Meter>,
+    /// With an object-store destination: where finished shards are handed to the
+    /// uploader.
+    pub staging: Option<Arc<crate::remote::Staging>>,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -63,9 +66,11 @@ impl Shared {
         durability: Durability,
         (start, attributes): (Start, serde_json::Map<String, serde_json::Value>),
         meter: Arc<Meter>,
+        staging: Option<Arc<crate::remote::Staging>>,
     ) -> Self {
         Shared {
             meter,
+            staging,
             published: Published::new(attributes),
             start,
             spec,

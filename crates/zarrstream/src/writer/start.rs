@@ -190,6 +190,7 @@ fn open(
         options.durability,
         start,
         Arc::clone(meter),
+        options.staging.0.clone(),
     ));
     let s = &shared.start;
     let progress = Progress {

@@ -1,0 +1,203 @@
+//! The shared `zarr.json` of an array recorded by several processes, built from the
+//! parts' progress objects by one coordinator ([`publish_parts`]).
+
+use futures::TryStreamExt;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use serde_json::{Value, json};
+
+use super::keys::{PARTS_DIR, progress_key};
+use super::options::RemoteOptions;
+use super::target::{Target, block_on};
+use crate::error::{Error, RemoteError, Result};
+use crate::store::METADATA_FILE;
+
+/// What [`publish_parts`] found and published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PublishReport {
+    /// The array's number of parts (`shape[1]`).
+    pub parts: u64,
+    /// Parts whose progress object exists.
+    pub parts_found: u64,
+    /// The published extent of axis 0: the steps every part committed.
+    pub extent0: u64,
+    /// `running`, `finished` (every part finished) or `aborted` (any part aborted).
+    pub state: String,
+    /// Whether `zarr.json` changed (it is not rewritten when it would be the same).
+    pub published: bool,
+}
+
+/// Publishes the shared `zarr.json` of the several-process array at `url` from its
+/// parts' progress objects (`.zarrstream-parts/K.json`): the array as one part
+/// described it, with `shape[1]` the number of parts and `shape[0]` the steps every
+/// part has committed, so readers see only frames all parts have uploaded. Run it at
+/// any time during the recording and once at the end (`zarrstream publish URL`), from
+/// one place only; it is the only writer of that object. Where the store enforces
+/// conditional writes, a concurrent publication by someone else is
+/// [`RemoteError::Conflict`] instead of a silent overwrite.
+///
+/// ```no_run
+/// use zarrstream::remote::{RemoteOptions, publish_parts};
+/// let r = publish_parts("s3://microscope/run-42.zarr", &RemoteOptions::default())?;
+/// println!("{} of {} parts, {} time points, {}", r.parts_found, r.parts, r.extent0, r.state);
+/// # Ok::<(), zarrstream::Error>(())
+/// ```
+pub fn publish_parts(url: &str, options: &RemoteOptions) -> Result<PublishReport> {
+    let target = Target::open(url, options)?;
+    block_on(publish(&target))?
+}
+
+/// One part's progress object.
+struct Part {
+    index: u64,
+    parts: u64,
+    array: Value,
+}
+
+pub(crate) async fn publish(t: &Target) -> Result<PublishReport> {
+    let dir = t.path(PARTS_DIR);
+    let listed: Vec<_> = t
+        .store
+        .list(Some(&dir))
+        .try_collect()
+        .await
+        .map_err(|e| Error::Remote(t.error(PARTS_DIR, &e)))?;
+    let mut parts = Vec::new();
+    for meta in listed {
+        let key = meta.location.as_ref().to_string();
+        if !key.ends_with(".json") {
+            continue;
+        }
+        let bytes = t
+            .store
+            .get(&meta.location)
+            .await
+            .map_err(|e| Error::Remote(t.error(&key, &e)))?
+            .bytes()
+            .await
+            .map_err(|e| Error::Remote(t.error(&key, &e)))?;
+        let v: Value =
+            serde_json::from_slice(&bytes).map_err(|e| invalid(t, &key, &e.to_string()))?;
+        let (Some(index), Some(n)) = (v["part"].as_u64(), v["parts"].as_u64()) else {
+            return Err(invalid(t, &key, "no part and parts"));
+        };
+        if t.path(&progress_key(index)) != meta.location {
+            return Err(invalid(t, &key, "its part index does not match its name"));
+        }
+        parts.push(Part {
+            index,
+            parts: n,
+            array: v["array"].clone(),
+        });
+    }
+    parts.sort_by_key(|p| p.index);
+    let Some(first) = parts.first() else {
+        return Err(invalid(
+            t,
+            PARTS_DIR,
+            "no part has published its progress yet",
+        ));
+    };
+    let n = first.parts;
+    if parts.iter().any(|p| p.parts != n || p.index >= n) {
+        return Err(invalid(t, PARTS_DIR, "the parts disagree on their number"));
+    }
+    let shape0 = |p: &Part| p.array["shape"][0].as_u64().unwrap_or(0);
+    let ours = |p: &Part, k: &str| p.array["attributes"]["zarrstream"][k].clone();
+    let found = parts.len() as u64;
+    // A part that has not reported yet has committed nothing.
+    let extent0 = if found < n {
+        0
+    } else {
+        parts.iter().map(shape0).min().unwrap_or(0)
+    };
+    let states: Vec<String> = parts
+        .iter()
+        .map(|p| ours(p, "state").as_str().unwrap_or("running").to_string())
+        .collect();
+    let state = if states.iter().any(|s| s == "aborted") {
+        "aborted"
+    } else if found == n && states.iter().all(|s| s == "finished") {
+        "finished"
+    } else {
+        "running"
+    };
+    // Each part's frames that the published extent shows.
+    let mut committed = 0u64;
+    let mut dropped = 0u64;
+    let mut summary = Vec::new();
+    for p in &parts {
+        let c = ours(p, "frames_committed").as_u64().unwrap_or(0);
+        let s0 = shape0(p);
+        let per_step = if s0 == 0 { 0 } else { c / s0 };
+        committed += c.min(extent0 * per_step);
+        dropped += ours(p, "frames_dropped").as_u64().unwrap_or(0);
+        summary.push(json!({"part": p.index, "state": ours(p, "state"), "frames_committed": c}));
+    }
+    let mut doc = first.array.clone();
+    doc["shape"][0] = json!(extent0);
+    doc["shape"][1] = json!(n);
+    doc["attributes"]["zarrstream"]["state"] = json!(state);
+    doc["attributes"]["zarrstream"]["frames_committed"] = json!(committed);
+    doc["attributes"]["zarrstream"]["frames_dropped"] = json!(dropped);
+    doc["attributes"]["zarrstream"]["parts"] = Value::from(summary);
+    let bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
+    let published = put_if_changed(t, bytes).await?;
+    Ok(PublishReport {
+        parts: n,
+        parts_found: found,
+        extent0,
+        state: state.to_string(),
+        published,
+    })
+}
+
+/// Writes `zarr.json` unless it already holds `bytes`: an update of the version read
+/// (or a create where none exists) where the store checks conditions, a plain write
+/// where it cannot (`object_store` says so, or the store ignores them, as Garage does).
+async fn put_if_changed(t: &Target, bytes: Vec<u8>) -> Result<bool> {
+    let path = t.path(METADATA_FILE);
+    let mode = match t.store.get(&path).await {
+        Ok(got) => {
+            let version = UpdateVersion {
+                e_tag: got.meta.e_tag.clone(),
+                version: got.meta.version.clone(),
+            };
+            let old = got
+                .bytes()
+                .await
+                .map_err(|e| Error::Remote(t.error(METADATA_FILE, &e)))?;
+            if old.as_ref() == bytes.as_slice() {
+                return Ok(false);
+            }
+            PutMode::Update(version)
+        }
+        Err(object_store::Error::NotFound { .. }) => PutMode::Create,
+        Err(e) => return Err(Error::Remote(t.error(METADATA_FILE, &e))),
+    };
+    let payload = PutPayload::from(bytes);
+    match t
+        .store
+        .put_opts(&path, payload.clone(), PutOptions::from(mode))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(
+            object_store::Error::NotImplemented { .. } | object_store::Error::NotSupported { .. },
+        ) => {
+            t.store
+                .put(&path, payload)
+                .await
+                .map_err(|e| Error::Remote(t.error(METADATA_FILE, &e)))?;
+            Ok(true)
+        }
+        Err(e) => Err(Error::Remote(t.error(METADATA_FILE, &e))),
+    }
+}
+
+fn invalid(t: &Target, key: &str, why: &str) -> Error {
+    Error::Remote(RemoteError::Url {
+        url: t.url.clone(),
+        reason: format!("{key}: {why}"),
+    })
+}

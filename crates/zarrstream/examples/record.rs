@@ -34,6 +34,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zarrstream::remote::RemoteOptions;
 use zarrstream::{
     ArrayConfig, ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MemoryEstimate,
     MetaType, Ome, Omero, Plate, Recording, Stats, Writer, WriterOptions, estimate_memory,
@@ -141,7 +142,7 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         Command::Run(o) => *o,
     };
     let spec = build_spec(&opts)?;
-    if opts.save_frames.is_none() {
+    if opts.save_frames.is_none() && !zarrstream::remote::is_url(&opts.out.to_string_lossy()) {
         check_out_path(&opts)?;
         if let Some(p) = &opts.report {
             check_report_path(p)?;
@@ -246,8 +247,7 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
     let seconds = run.started.elapsed().as_secs_f64();
 
     let peak_rss_kib = report::proc_status_kib("VmHWM");
-    let usage = report::disk_usage(&opts.out)
-        .map_err(io_failure(format!("measure {}", opts.out.display())))?;
+    let usage = usage_of(&opts.out, &stats)?;
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -257,9 +257,7 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         Some(list) => {
             let mut with_usage = Vec::with_capacity(list.len());
             for (key, stats) in list {
-                let dir = opts.out.join(&key);
-                let usage = report::disk_usage(&dir)
-                    .map_err(io_failure(format!("measure {}", dir.display())))?;
+                let usage = usage_of(&opts.out.join(&key), &stats)?;
                 with_usage.push((key, stats, usage));
             }
             Some(with_usage)
@@ -380,6 +378,32 @@ fn plate_of(o: &Options) -> Option<Plate> {
         .map(|(rows, columns)| Plate::grid(rows, columns).fields(o.fields))
 }
 
+/// What the store at `out` holds: measured on disk, or for an object store what the
+/// writer stored (its staging directory is gone once everything is uploaded).
+fn usage_of(out: &Path, stats: &zarrstream::Stats) -> Result<report::DiskUsage, Failure> {
+    if zarrstream::remote::is_url(&out.to_string_lossy()) {
+        return Ok(report::DiskUsage {
+            bytes: stats.bytes_stored,
+            allocated: stats.bytes_stored,
+            files: stats.shards,
+        });
+    }
+    report::disk_usage(out).map_err(io_failure(format!("measure {}", out.display())))
+}
+
+/// `--out` as the writer takes it: with `--part-of`, a local path becomes a `file://`
+/// URL (the processes share it through the object-store path, each writing only its own
+/// shards).
+fn destination(opts: &Options) -> Result<PathBuf, Failure> {
+    let out = opts.out.to_string_lossy();
+    if opts.part_of.is_none() || zarrstream::remote::is_url(&out) {
+        return Ok(opts.out.clone());
+    }
+    let abs = std::path::absolute(&opts.out)
+        .map_err(io_failure(format!("resolve {}", opts.out.display())))?;
+    Ok(PathBuf::from(format!("file://{}", abs.display())))
+}
+
 /// The writer options the flags ask for.
 fn writer_options(opts: &Options) -> WriterOptions {
     let options = WriterOptions::default()
@@ -392,6 +416,17 @@ fn writer_options(opts: &Options) -> WriterOptions {
         .packing(opts.packing)
         .chunk_order(opts.chunk_order)
         .overwrite(opts.overwrite);
+    let mut remote = RemoteOptions::default().coordinate(opts.coordinate);
+    if let Some(d) = &opts.staging {
+        remote = remote.staging_dir(d);
+    }
+    if let Some(mib) = opts.staging_budget_mib {
+        remote = remote.staging_budget(mib << 20);
+    }
+    if let Some((k, _)) = opts.part_of {
+        remote = remote.part(k);
+    }
+    let options = options.remote(remote);
     let options = if opts.resume {
         options.resume(true)
     } else {
@@ -448,7 +483,7 @@ fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
         let spec = spec.clone();
         return Ok(Target::One(match &opts.ome {
             Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
-            None => Writer::create(&opts.out, spec, options)?,
+            None => Writer::create(destination(opts)?, spec, options)?,
         }));
     };
     let arrays = array_configs(opts, spec, n);

@@ -134,12 +134,30 @@ RECORDING:
                             The camera's frames (synthetic, or --input cycled) go to
                             the fields in that order.
     --fields F              fields of view per well (needs --plate) [default: 1]
+    --part-of K/N           record camera K of N into one array of shape
+                            [T, N, Y, X] (axis 1 of chunk and shard extent 1, so
+                            each process writes only its own shards); --out must be
+                            an object-store URL or a path every process shares
+                            (then used as file://); run `zarrstream publish URL`
+                            any time (and at the end), or give one process
+                            --coordinate, to publish the shared zarr.json
+    --coordinate            with --part-of: this process also publishes the shared
+                            zarr.json from every part's progress
     --resume                append to the finished array (with --arrays, the
                             recording) at --out, which must exist: the first new
                             frame follows the last one recorded (with --input, it
                             is the input's first frame; synthetic frames continue
                             the camera's sequence); the options must describe the
                             array as it is on disk (not with --overwrite)
+
+OBJECT STORES (--out s3://bucket/prefix; endpoint, region and credentials from
+AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; an http://
+endpoint allows plain HTTP):
+    --staging DIR           local directory shards are finished in before upload
+                            [default: $ZARRSTREAM_STAGING or the temporary directory,
+                            under zarrstream-staging/]
+    --staging-budget MIB    finished MiB that may wait for upload before frames
+                            block or drop [default: 2048]
 
 OUTPUT:
     --estimate-memory       print the memory estimate (zarrstream::estimate_memory)
@@ -179,7 +197,16 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
 /// Everything the example needs, with defaults applied and shapes derived.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
+    /// A local path, or an object-store URL (`s3://bucket/prefix`).
     pub out: PathBuf,
+    /// `--part-of K/N`: this process records camera `K` of `N` into axis 1.
+    pub part_of: Option<(u64, u64)>,
+    /// `--coordinate`: with `--part-of`, also publish the shared `zarr.json`.
+    pub coordinate: bool,
+    /// `--staging DIR`: the staging directory of an object-store destination.
+    pub staging: Option<PathBuf>,
+    /// `--staging-budget MIB`: finished bytes that may wait for upload.
+    pub staging_budget_mib: Option<u64>,
     pub overwrite: bool,
     /// Attach synthetic per-frame metadata (`--frame-meta`).
     pub frame_meta: bool,
@@ -307,6 +334,10 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         resume: false,
         plate: None,
         fields: 1,
+        part_of: None,
+        coordinate: false,
+        staging: None,
+        staging_budget_mib: None,
     };
     let mut fields_given = false;
     let mut raw = Raw::default();
@@ -328,6 +359,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         let flag = |o: &mut Options, raw: &mut Raw| -> Option<()> {
             match name.as_str() {
                 "--overwrite" => o.overwrite = true,
+                "--coordinate" => o.coordinate = true,
                 "--frame-meta" => o.frame_meta = true,
                 "--no-crc32c" => o.crc32c = false,
                 "--no-pin" => o.pin = false,
@@ -364,6 +396,21 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         let v = value.as_str();
         match name.as_str() {
             "--out" => o.out = PathBuf::from(nonempty(&name, v)?),
+            "--part-of" => {
+                let parsed = v
+                    .split_once('/')
+                    .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+                match parsed {
+                    Some((k, n)) if k < n => o.part_of = Some((k, n)),
+                    _ => {
+                        return usage(format!(
+                            "--part-of {v}: expected K/N with 0 <= K < N (camera K of N)"
+                        ));
+                    }
+                }
+            }
+            "--staging" => o.staging = Some(PathBuf::from(nonempty(&name, v)?)),
+            "--staging-budget" => o.staging_budget_mib = Some(parse_num(&name, v)?),
             "--shape" => raw.shape = Some(parse_dims(&name, v)?),
             "--chunk" => raw.chunk = Some(parse_dims(&name, v)?),
             "--shard" => raw.shard = Some(parse_dims(&name, v)?),
@@ -708,6 +755,23 @@ fn resolve_shapes(o: &mut Options, raw: Raw) -> Result<(), UsageError> {
     o.shape = shape;
     o.chunk = chunk;
     o.shard = shard;
+    if let Some((_, n)) = o.part_of {
+        if raw.ome || o.arrays.is_some() || o.plate.is_some() || o.resume || o.frame_meta {
+            return usage(
+                "--part-of records one plain array: not with --ome, --arrays, --plate, --resume or --frame-meta",
+            );
+        }
+        // Axis 1 is the camera: extent N, chunk and shard extent 1, so each process's
+        // shards are its own.
+        o.shape.insert(1, n);
+        o.chunk.insert(1, 1);
+        o.shard.insert(1, 1);
+        if let Some(names) = &mut o.dim_names {
+            names.insert(1, "camera".into());
+        }
+    } else if o.coordinate {
+        return usage("--coordinate needs --part-of");
+    }
     Ok(())
 }
 

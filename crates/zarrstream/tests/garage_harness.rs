@@ -6,7 +6,9 @@
 //!   without permission, an unknown key and a wrong secret are refused with 403.
 //! * `cluster_serves_with_one_node_down`: three nodes, replication factor 3; with one
 //!   node stopped the other two still serve reads and writes; the restarted node serves
-//!   what was written while it was down.
+//!   what was written while it was down and, after another node crashes (SIGKILL), forms
+//!   the write quorum with the third; with two of three down, reads and writes are refused
+//!   (503).
 //! * `s3_read_checks_a_zarr_python_array`: zarr-python writes a sharded array into Garage;
 //!   `s3_read.py` passes it against its values (`.npy` written by NumPy, by hand, raw) and
 //!   fails it against altered values, wrong shapes and a too-long prefix.
@@ -264,6 +266,27 @@ fn cluster_serves_with_one_node_down() {
         get(&py, &node2, g.bucket(), "first", dir).expect("get"),
         first
     );
+
+    // Node 0 crashes: the quorum is now nodes 1 and 2, so node 2 must be a full member again.
+    g.kill_node(0);
+    assert_eq!(
+        get(&py, &node2, g.bucket(), "second", dir).expect("get, node 0 down"),
+        second
+    );
+    let third = bytes(5, 300_000);
+    std::fs::write(dir.join("third"), &third).expect("write");
+    put(&py, &node1, g.bucket(), "third", &dir.join("third")).expect("put, node 0 down");
+    assert_eq!(
+        get(&py, &node2, g.bucket(), "third", dir).expect("get"),
+        third
+    );
+
+    // Two of three down: no quorum, so writes and reads are refused, not acknowledged.
+    g.stop_node(1);
+    let refused = put(&py, &node2, g.bucket(), "fourth", &dir.join("third"));
+    assert_eq!(refused, Err(("ServiceUnavailable".to_string(), 503)));
+    let refused = get(&py, &node2, g.bucket(), "third", dir).map(|b| b.len());
+    assert_eq!(refused, Err(("ServiceUnavailable".to_string(), 503)));
 }
 
 #[test]
@@ -354,8 +377,7 @@ fn s3_read_checks_a_zarr_python_array() {
             raw.as_os_str(),
             "--dtype".as_ref(),
             "<u2".as_ref(),
-            "--shape".as_ref(),
-            "-1,6,7".as_ref(),
+            "--shape=-1,6,7".as_ref(),
         ]
     };
     passes(check(&raw_args("--expect")));

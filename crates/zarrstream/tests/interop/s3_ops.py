@@ -91,6 +91,10 @@ def zarr_write(bucket, prefix, out):
                             chunks=(1, 3, 4), dtype="uint16", fill_value=0)
     arr[...] = values
     np.save(out, values)
+    # s3fs leaves its aiohttp session open in asynchronous mode; aiohttp would complain.
+    from zarr.core.sync import sync
+
+    sync(store.fs._s3creator.__aexit__(None, None, None))
 
 
 OPS = {"put": (put, 3), "put-multipart": (put_multipart, 4), "get": (get, 3),

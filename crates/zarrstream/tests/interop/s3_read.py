@@ -26,7 +26,8 @@ Expected data (FILE):
     `descr` is a NumPy type string: |u1 |i1 <u2 <i2 <u4 <i4 <u8 <i8 <f4 <f8 |b1 ...
   * any other file: raw elements in C order; `--dtype` (a NumPy dtype such as `<u2` or
     `uint16`, little-endian unless it says otherwise) and `--shape` give their type and
-    shape; axis 0 of `--shape` may be -1 (as many frames as the file holds).
+    shape; axis 0 of `--shape` may be -1 (as many frames as the file holds; write it
+    `--shape=-1,6,7`, since argparse takes a bare `-1,...` for an option).
 
 Checks:
   --expect FILE            the array read has FILE's dtype and shape and equal elements
@@ -136,13 +137,29 @@ def fsspec_store(a):
     )
 
 
+def close(store):
+    """Closes s3fs's aiohttp session, which s3fs leaves open in asynchronous mode (the mode
+    FsspecStore uses) and aiohttp then reports as unclosed at exit."""
+    from zarr.core.sync import sync
+
+    creator = getattr(store.fs, "_s3creator", None)
+    if creator is not None:
+        sync(creator.__aexit__(None, None, None))
+
+
 def read_zarr_python(a, pipeline):
     import zarr
 
-    with zarr.config.set({"codec_pipeline.path": pipeline, "codec_pipeline.strict": True}
-                         if "zarrs" in pipeline else {"codec_pipeline.path": pipeline}):
-        arr = zarr.open_array(store=fsspec_store(a), mode="r", zarr_format=3)
-        return arr[...]
+    config = {"codec_pipeline.path": pipeline}
+    if "zarrs" in pipeline:
+        # The Rust pipeline or an error, never a silent fallback to Python's.
+        config.update({"codec_pipeline.strict": True, "codec_pipeline.validate_checksums": True})
+    store = fsspec_store(a)
+    try:
+        with zarr.config.set(config):
+            return zarr.open_array(store=store, mode="r", zarr_format=3)[...]
+    finally:
+        close(store)
 
 
 def read_python(a):

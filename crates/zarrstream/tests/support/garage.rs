@@ -224,6 +224,13 @@ struct Node {
     child: Option<Child>,
 }
 
+impl Node {
+    /// The node's full hexadecimal id (without the `@address`).
+    fn hex_id(&self) -> &str {
+        self.id.split('@').next().unwrap_or_default()
+    }
+}
+
 /// A running Garage cluster of one or more nodes on 127.0.0.1 (replication factor = number
 /// of nodes), with an access key that owns [`DEFAULT_BUCKET`]. Every node serves S3 for the
 /// whole cluster. Dropping it kills every node; the data stay in the directory given.
@@ -321,15 +328,11 @@ impl Garage {
             let peer = g.nodes[i].id.clone();
             g.cli(0, &["node", "connect", &peer]);
         }
-        for i in 0..nodes {
-            let id = g.nodes[i]
-                .id
-                .split('@')
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            g.cli(0, &["layout", "assign", "-z", "dc1", "-c", "1G", &id]);
-        }
+        // Every node in one assignment: the layout's first version holds them all.
+        let ids: Vec<String> = g.nodes.iter().map(|n| n.hex_id().to_string()).collect();
+        let mut assign = vec!["layout", "assign", "-z", "dc1", "-c", "1G"];
+        assign.extend(ids.iter().map(String::as_str));
+        g.cli(0, &assign);
         g.cli(0, &["layout", "apply", "--version", "1"]);
         for i in 0..nodes {
             g.wait_healthy(i);
@@ -447,7 +450,8 @@ impl Garage {
     }
 
     /// Stops node `i` the way an operator does (SIGTERM, then SIGKILL after 10 s) and waits
-    /// for it to exit. Its data stay; [`Garage::start_node`] brings it back.
+    /// for it to exit. Its data stay; [`Garage::start_node`] brings it back. The other nodes
+    /// may see it up a while longer (see [`Garage::wait_seen_down`]).
     pub(crate) fn stop_node(&mut self, i: usize) {
         self.halt(i, true);
     }
@@ -457,15 +461,14 @@ impl Garage {
         self.halt(i, false);
     }
 
-    /// Restarts a stopped node `i` with the same config and data and waits until it is
-    /// connected to the cluster again (every node of the layout up, seen from node `i`) and
-    /// answers S3 requests.
+    /// Restarts a stopped node `i` with the same config and data and waits until it and
+    /// every running node see each other up again and it answers S3 requests.
     pub(crate) fn start_node(&mut self, i: usize) {
         assert!(self.nodes[i].child.is_none(), "garage node {i} is running");
         let started = Instant::now();
         self.spawn(i);
         self.wait_rpc(i);
-        self.wait_healthy(i);
+        self.wait_mesh(i);
         self.wait_s3(i);
         shout(&format!(
             "garage: node {i} back in {:.1} s",
@@ -520,6 +523,7 @@ impl Garage {
             .arg(&node.config)
             .arg("server")
             .env("RUST_LOG", "garage=info")
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2)
@@ -532,19 +536,95 @@ impl Garage {
         let Some(mut child) = self.nodes[i].child.take() else {
             return;
         };
+        let started = Instant::now();
+        let mut exited = false;
         if gently {
             let pid = rustix::process::Pid::from_child(&child);
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             let until = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < until {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
+            while !exited && Instant::now() < until {
+                exited = matches!(child.try_wait(), Ok(Some(_)));
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let _ = child.kill();
-        let _ = child.wait();
+        if !exited {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        shout(&format!(
+            "garage: node {i} {} in {:.1} s",
+            if gently { "stopped" } else { "killed" },
+            started.elapsed().as_secs_f64()
+        ));
+    }
+
+    /// Waits until every running node sees node `i` down. Garage notices a dead peer only
+    /// when it next sends to it (its ping comes every 15 s), so this can take that long;
+    /// until then requests routed to the dead node fail over to the other replicas anyway.
+    pub(crate) fn wait_seen_down(&mut self, i: usize) {
+        let gone = self.nodes[i].hex_id().to_string();
+        for j in self.running() {
+            self.wait_for(j, &format!("node {i} seen down"), |g| {
+                match g.sees(j)?.iter().find(|(id, _)| *id == gone) {
+                    Some((_, true)) => Err(format!("node {j} still sees node {i} up")),
+                    _ => Ok(()),
+                }
+            });
+        }
+    }
+
+    /// The indices of the nodes whose server is running.
+    fn running(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&j| self.nodes[j].child.is_some())
+            .collect()
+    }
+
+    /// Every node node `j` knows, as (hex id, up).
+    fn sees(&self, j: usize) -> Result<Vec<(String, bool)>, String> {
+        let out = self.try_cli(j, &["json-api", "GetClusterStatus"])?;
+        let v: serde_json::Value =
+            serde_json::from_str(&out).map_err(|e| format!("not JSON ({e}): {out}"))?;
+        let nodes = v["nodes"]
+            .as_array()
+            .ok_or_else(|| format!("no nodes in {out}"))?;
+        Ok(nodes
+            .iter()
+            .map(|n| {
+                let id = n["id"].as_str().unwrap_or_default().to_string();
+                (id, n["isUp"] == true)
+            })
+            .collect())
+    }
+
+    /// Until node `i` and every other running node see each other up. Garage's peers open
+    /// their own connections to a restarted node only at their next retry (seen taking 3 to
+    /// 30 s), so each is asked to connect now.
+    fn wait_mesh(&mut self, i: usize) {
+        let running = self.running();
+        for &j in &running {
+            for &k in &running {
+                if (j == i) != (k == i) {
+                    let _ = self.try_cli(j, &["node", "connect", &self.nodes[k].id]);
+                }
+            }
+        }
+        for &j in &running {
+            let others: Vec<(usize, String)> = running
+                .iter()
+                .filter(|&&k| k != j && (j == i || k == i))
+                .map(|&k| (k, self.nodes[k].hex_id().to_string()))
+                .collect();
+            self.wait_for(j, "connected again", |g| {
+                let seen = g.sees(j)?;
+                for (k, id) in &others {
+                    if !seen.iter().any(|(s, up)| s == id && *up) {
+                        return Err(format!("node {j} does not see node {k} up"));
+                    }
+                }
+                Ok(())
+            });
+        }
     }
 
     /// Polls until `check` gives `Ok`, panicking after [`READY_TIMEOUT`] with the last error
@@ -630,6 +710,17 @@ impl Drop for Garage {
             if let Some(mut child) = node.child.take() {
                 let _ = child.kill();
                 let _ = child.wait();
+            }
+        }
+        // A failing test usually removes the directory next: the servers' side of the
+        // story goes to stderr first.
+        if std::thread::panicking() {
+            for (i, node) in self.nodes.iter().enumerate() {
+                shout(&format!(
+                    "--- end of garage node {i}'s log ({}):\n{}",
+                    node.log.display(),
+                    tail(&node.log, 25)
+                ));
             }
         }
     }

@@ -124,8 +124,9 @@ fn find_or_build() -> Result<PathBuf, String> {
 
 /// `cargo install garage --locked --version 2.5.0 --root ROOT`, its output in a log beside.
 fn build(root: &Path) -> Result<(), String> {
-    let log_path = root.with_extension("build.log");
-    let scratch = root.with_extension("build-target");
+    // Beside the root, not inside it: `cargo install` owns the root's contents.
+    let beside = |what: &str| root.with_file_name(format!("garage-{VERSION}.{what}"));
+    let (log_path, scratch) = (beside("build.log"), beside("build-target"));
     shout(&format!(
         "\n{bar}\nBUILDING Garage {VERSION} (the S3 server of the object-store tests) into {}\n\
          with `cargo install`: about 9 minutes on 2 cores, once per machine. Log: {}\n\

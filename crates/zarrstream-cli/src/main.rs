@@ -7,6 +7,8 @@
 //! zarrstream refs STORE --format json|parquet [--url-template T] [--out PATH] [--json]
 //! zarrstream convert LEGACY OUT [--json]
 //! zarrstream compact STORE [--order c|morton] [--json]
+//! zarrstream upload STAGING [--timeout SECONDS] [--json]
+//! zarrstream publish URL [--watch SECONDS] [--json]
 //! ```
 //!
 //! Exit status: 0 on success, 1 when the command failed, 2 for invalid usage.
@@ -18,6 +20,7 @@ mod compact;
 mod convert;
 mod inspect;
 mod refs;
+mod remote;
 mod store;
 mod verify;
 
@@ -62,6 +65,13 @@ enum Command {
     /// Rewrite sparse shards (with gaps) as dense ones, and with --order put every
     /// shard's chunks in C or Morton order, in place and crash-safe.
     Compact(compact::Args),
+    /// Upload what a recording to an object store left in its staging directory (the
+    /// store went away, or the process died: run `recover` on its arrays first), then
+    /// republish the metadata; removes the directory once everything is uploaded.
+    Upload(remote::UploadArgs),
+    /// Publish the shared zarr.json of an array recorded in parts (`record --part-of`)
+    /// from every part's progress: run it any time during the recording and at the end.
+    Publish(remote::PublishArgs),
 }
 
 /// A subcommand's outcome: `Ok(status)` or an error printed as one line (exit 1).
@@ -110,6 +120,8 @@ fn main() -> ExitCode {
         Command::Refs(args) => finish("refs", refs::run(args)),
         Command::Convert(args) => finish("convert", convert::run(args)),
         Command::Compact(args) => finish("compact", compact::run(args)),
+        Command::Upload(args) => finish("upload", remote::upload(args)),
+        Command::Publish(args) => finish("publish", remote::publish(args)),
     }
 }
 

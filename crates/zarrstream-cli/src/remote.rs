@@ -41,7 +41,8 @@ pub(crate) fn upload(args: UploadArgs) -> Outcome {
     let options = RemoteOptions::default().upload_timeout(Duration::from_secs(args.timeout));
     let r = upload_staged(&args.staging, &options)?;
     if args.json {
-        let doc = json!({"url": r.url, "shards": r.shards, "bytes": r.bytes, "documents": r.documents});
+        let doc =
+            json!({"url": r.url, "shards": r.shards, "bytes": r.bytes, "documents": r.documents});
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
@@ -67,7 +68,9 @@ pub(crate) fn publish(args: PublishArgs) -> Outcome {
             );
         }
         match args.watch {
-            Some(s) if r.state == "running" => std::thread::sleep(Duration::from_secs_f64(s.max(0.1))),
+            Some(s) if r.state == "running" => {
+                std::thread::sleep(Duration::from_secs_f64(s.max(0.1)))
+            }
             _ => return Ok(ExitCode::SUCCESS),
         }
     }

@@ -133,7 +133,7 @@ impl RemoteOptions {
     pub(crate) fn validate(&self) -> Result<()> {
         const MIB: usize = 1 << 20;
         for (option, value, min, max) in [
-            ("part_size", self.part_size, MIB, 5 << 30),
+            ("part_size", self.part_size, 5 * MIB, 5 << 30),
             ("uploads_in_flight", self.uploads_in_flight, 1, 256),
         ] {
             if value > max {
@@ -142,7 +142,7 @@ impl RemoteOptions {
             if value < min {
                 return Err(Error::ConflictingOptions(
                     option,
-                    "a value below its minimum (part_size ≥ 1 MiB, uploads_in_flight ≥ 1)",
+                    "a value below its minimum (part_size ≥ 5 MiB, as S3 asks of every part but the last; uploads_in_flight ≥ 1)",
                 ));
             }
         }

@@ -142,7 +142,9 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
         Command::Run(o) => *o,
     };
     let spec = build_spec(&opts)?;
-    if opts.save_frames.is_none() && !zarrstream::remote::is_url(&opts.out.to_string_lossy()) {
+    // An object store is checked by the library; parts share their path.
+    let local = !zarrstream::remote::is_url(&opts.out.to_string_lossy()) && opts.part_of.is_none();
+    if opts.save_frames.is_none() && local {
         check_out_path(&opts)?;
         if let Some(p) = &opts.report {
             check_report_path(p)?;

@@ -27,7 +27,7 @@ use super::options::RemoteOptions;
 use super::parts;
 use super::scan::{self, Marker, Staged, UploadReport};
 use super::staging::Staging;
-use super::target::Target;
+use super::target::{Existing, Target};
 use crate::error::{Error, RemoteError, Result};
 
 /// How long the uploader waits for a finished shard before looking again.
@@ -336,7 +336,12 @@ impl Mirror {
         part: Option<(u64, u64)>,
     ) -> Result<Self> {
         let target = Target::open(url, options)?;
-        target.check(overwrite || part.is_some())?;
+        let existing = match (part, overwrite) {
+            (Some(_), _) => Existing::Keep,
+            (None, true) => Existing::Replace,
+            (None, false) => Existing::Refuse,
+        };
+        target.check(existing)?;
         let root = match &options.staging_dir {
             Some(d) => d.clone(),
             None => {
@@ -392,11 +397,6 @@ impl Mirror {
     /// The gate the writer's finishers and pushes use.
     pub(crate) fn gate(&self) -> &Arc<Staging> {
         &self.gate
-    }
-
-    /// Whether the pushing thread may take a frame (see [`Staging::admit`]).
-    pub(crate) fn admit(&self, wait: bool) -> Result<bool> {
-        self.gate.admit(wait)
     }
 
     /// Called after the writer finished: uploads what is left and publishes the final

@@ -35,6 +35,17 @@ pub fn is_url(destination: &str) -> bool {
     })
 }
 
+/// What to do with an array or group already at the prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Existing {
+    /// [`Error::Exists`](crate::Error::Exists).
+    Refuse,
+    /// Delete every object below the prefix (`overwrite`).
+    Replace,
+    /// Leave it: one part of a several-process array, whose other parts are there.
+    Keep,
+}
+
 /// An object store and the prefix the array (or recording) lives under.
 #[derive(Clone)]
 pub(crate) struct Target {
@@ -171,9 +182,8 @@ impl Target {
 
     /// Checks before the first frame, each a typed error: the credentials and the
     /// bucket (a probe object is written and deleted, which also proves write access),
-    /// and that no array or group exists at the prefix unless `overwrite`, in which
-    /// case the objects below the prefix are deleted.
-    pub(crate) fn check(&self, overwrite: bool) -> Result<(), crate::Error> {
+    /// and what is at the prefix (see [`Existing`]).
+    pub(crate) fn check(&self, existing: Existing) -> Result<(), crate::Error> {
         block_on(async {
             let probe = self.path(".zarrstream-probe");
             self.store
@@ -185,8 +195,11 @@ impl Target {
                 .await
                 .map_err(|e| self.error(".zarrstream-probe", &e))?;
             let doc = self.path(crate::store::METADATA_FILE);
+            if existing == Existing::Keep {
+                return Ok(());
+            }
             match self.store.head(&doc).await {
-                Ok(_) if !overwrite => Err(crate::Error::Exists {
+                Ok(_) if existing == Existing::Refuse => Err(crate::Error::Exists {
                     path: self.url.clone().into(),
                 }),
                 Ok(_) => self.delete_all().await,

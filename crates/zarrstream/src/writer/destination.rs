@@ -88,6 +88,10 @@ fn part_of(spec: &mut ArraySpec, k: u64, options: &WriterOptions) -> Result<u64>
     if options.frame_meta.is_some() {
         return Err(Error::ConflictingOptions("part", "frame_meta"));
     }
+    // Replacing what is there would delete the other parts' shards.
+    if options.overwrite {
+        return Err(Error::ConflictingOptions("part", "overwrite"));
+    }
     spec.shape[1] = 1;
     Ok(n)
 }

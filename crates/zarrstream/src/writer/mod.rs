@@ -242,9 +242,10 @@ impl Writer {
     /// frame: waits under [`Backpressure::Block`], `false` under `Drop` (the frame is
     /// dropped and counted); the uploader's failure is an error.
     fn admitted(&self) -> Result<bool> {
-        match &self.mirror {
+        // The gate, not the mirror: a recording's arrays share their recording's.
+        match &self.level.shared.staging {
             None => Ok(true),
-            Some(m) => m.admit(self.level.backpressure == Backpressure::Block),
+            Some(gate) => gate.admit(self.level.backpressure == Backpressure::Block),
         }
     }
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::Writer;
 use super::chain;
+use super::destination::Destination;
 use super::engine::Engine;
 use super::level::Level;
 use super::memory::MemoryEstimate;
@@ -23,6 +24,7 @@ use crate::frame_meta::{FrameMeta, FrameMetaSpec};
 use crate::metadata;
 use crate::meter::{MemoryUsage, Meter};
 use crate::ome::{Ome, Plate};
+use crate::remote::Mirror;
 use crate::shard::ChunkOrder;
 use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
@@ -200,6 +202,8 @@ pub struct Recording {
     /// A root attribute the recording writes itself besides `zarrstream` (a plate's
     /// `ome`), refused by `set_root_attribute`.
     root_reserved: Option<&'static str>,
+    /// With an object-store destination, the uploader of the staging directory.
+    mirror: Option<Mirror>,
 }
 
 /// A plate's field images: one OME image array of `spec` per field, in visiting order.
@@ -445,12 +449,13 @@ impl Recording {
     fn create_in(
         root: &Path,
         arrays: Vec<ArrayConfig>,
-        options: WriterOptions,
+        mut options: WriterOptions,
         layout: Layout,
         root_reserved: Option<&'static str>,
     ) -> Result<Self> {
-        let root = root.to_path_buf();
         options.validate()?;
+        let destination = Destination::open(root, &mut options, None)?;
+        let root = destination.dir.clone();
         check_arrays(&arrays)?;
         let keys: Vec<String> = arrays.iter().map(|a| a.key.clone()).collect();
         let made_root = claim_root(&root, &keys, &options, &layout)?;
@@ -462,6 +467,11 @@ impl Recording {
             .map(|mut rec| {
                 rec.root_reserved = root_reserved;
                 rec
+            })
+            .and_then(|mut rec| {
+                destination.started()?;
+                rec.mirror = destination.mirror;
+                Ok(rec)
             })
             .inspect_err(|_| {
                 if made_root {
@@ -527,6 +537,7 @@ impl Recording {
             root_doc: Mutex::new(()),
             meter: Arc::clone(&meter),
             root_reserved: None,
+            mirror: None,
         };
         for a in arrays {
             let dir = root.join(&a.key);
@@ -732,6 +743,10 @@ impl Recording {
         if let Err(e) = self.join() {
             first.get_or_insert(e);
         }
+        // Whatever the arrays finished goes up, even after a failure of one of them.
+        if let Some(Err(e)) = self.mirror.take().map(Mirror::finish) {
+            first.get_or_insert(e);
+        }
         if let Some(e) = first {
             return Err(e);
         }
@@ -754,6 +769,9 @@ impl Recording {
             }
         }
         if let Err(e) = self.join() {
+            first.get_or_insert(e);
+        }
+        if let Some(Err(e)) = self.mirror.take().map(Mirror::finish) {
             first.get_or_insert(e);
         }
         first.map_or(Ok(()), Err)

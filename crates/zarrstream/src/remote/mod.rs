@@ -19,9 +19,9 @@
 //! them), plus [`RemoteOptions::store_options`]. An endpoint that starts with `http://`
 //! allows plain HTTP (a store on the local network).
 //!
-//! Failures are typed ([`RemoteError`]): a bad URL, refused credentials, a missing
+//! Failures are typed ([`RemoteError`](crate::RemoteError)): a bad URL, refused credentials, a missing
 //! bucket or an unreachable endpoint fail `create` before the first frame; a store that
-//! goes away mid-recording makes `push` and `finish` return [`RemoteError::Upload`]
+//! goes away mid-recording makes `push` and `finish` return [`RemoteError::Upload`](crate::RemoteError::Upload)
 //! while every finished shard not yet uploaded stays in staging, and [`upload_staged`]
 //! (`zarrstream upload STAGING`) sends it later and republishes the metadata.
 //!

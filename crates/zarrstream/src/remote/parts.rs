@@ -129,7 +129,7 @@ pub(crate) async fn publish(t: &Target) -> Result<PublishReport> {
     for p in &parts {
         let c = ours(p, "frames_committed").as_u64().unwrap_or(0);
         let s0 = shape0(p);
-        let per_step = if s0 == 0 { 0 } else { c / s0 };
+        let per_step = c.checked_div(s0).unwrap_or(0);
         committed += c.min(extent0 * per_step);
         dropped += ours(p, "frames_dropped").as_u64().unwrap_or(0);
         summary.push(json!({"part": p.index, "state": ours(p, "state"), "frames_committed": c}));

@@ -325,7 +325,8 @@ mod tests {
             .overwrite(true)
             .frame_meta(FrameMetaSpec::new().field("t", crate::MetaType::Float64))
             .resume(true)
-            .existing_group(true);
+            .existing_group(true)
+            .remote(RemoteOptions::default().staging_budget(7).part(1));
         let want = WriterOptions {
             threads: 3,
             pin_threads: false,
@@ -341,6 +342,12 @@ mod tests {
             frame_meta: Some(FrameMetaSpec::new().field("t", crate::MetaType::Float64)),
             resume: true,
             existing_group: true,
+            remote: RemoteOptions {
+                staging_budget: 7,
+                part: Some(1),
+                ..RemoteOptions::default()
+            },
+            staging: StagingLink::default(),
         };
         assert_eq!(o, want);
         assert_eq!(WriterOptions::default().threads(5).threads, 5);

@@ -190,6 +190,26 @@ fn walk_files(root: &Path, dir: &Path, out: &mut Vec<(Staged, u64)>) -> Result<(
     Ok(())
 }
 
+/// The arrays below `root` whose `.zarrstream-partial/` holds temporary shards.
+fn crashed_arrays(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    collect_dirs(root, &mut dirs)?;
+    Ok(dirs
+        .into_iter()
+        .filter(|d| {
+            fs::read_dir(d.join(store::PARTIAL_DIR)).is_ok_and(|mut it| {
+                it.any(|e| {
+                    e.is_ok_and(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .ends_with(store::PARTIAL_SUFFIX)
+                    })
+                })
+            })
+        })
+        .collect())
+}
+
 /// What [`upload_staged`] sent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -206,9 +226,9 @@ pub struct UploadReport {
 
 /// Uploads what a recording left in its staging directory `staging` (after the store
 /// went away, or a crash), then republishes every document, and removes the staging
-/// directory once everything is in the store. After a crash, run `zarrstream recover`
-/// on each array of the staging directory first: temporary shards are not uploaded
-/// (and keep the directory), only finished ones and the documents that cover them. The destination comes from the directory's marker;
+/// directory once everything is in the store. After a crash, every array that still
+/// has temporary shards is recovered first (as `zarrstream recover` does: each chunk
+/// whose crc32c verifies is kept), so what the killed writer had encoded goes up too. The destination comes from the directory's marker;
 /// `options` gives the credentials' overrides and limits.
 ///
 /// ```no_run
@@ -220,6 +240,14 @@ pub struct UploadReport {
 pub fn upload_staged(staging: impl AsRef<Path>, options: &RemoteOptions) -> Result<UploadReport> {
     let staging = staging.as_ref();
     let marker = Marker::read(staging)?;
+    for array in crashed_arrays(staging)? {
+        crate::recover::recover_store(&array).map_err(|e| {
+            Error::Remote(RemoteError::Staging {
+                path: array.clone(),
+                reason: format!("recovering its temporary shards failed: {e}"),
+            })
+        })?;
+    }
     let target = Target::open(&marker.url, options)?;
     let gate = std::sync::Arc::new(Staging::new(u64::MAX));
     let mut uploads = Uploads::new(target, staging.to_path_buf(), &marker, options, gate);

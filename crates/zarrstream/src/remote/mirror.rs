@@ -53,7 +53,8 @@ pub(crate) struct Uploads {
     /// What was last stored for each document and other file.
     docs: HashMap<String, Vec<u8>>,
     files: HashMap<String, (u64, Option<SystemTime>)>,
-    /// Whether the leftovers of an earlier run were looked for.
+    /// Whether the shards already in staging were taken (a recording starts with an
+    /// empty staging directory; `upload_staged` takes what a failed run left).
     scanned: bool,
     last_publish: Option<Instant>,
     report: UploadReport,
@@ -66,6 +67,7 @@ impl Uploads {
         marker: &Marker,
         options: &RemoteOptions,
         gate: Arc<Staging>,
+        leftovers: bool,
     ) -> Self {
         Uploads {
             target,
@@ -78,7 +80,7 @@ impl Uploads {
             queue: Vec::new(),
             docs: HashMap::new(),
             files: HashMap::new(),
-            scanned: false,
+            scanned: !leftovers,
             last_publish: None,
             report: UploadReport::default(),
         }
@@ -363,7 +365,15 @@ impl Mirror {
         prepare_staging(&root, &marker)?;
         let gate = Arc::new(Staging::new(options.staging_budget));
         let stop = Arc::new(AtomicBool::new(false));
-        let mut uploads = Uploads::new(target, root.clone(), &marker, options, Arc::clone(&gate));
+        // `prepare_staging` left no shard behind: every one comes from the finishers.
+        let mut uploads = Uploads::new(
+            target,
+            root.clone(),
+            &marker,
+            options,
+            Arc::clone(&gate),
+            false,
+        );
         let timeout = options.upload_timeout;
         let thread = {
             let stop = Arc::clone(&stop);

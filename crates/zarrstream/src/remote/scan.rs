@@ -250,7 +250,7 @@ pub fn upload_staged(staging: impl AsRef<Path>, options: &RemoteOptions) -> Resu
     }
     let target = Target::open(&marker.url, options)?;
     let gate = std::sync::Arc::new(Staging::new(u64::MAX));
-    let mut uploads = Uploads::new(target, staging.to_path_buf(), &marker, options, gate);
+    let mut uploads = Uploads::new(target, staging.to_path_buf(), &marker, options, gate, true);
     let report = super::target::block_on(uploads.run_to_end(options.upload_timeout))??;
     Mirror::clean(staging);
     Ok(UploadReport {

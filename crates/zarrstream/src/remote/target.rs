@@ -299,3 +299,41 @@ pub(crate) fn block_on<F: Future>(f: F) -> Result<F::Output, crate::Error> {
         .map_err(|e| crate::Error::Internal(format!("start an async runtime: {e}")))?;
     Ok(rt.block_on(f))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(url: &str, keys: &[(&str, &str)]) -> Result<Target, RemoteError> {
+        let mut o = RemoteOptions::default();
+        for (k, v) in keys {
+            o = o.store_option(*k, *v);
+        }
+        Target::open(url, &o)
+    }
+
+    #[test]
+    fn urls_name_a_store_a_prefix_and_a_staging_place() {
+        let t = open("s3://bucket/a/run.zarr", &[("aws_region", "garage")]).unwrap();
+        assert_eq!(t.prefix.as_ref(), "a/run.zarr");
+        assert_eq!(t.path("c/0/1").as_ref(), "a/run.zarr/c/0/1");
+        assert_eq!(t.staging_name, std::path::Path::new("s3/bucket/a/run.zarr"));
+        // GCS and Azure are built the same way (credentials are asked for lazily).
+        assert!(open("gs://bucket/run.zarr", &[]).is_ok());
+        let az = open(
+            "az://container/run.zarr",
+            &[("azure_storage_account_name", "acct")],
+        );
+        assert!(az.is_ok(), "{az:?}");
+        for bad in ["s3:///run.zarr", "ftp://host/run.zarr", "s3://bucket/x"] {
+            let r = if bad.ends_with("/x") {
+                open(bad, &[("no_such_key", "1")])
+            } else {
+                open(bad, &[])
+            };
+            assert!(matches!(r, Err(RemoteError::Url { .. })), "{bad}: {r:?}");
+        }
+        assert!(is_url("file:///mnt/shared/run.zarr"));
+        assert!(!is_url("run.zarr") && !is_url("/data/s3:/x") && !is_url("://x"));
+    }
+}

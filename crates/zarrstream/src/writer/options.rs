@@ -341,6 +341,8 @@ mod tests {
             frame_meta: Some(FrameMetaSpec::new().field("t", crate::MetaType::Float64)),
             resume: true,
             existing_group: true,
+            remote: RemoteOptions::default(),
+            staging: StagingLink::default(),
         };
         assert_eq!(o, want);
         assert_eq!(WriterOptions::default().threads(5).threads, 5);

@@ -137,6 +137,34 @@ typedef enum zs_code {
      * written.
      */
     ZS_E_INVALID_PLATE = -15,
+    /**
+     * An object-store destination (`s3://…`) refused the credentials: an unknown key,
+     * a wrong secret, or a key without rights on the bucket. Nothing was written.
+     */
+    ZS_E_REMOTE_CREDENTIALS = -16,
+    /**
+     * An object-store destination's bucket (or container) does not exist. Nothing was
+     * written.
+     */
+    ZS_E_REMOTE_NO_BUCKET = -17,
+    /**
+     * An object-store destination did not answer (connection refused, timed out, name
+     * not resolved) within `upload_timeout`. Nothing was written.
+     */
+    ZS_E_REMOTE_UNREACHABLE = -18,
+    /**
+     * An upload to the object store failed after its retries (the store went away
+     * during the recording). Every finished shard not yet uploaded stays in the staging
+     * directory the message names: `zarrstream upload STAGING` sends it later. The
+     * writer is closed.
+     */
+    ZS_E_REMOTE_UPLOAD = -19,
+    /**
+     * Any other object-store failure: the staging directory holds another
+     * destination's data or data not yet uploaded (`zarrstream upload` it first), or a
+     * second coordinator published the shared `zarr.json` in between.
+     */
+    ZS_E_REMOTE = -20,
 } zs_code;
 
 /**
@@ -226,14 +254,38 @@ extern "C" {
  * `downsample_z` (halve z too, default false), `level_lz4_acceleration` (LZ4
  * acceleration of the lz4 chunks of levels 1 and up).
  *
+ * Object store: a `store_path` of the form `s3://bucket/prefix` (or `gs://`, `az://`,
+ * `file:///shared/path`) records into a local staging directory and uploads each shard,
+ * and each zarr.json after the shards it covers. Credentials, region and endpoint come
+ * from the environment (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+ * `AWS_SECRET_ACCESS_KEY`, ...) and `store_options`. Keys (ignored for a local path):
+ * - `staging_dir`: the local directory (default `$ZARRSTREAM_STAGING`, else the
+ *   temporary directory, under zarrstream-staging/SCHEME/BUCKET/PREFIX).
+ * - `staging_budget`: bytes of finished shards that may wait for upload (default 2 GiB);
+ *   beyond it push waits (or drops under "drop" back-pressure).
+ * - `part_size`: bytes per part of a multipart upload (default 8 MiB, at least 5 MiB).
+ * - `uploads_in_flight`: objects uploaded at once (default 4, 1..=256).
+ * - `upload_timeout`: seconds uploads may keep failing before ZS_E_REMOTE_UPLOAD
+ *   (default 60; a fraction is allowed).
+ * - `part`: this process records part K (index on axis 1, chunk and shard extent 1) of
+ *   an array recorded by several processes (default none).
+ * - `coordinate`: with `part`, this process also publishes the shared zarr.json
+ *   (default false).
+ * - `store_options`: {"aws_endpoint": "http://10.0.0.5:3900", "aws_region": "garage",
+ *   "aws_access_key_id": "...", "aws_secret_access_key": "...", ...}: object_store
+ *   configuration keys, over the environment (default {}).
+ *
  * Example: {"shape": [0, 2048, 2048], "chunk_shape": [1, 512, 512],
  * "shard_shape": [32, 2048, 2048], "codec": "zstd:1", "threads": 4}
  *
  * On success returns ZS_OK and stores the new writer in `*out`; on failure stores NULL
  * in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
- * argument, an empty path), ZS_E_INVALID_CONFIG, ZS_E_EXISTS, ZS_E_LOCKED,
- * ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY, ZS_E_UNSUPPORTED (resume only),
- * ZS_E_DISK_FULL or ZS_E_IO; nothing new is left on disk then.
+ * argument, an empty path), ZS_E_INVALID_CONFIG (also a URL or store option that
+ * cannot be used), ZS_E_EXISTS, ZS_E_LOCKED, ZS_E_SPEC_MISMATCH, ZS_E_NEEDS_RECOVERY,
+ * ZS_E_UNSUPPORTED (resume only), ZS_E_DISK_FULL or ZS_E_IO; for an object store also
+ * ZS_E_REMOTE_CREDENTIALS, ZS_E_REMOTE_NO_BUCKET, ZS_E_REMOTE_UNREACHABLE or
+ * ZS_E_REMOTE (a staging directory in the way); nothing new is left on disk (or in the
+ * bucket) then.
  *
  * # Safety
  * `store_path` and `config_json` are NULL or NUL-terminated strings; `out` is NULL or
@@ -251,7 +303,9 @@ int zs_writer_create(const char *store_path,
  * Returns ZS_OK, or ZS_DROPPED when back-pressure "drop" dropped the frame. Errors:
  * ZS_E_INVALID_ARGUMENT (NULL `w` or `frame`), ZS_E_FRAME_SIZE (`nbytes` is not the
  * frame size; the message names both; the writer stays usable), ZS_E_ARRAY_FULL, and,
- * closing the writer, ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL; then ZS_E_CLOSED.
+ * closing the writer, ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL, ZS_E_REMOTE_UPLOAD (an
+ * object store that went away; the message names the staging directory keeping the
+ * data); then ZS_E_CLOSED.
  *
  * # Safety
  * `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
@@ -311,8 +365,10 @@ int zs_writer_set_attribute(struct zs_writer *w,
  * buffers held at the end, 0 once freed, and at most, as `zs_writer_memory_in_use`).
  *
  * The writer is freed whatever the result: never use `w` again. Returns ZS_OK, or the
- * first error the writer met (ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL), or ZS_E_CLOSED
- * if a push already reported it; ZS_E_INVALID_ARGUMENT for a NULL `w`.
+ * first error the writer met (ZS_E_DISK_FULL, ZS_E_IO, ZS_E_INTERNAL,
+ * ZS_E_REMOTE_UPLOAD), or ZS_E_CLOSED if a push already reported it;
+ * ZS_E_INVALID_ARGUMENT for a NULL `w`. For an object store it returns once every
+ * shard and zarr.json is in the store.
  *
  * # Safety
  * `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by

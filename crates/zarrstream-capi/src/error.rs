@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use zarrstream::RemoteError;
 use zarrstream::config::ConfigError;
 
 /// Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative
@@ -66,6 +67,24 @@ pub enum ZsCode {
     /// or wells, an acquisition id given twice or ending before it starts. Nothing was
     /// written.
     ZS_E_INVALID_PLATE = -15,
+    /// An object-store destination (`s3://…`) refused the credentials: an unknown key,
+    /// a wrong secret, or a key without rights on the bucket. Nothing was written.
+    ZS_E_REMOTE_CREDENTIALS = -16,
+    /// An object-store destination's bucket (or container) does not exist. Nothing was
+    /// written.
+    ZS_E_REMOTE_NO_BUCKET = -17,
+    /// An object-store destination did not answer (connection refused, timed out, name
+    /// not resolved) within `upload_timeout`. Nothing was written.
+    ZS_E_REMOTE_UNREACHABLE = -18,
+    /// An upload to the object store failed after its retries (the store went away
+    /// during the recording). Every finished shard not yet uploaded stays in the staging
+    /// directory the message names: `zarrstream upload STAGING` sends it later. The
+    /// writer is closed.
+    ZS_E_REMOTE_UPLOAD = -19,
+    /// Any other object-store failure: the staging directory holds another
+    /// destination's data or data not yet uploaded (`zarrstream upload` it first), or a
+    /// second coordinator published the shared `zarr.json` in between.
+    ZS_E_REMOTE = -20,
 }
 
 use ZsCode::*;
@@ -127,6 +146,17 @@ impl CapiError {
                 E::Attribute { .. } | E::NotAnImage(_) | E::FrameMeta { .. } => {
                     ZS_E_INVALID_ARGUMENT
                 }
+                E::Remote(r) => match r {
+                    // A URL or store option that cannot work is a request to fix, as a
+                    // bad key of config_json is.
+                    RemoteError::Url { .. } => ZS_E_INVALID_CONFIG,
+                    RemoteError::Credentials { .. } => ZS_E_REMOTE_CREDENTIALS,
+                    RemoteError::NoBucket { .. } => ZS_E_REMOTE_NO_BUCKET,
+                    RemoteError::Unreachable { .. } => ZS_E_REMOTE_UNREACHABLE,
+                    RemoteError::Upload { .. } => ZS_E_REMOTE_UPLOAD,
+                    // Conflict, Staging and variants added later.
+                    _ => ZS_E_REMOTE,
+                },
                 // Codec failures, dead threads, and variants added later: bugs until
                 // they are given a code of their own.
                 _ => ZS_E_INTERNAL,
@@ -345,6 +375,64 @@ mod tests {
             ),
             (Error::Internal("x".into()), ZS_E_INTERNAL),
         ];
+        let url = || "s3://bucket/run.zarr".to_string();
+        let remote = [
+            (
+                RemoteError::Url {
+                    url: url(),
+                    reason: "unknown scheme".into(),
+                },
+                ZS_E_INVALID_CONFIG,
+            ),
+            (
+                RemoteError::Credentials {
+                    url: url(),
+                    message: "403".into(),
+                },
+                ZS_E_REMOTE_CREDENTIALS,
+            ),
+            (
+                RemoteError::NoBucket {
+                    url: url(),
+                    message: "404".into(),
+                },
+                ZS_E_REMOTE_NO_BUCKET,
+            ),
+            (
+                RemoteError::Unreachable {
+                    url: url(),
+                    message: "connection refused".into(),
+                },
+                ZS_E_REMOTE_UNREACHABLE,
+            ),
+            (
+                RemoteError::Upload {
+                    url: url(),
+                    key: "c/0/0/0".into(),
+                    message: "timed out".into(),
+                    staging: PathBuf::from("/scratch/staging"),
+                },
+                ZS_E_REMOTE_UPLOAD,
+            ),
+            (
+                RemoteError::Conflict {
+                    url: url(),
+                    key: "zarr.json".into(),
+                    message: "412".into(),
+                },
+                ZS_E_REMOTE,
+            ),
+            (
+                RemoteError::Staging {
+                    path: PathBuf::from("/scratch/staging"),
+                    reason: "holds data not yet uploaded".into(),
+                },
+                ZS_E_REMOTE,
+            ),
+        ];
+        let cases = cases
+            .into_iter()
+            .chain(remote.into_iter().map(|(r, code)| (Error::Remote(r), code)));
         for (e, code) in cases {
             let text = e.to_string();
             assert_eq!(CapiError::from(e).code(), code, "{text}");
@@ -379,6 +467,26 @@ mod tests {
             assert_eq!(last(), "internal error: zs_f panicked: boom 7");
             assert_eq!(guard("zs_f", || panic!("static")), -6);
             assert_eq!(last(), "internal error: zs_f panicked: static");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn an_upload_failure_names_the_staging_directory() {
+        std::thread::spawn(|| {
+            let e = CapiError::from(Error::Remote(RemoteError::Upload {
+                url: "s3://b/run.zarr".into(),
+                key: "c/0/0/0".into(),
+                message: "connection refused".into(),
+                staging: PathBuf::from("/scratch/staging/s3/b/run.zarr"),
+            }));
+            assert_eq!(fail(&e), ZS_E_REMOTE_UPLOAD as c_int);
+            assert!(
+                last().contains("run `zarrstream upload /scratch/staging/s3/b/run.zarr`"),
+                "{}",
+                last()
+            );
         })
         .join()
         .unwrap();

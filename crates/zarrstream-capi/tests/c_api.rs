@@ -8,7 +8,8 @@
 //! zarr-python (the interop environment of `tests/support/python.rs`), and run the ctypes
 //! example. `errors.c` holds the C-level checks of every error path; `recording.c`
 //! those of `zs_recording` (several arrays pushed from two threads, resume); `plate.c`
-//! those of an OME-Zarr plate.
+//! those of an OME-Zarr plate. `record.c` and the ctypes example also record into a
+//! Garage S3 server (`tests/support/garage.rs`), to check the object-store codes.
 //!
 //! Needs `make`, a C and a C++ compiler, `valgrind` and, for the disk-full test, a tmpfs
 //! mount in a private mount namespace (`unshare`, root or user namespaces). Outside CI a
@@ -17,6 +18,8 @@
 //!
 //! `cargo test -p zarrstream-capi --test c_api -- --nocapture` shows the programs' output.
 
+#[path = "../../zarrstream/tests/support/garage.rs"]
+mod garage;
 #[path = "../../zarrstream/tests/support/python.rs"]
 mod python;
 
@@ -686,6 +689,82 @@ fn python_ctypes_example_read_back_by_zarr_python() {
     );
 }
 
+/// The C library records into an object store as into a directory: `record.c` with an
+/// `s3://` path (endpoint and credentials from the `AWS_*` environment, as the AWS tools
+/// take them) into Garage, read back from the bucket by zarr-python over s3fs; and the
+/// ctypes example, which prints the code C gets, meets each remote code: a wrong secret
+/// is `ZS_E_REMOTE_CREDENTIALS`, a missing bucket `ZS_E_REMOTE_NO_BUCKET`, a URL
+/// without a bucket `ZS_E_INVALID_CONFIG`, an array already in the bucket `ZS_E_EXISTS`.
+#[test]
+fn c_records_into_s3_and_gets_the_remote_codes() {
+    if garage::require("c_api object store").is_none() {
+        return;
+    }
+    let Some(py) = interop_python("c_api object store") else {
+        return;
+    };
+    let b = built();
+    let dir = scratch("s3");
+    let g = garage::Garage::single(&dir.path().join("garage"));
+    let url = format!("s3://{}/c.zarr", g.bucket());
+    let staging = dir.path().join("staging");
+    let out = run(
+        Command::new(b.bin.join("record_shared"))
+            .arg(&url)
+            .arg("40")
+            .envs(g.env())
+            .env("ZARRSTREAM_STAGING", &staging),
+        "record_shared into S3",
+    );
+    println!("--- record_shared s3 ---\n{out}");
+    check_stats(&out, 40);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_store.py");
+    let out = run(
+        Command::new(&py)
+            .arg(script)
+            .arg(&url)
+            .arg("40")
+            .envs(g.env()),
+        "check_store.py s3",
+    );
+    println!("{}", out.trim_end());
+
+    let refused = |url: &str, env: Vec<(String, String)>| {
+        let out = Command::new(&py)
+            .arg(repo().join("examples/python/record.py"))
+            .arg(url)
+            .args(["--frames", "1", "--lib"])
+            .arg(b.libdir.join("libzarrstream.so"))
+            .envs(env)
+            .env("ZARRSTREAM_STAGING", &staging)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run record.py");
+        assert!(!out.status.success(), "{url} is refused");
+        text(&out.stderr)
+    };
+    let mut wrong = g.env();
+    wrong.retain(|(k, _)| k != "AWS_SECRET_ACCESS_KEY");
+    wrong.push(("AWS_SECRET_ACCESS_KEY".into(), "0".repeat(64)));
+    let e = refused(&format!("s3://{}/d.zarr", g.bucket()), wrong);
+    assert!(
+        e.contains("refused the credentials") && e.contains("(code -16)"),
+        "{e}"
+    );
+    let e = refused("s3://no-such-bucket/d.zarr", g.env());
+    assert!(
+        e.contains("bucket does not exist") && e.contains("(code -17)"),
+        "{e}"
+    );
+    let e = refused("s3:///d.zarr", g.env());
+    assert!(e.contains("(code -1)"), "{e}");
+    let e = refused(&url, g.env());
+    assert!(
+        e.contains("already exists") && e.contains("(code -8)"),
+        "{e}"
+    );
+}
+
 /// `NAME = value` pairs of the return codes in `text` (C enum or Python).
 fn codes(text: &str) -> BTreeMap<String, i64> {
     text.lines()
@@ -706,7 +785,7 @@ fn python_example_codes_match_the_header() {
     let header = std::fs::read_to_string(repo().join("include/zarrstream.h")).unwrap();
     let py = std::fs::read_to_string(repo().join("examples/python/record.py")).unwrap();
     let (h, p) = (codes(&header), codes(&py));
-    assert_eq!(h.len(), 17, "{h:?}");
+    assert_eq!(h.len(), 22, "{h:?}");
     assert_eq!(
         h, p,
         "examples/python/record.py's constants differ from the header"

@@ -5,11 +5,14 @@ with numpy from the formula in record.c (camera_pixel).
 
     check_store.py STORE FRAMES
 
+STORE may be an s3:// URL (endpoint and credentials from the AWS_* environment).
+
 Prints one line and exits 0 when the array holds exactly FRAMES frames of that camera
 and its metadata says the recording finished; exits 1 naming the first difference.
 """
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -32,11 +35,29 @@ def camera_frame(t):
     return v
 
 
+def open_store(store):
+    """A local path as it is; an ``s3://bucket/prefix`` URL through s3fs, with the
+    endpoint, region and credentials of the AWS_* environment (path-style addressing,
+    no caches)."""
+    if not store.startswith("s3://"):
+        return store
+    from zarr.storage import FsspecStore
+
+    env = os.environ
+    return FsspecStore.from_url(store, read_only=True, storage_options={
+        "endpoint_url": env["AWS_ENDPOINT_URL"], "key": env["AWS_ACCESS_KEY_ID"],
+        "secret": env["AWS_SECRET_ACCESS_KEY"],
+        "client_kwargs": {"region_name": env.get("AWS_REGION", "us-east-1")},
+        "config_kwargs": {"s3": {"addressing_style": "path"}},
+        "use_listings_cache": False, "skip_instance_cache": True,
+    })
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     store, frames = sys.argv[1], int(sys.argv[2])
-    a = zarr.open_array(store, mode="r")
+    a = zarr.open_array(open_store(store), mode="r")
     problems = []
     if a.shape != (frames, HEIGHT, WIDTH):
         problems.append(f"shape {a.shape}, expected {(frames, HEIGHT, WIDTH)}")

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use zarrstream::config::ConfigError;
 use zarrstream::recover::RecoverError;
 use zarrstream::store::StoreError;
-use zarrstream::{Error, IoError};
+use zarrstream::{Error, IoError, RemoteError};
 
 /// What went wrong, in the words `zarrstream.errors._from_native` understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,23 @@ pub(crate) enum Kind {
     /// Something this version cannot do (resume of an OME image, …):
     /// `NotImplementedError`.
     Unsupported,
+    /// An object-store URL or store option that cannot be used: `ValueError`.
+    RemoteUrl,
+    /// The object store refused the credentials: `PermissionError`.
+    RemoteCredentials,
+    /// The bucket does not exist: `FileNotFoundError`.
+    RemoteNoBucket,
+    /// The object store did not answer: `ConnectionError`.
+    RemoteUnreachable,
+    /// An upload failed after its retries (the data stay in the staging directory, the
+    /// failure's path): `ConnectionError`.
+    RemoteUpload,
+    /// Another coordinator published the shared `zarr.json` in between:
+    /// `FileExistsError`.
+    RemoteConflict,
+    /// The staging directory (the failure's path) holds data in the way:
+    /// `FileExistsError`.
+    RemoteStaging,
     /// A bug (a panic, a dead thread): `RuntimeError`.
     Internal,
 }
@@ -70,6 +87,13 @@ impl Kind {
             Kind::ResumeMismatch => "resume_mismatch",
             Kind::NeedsRecovery => "needs_recovery",
             Kind::Unsupported => "unsupported",
+            Kind::RemoteUrl => "remote_url",
+            Kind::RemoteCredentials => "remote_credentials",
+            Kind::RemoteNoBucket => "remote_no_bucket",
+            Kind::RemoteUnreachable => "remote_unreachable",
+            Kind::RemoteUpload => "remote_upload",
+            Kind::RemoteConflict => "remote_conflict",
+            Kind::RemoteStaging => "remote_staging",
             Kind::Internal => "internal",
         }
     }
@@ -175,9 +199,32 @@ impl From<Error> for Failure {
             }
             Error::ResumeUnsupported(_) => Failure::new(Kind::Unsupported, message),
             Error::Plate(_) => Failure::new(Kind::Plate, message),
+            Error::Remote(r) => Failure::from_remote(r, message),
             Error::Codec { .. } | Error::Internal(_) => Failure::new(Kind::Internal, message),
             // `Error` is non-exhaustive: a variant added later is a bug report until it
             // is mapped here.
+            _ => Failure::new(Kind::Internal, message),
+        }
+    }
+}
+
+impl Failure {
+    /// An object-store failure; for an upload and a staging directory in the way, the
+    /// staging directory is the failure's path.
+    fn from_remote(r: RemoteError, message: String) -> Self {
+        match r {
+            RemoteError::Url { .. } => Failure::new(Kind::RemoteUrl, message),
+            RemoteError::Credentials { .. } => Failure::new(Kind::RemoteCredentials, message),
+            RemoteError::NoBucket { .. } => Failure::new(Kind::RemoteNoBucket, message),
+            RemoteError::Unreachable { .. } => Failure::new(Kind::RemoteUnreachable, message),
+            RemoteError::Upload { staging, .. } => {
+                Failure::new(Kind::RemoteUpload, message).at(&staging)
+            }
+            RemoteError::Conflict { .. } => Failure::new(Kind::RemoteConflict, message),
+            RemoteError::Staging { path, .. } => {
+                Failure::new(Kind::RemoteStaging, message).at(&path)
+            }
+            // `RemoteError` is non-exhaustive: a bug report until mapped here.
             _ => Failure::new(Kind::Internal, message),
         }
     }

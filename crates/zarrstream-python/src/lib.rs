@@ -32,6 +32,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::verify, m)?)?;
     m.add_function(wrap_pyfunction!(tools::estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(tools::estimate_recording_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::upload_staged, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::publish_parts, m)?)?;
     m.add_function(wrap_pyfunction!(plate::plate_images, m)?)?;
     m.add_function(wrap_pyfunction!(plate::plate_image_key, m)?)?;
     Ok(())

@@ -1,11 +1,15 @@
-//! The command-line tool's store functions, for Python: `recover`, `inspect`, `verify`.
-//! Each returns the tool's `--json` report as a string, which the Python side parses:
-//! one serialisation (serde's) for the CLI and Python alike.
+//! The command-line tool's store functions, for Python: `recover`, `inspect`, `verify`,
+//! `upload_staged`, `publish_parts`. Each returns the tool's `--json` report as a
+//! string, which the Python side parses: one serialisation (serde's) for the CLI and
+//! Python alike.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use serde::Serialize;
+use serde_json::json;
+use zarrstream::remote::RemoteOptions;
 use zarrstream::store::{self, StoreReader};
 
 use crate::errors::{Failure, Kind, guarded};
@@ -85,4 +89,64 @@ fn estimate_json(e: &zarrstream::MemoryEstimate) -> Result<String, Failure> {
         o.insert("total".into(), e.total().into());
     }
     json(&v)
+}
+
+/// The object-store options of `upload_staged` and `publish_parts`: `store_options`
+/// over the environment, and how long uploads may keep failing.
+fn remote_options(
+    store_options: Vec<(String, String)>,
+    upload_timeout: f64,
+) -> Result<RemoteOptions, Failure> {
+    let timeout = Duration::try_from_secs_f64(upload_timeout).map_err(|_| {
+        Failure::new(
+            Kind::Invalid,
+            format!("upload_timeout {upload_timeout} is not a number of seconds ≥ 0"),
+        )
+    })?;
+    let mut options = RemoteOptions::default().upload_timeout(timeout);
+    options.store_options = store_options;
+    Ok(options)
+}
+
+/// Uploads what a recording left in the staging directory `staging` and republishes
+/// its metadata (`zarrstream upload --json`): `{url, shards, bytes, documents}`.
+#[pyfunction]
+pub(crate) fn upload_staged(
+    py: Python<'_>,
+    staging: PathBuf,
+    store_options: Vec<(String, String)>,
+    upload_timeout: f64,
+) -> PyResult<String> {
+    py.detach(|| {
+        guarded("upload_staged", || {
+            let options = remote_options(store_options, upload_timeout)?;
+            let r = zarrstream::remote::upload_staged(&staging, &options)?;
+            json(&json!({"url": r.url, "shards": r.shards, "bytes": r.bytes,
+                         "documents": r.documents}))
+        })
+    })
+    .map_err(|f| f.into_pyerr(py))
+}
+
+/// Publishes the shared `zarr.json` of the array recorded in parts at `url` from the
+/// parts' progress (`zarrstream publish --json`): `{url, parts, parts_found, extent0,
+/// state, published}`.
+#[pyfunction]
+pub(crate) fn publish_parts(
+    py: Python<'_>,
+    url: String,
+    store_options: Vec<(String, String)>,
+) -> PyResult<String> {
+    py.detach(|| {
+        guarded("publish_parts", || {
+            let mut options = RemoteOptions::default();
+            options.store_options = store_options;
+            let r = zarrstream::remote::publish_parts(&url, &options)?;
+            json(
+                &json!({"url": url, "parts": r.parts, "parts_found": r.parts_found,
+                         "extent0": r.extent0, "state": r.state, "published": r.published}),
+            )
+        })
+    })
+    .map_err(|f| f.into_pyerr(py))
 }

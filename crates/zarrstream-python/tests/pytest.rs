@@ -3,8 +3,15 @@
 //! `tests/requirements.txt`: zarr-python, tensorstore, ome-writers, acquire-zarr,
 //! pymmcore-plus, mypy) and runs pytest over `tests/python/`.
 //!
-//! Without Python ≥ 3.11 the test is skipped loudly; with `CI=true` that is a failure.
+//! The object-store tests (`test_s3.py`) start Garage from the binary of the Rust
+//! harness (`crates/zarrstream/tests/support/garage.rs`): it is found, or built once per
+//! machine, here and handed to pytest in `ZARRSTREAM_GARAGE`.
+//!
+//! Without Python ≥ 3.11 the test is skipped loudly; with `CI=true` that is a failure
+//! (so is a missing Garage; outside CI only the object-store tests skip, loudly).
 
+#[path = "../../zarrstream/tests/support/garage.rs"]
+mod garage;
 #[path = "../../zarrstream/tests/support/python.rs"]
 mod python;
 
@@ -83,6 +90,7 @@ fn python_package() {
     };
     let wheel = install_wheel(&py);
     python::shout(&format!("python package: installed {}", wheel.display()));
+    let garage = garage::require("the Python package's object-store tests (test_s3.py)");
     // From a directory outside the source tree, so `import zarrstream` is the
     // installed wheel, never crates/zarrstream-python/python.
     let work = tempfile::tempdir().expect("tempdir");
@@ -101,6 +109,7 @@ fn python_package() {
         .arg(crate_dir().join("tests/python"))
         .current_dir(work.path())
         .env("ZARRSTREAM_TARGET_DIR", target_dir())
+        .envs(garage.map(|bin| ("ZARRSTREAM_GARAGE", bin)))
         .status()
         .expect("run pytest");
     assert!(

@@ -1,7 +1,10 @@
 //! A writer described by one JSON object, for the bindings (the C API's `config_json`,
 //! the Python package's keyword arguments): its keys are the names of the builder methods
 //! and option fields. Only the keys given are applied, onto `ArraySpec::builder()`,
-//! `WriterOptions::default()` and `Ome::new()`, so every default is the Rust API's own.
+//! `WriterOptions::default()` (its [`RemoteOptions`] too, whose keys are top-level
+//! options: `staging_dir`, `staging_budget`, `part_size`, `uploads_in_flight`,
+//! `upload_timeout` in seconds, `part`, `coordinate`, `store_options` an object of
+//! strings) and `Ome::new()`, so every default is the Rust API's own.
 //! Unknown keys are errors (a misspelt option must not silently fall back to its
 //! default).
 //!
@@ -17,10 +20,12 @@
 //! # Ok::<(), zarrstream::config::ConfigError>(())
 //! ```
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::remote::RemoteOptions;
 use crate::{
     Acquisition, ArrayConfig, ArraySpec, Backpressure, Downsample, Durability, FrameMetaSpec,
     Levels, Ome, OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError, Recording,
@@ -90,6 +95,17 @@ pub struct Config {
     existing_group: Option<bool>,
     /// `{"fields": {"name": "float64" | "int64", …}, "json": bool}`.
     frame_meta: Option<FrameMetaKeys>,
+    // RemoteOptions: how an object-store destination (`s3://…`) is staged and uploaded
+    staging_dir: Option<PathBuf>,
+    staging_budget: Option<u64>,
+    part_size: Option<usize>,
+    uploads_in_flight: Option<usize>,
+    /// Seconds (JSON has no durations; a fraction is allowed).
+    upload_timeout: Option<f64>,
+    part: Option<u64>,
+    coordinate: Option<bool>,
+    /// `object_store` configuration keys and their values (`{"aws_endpoint": "…"}`).
+    store_options: Option<BTreeMap<String, String>>,
     // Ome: present = an OME-Zarr image (Writer::create_ome)
     ome: Option<OmeKeys>,
 }
@@ -304,7 +320,40 @@ impl Config {
             }
             o.frame_meta = Some(spec);
         }
+        self.take_remote(&mut o.remote)?;
         Ok(o)
+    }
+
+    /// The object-store options from the remote keys (taken out) onto `r`.
+    fn take_remote(&mut self, r: &mut RemoteOptions) -> Result<(), ConfigError> {
+        if let Some(v) = self.staging_dir.take() {
+            r.staging_dir = Some(v);
+        }
+        if let Some(v) = self.staging_budget.take() {
+            r.staging_budget = v;
+        }
+        if let Some(v) = self.part_size.take() {
+            r.part_size = v;
+        }
+        if let Some(v) = self.uploads_in_flight.take() {
+            r.uploads_in_flight = v;
+        }
+        if let Some(s) = self.upload_timeout.take() {
+            r.upload_timeout = Duration::try_from_secs_f64(s).map_err(|_| ConfigError::Value {
+                key: "upload_timeout",
+                message: format!("{s} is not a number of seconds ≥ 0"),
+            })?;
+        }
+        if let Some(v) = self.part.take() {
+            r.part = Some(v);
+        }
+        if let Some(v) = self.coordinate.take() {
+            r.coordinate = v;
+        }
+        if let Some(m) = self.store_options.take() {
+            r.store_options.extend(m);
+        }
+        Ok(())
     }
 }
 
@@ -855,6 +904,47 @@ mod tests {
     }
 
     #[test]
+    fn remote_keys_make_the_same_options_as_the_builder() {
+        let p = parse(
+            r#""staging_dir": "/scratch/staging", "staging_budget": 4294967296,
+               "part_size": 16777216, "uploads_in_flight": 8, "upload_timeout": 2.5,
+               "part": 1, "coordinate": true,
+               "store_options": {"aws_endpoint": "http://127.0.0.1:3900",
+                                 "aws_region": "garage"}"#,
+        )
+        .unwrap();
+        let want = RemoteOptions::default()
+            .staging_dir("/scratch/staging")
+            .staging_budget(4 << 30)
+            .part_size(16 << 20)
+            .uploads_in_flight(8)
+            .upload_timeout(Duration::from_millis(2500))
+            .part(1)
+            .coordinate(true)
+            .store_option("aws_endpoint", "http://127.0.0.1:3900")
+            .store_option("aws_region", "garage");
+        assert_eq!(p.options.remote, want);
+        assert_eq!(p.options, WriterOptions::default().remote(want));
+        // A recording takes them at the top level, as every other writer option.
+        let c = RecordingConfig::parse(
+            r#"{"staging_budget": 1024, "store_options": {"aws_region": "eu"},
+                "arrays": [{"key": "a", "shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+                            "shard_shape": [2, 8, 8]}]}"#,
+        )
+        .unwrap();
+        let want = RemoteOptions::default()
+            .staging_budget(1024)
+            .store_option("aws_region", "eu");
+        assert_eq!(c.options.remote, want);
+        let e = RecordingConfig::parse(
+            r#"{"arrays": [{"key": "a", "part_size": 5242880, "shape": [0, 8, 8]}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("\"part_size\" is a recording option"), "{e}");
+    }
+
+    #[test]
     fn ome_keys_make_the_same_ome_as_the_builder() {
         let p = Config::parse(
             r#"{"shape": [0, 2, 64, 64], "chunk_shape": [1, 1, 32, 32],
@@ -953,6 +1043,22 @@ mod tests {
             (r#""backpressure": "wait""#, "unknown variant `wait`"),
             (r#""durability": "periodic""#, "expected newtype variant"),
             (r#""fill_value": true"#, "fill_value: true is not a number"),
+            (
+                r#""upload_timeout": -1"#,
+                "upload_timeout: -1 is not a number of seconds ≥ 0",
+            ),
+            (
+                r#""store_options": {"aws_region": 5}"#,
+                "invalid type: integer `5`, expected a string",
+            ),
+            (
+                r#""store_options": ["aws_region", "eu"]"#,
+                "invalid type: sequence, expected a map",
+            ),
+            (r#""staging_dir": 1"#, "invalid type: integer `1`"),
+            (r#""part": -1"#, "invalid value: integer `-1`"),
+            (r#""coordinate": 1"#, "expected a boolean"),
+            (r#""stage_dir": "/x""#, "unknown field `stage_dir`"),
             (
                 r#""ome": {"frame_interval_ms": -5}"#,
                 "frame_interval = -5 must be a positive",

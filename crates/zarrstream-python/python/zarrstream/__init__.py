@@ -16,8 +16,10 @@ the writer into ome-writers (and so into pymmcore-plus).
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from . import _native
@@ -25,6 +27,8 @@ from ._plate import Acquisition, Plate, PlateImage
 from ._recording import ArraySpec, Recording, RecordingStats
 from ._writer import (
     DTYPES,
+    _seconds,
+    _store_options,
     Latency,
     MemoryEstimate,
     MemoryUsage,
@@ -44,14 +48,22 @@ from .errors import (
     NeedsRecoveryError,
     NotAStoreError,
     NotOwnedError,
+    RemoteConflictError,
+    RemoteCredentialsError,
+    RemoteNoBucketError,
+    RemoteStoreError,
+    RemoteUnreachableError,
+    RemoteURLError,
     ResumeMismatchError,
     ResumeUnsupportedError,
     StoreExistsError,
     StoreIOError,
     StoreLockedError,
     StoreNotFoundError,
+    StagingError,
     StorePermissionError,
     UnknownArrayError,
+    UploadError,
     ZarrstreamError,
 )
 
@@ -79,8 +91,15 @@ __all__ = [
     "PlateImage",
     "Recording",
     "RecordingStats",
+    "RemoteConflictError",
+    "RemoteCredentialsError",
+    "RemoteNoBucketError",
+    "RemoteStoreError",
+    "RemoteURLError",
+    "RemoteUnreachableError",
     "ResumeMismatchError",
     "ResumeUnsupportedError",
+    "StagingError",
     "Stats",
     "StoreExistsError",
     "StoreIOError",
@@ -88,12 +107,15 @@ __all__ = [
     "StoreNotFoundError",
     "StorePermissionError",
     "UnknownArrayError",
+    "UploadError",
     "Writer",
     "ZarrstreamError",
     "__version__",
     "estimate_memory",
     "inspect",
+    "publish_parts",
     "recover",
+    "upload_staged",
     "verify",
 ]
 
@@ -142,4 +164,55 @@ def verify(path: str | os.PathLike[str], *, decode: bool = False) -> dict[str, A
         NotAStoreError: (a ``ValueError``) when it is not an array zarrstream reads.
     """
     report: dict[str, Any] = json.loads(_native.verify(os.fspath(path), decode))
+    return report
+
+
+def upload_staged(staging: str | os.PathLike[str], *,
+                  store_options: Mapping[str, str] | None = None,
+                  upload_timeout: float | datetime.timedelta = 60.0) -> dict[str, Any]:
+    """Uploads what a recording to an object store left in its staging directory
+    ``staging`` (the store went away: :class:`UploadError` names the directory in
+    :attr:`UploadError.staging`; or the process died, after :func:`recover` on each
+    array in it), republishes the metadata and removes the directory once everything is
+    in the store, as ``zarrstream upload STAGING`` does. The destination is the one the
+    recording named; ``store_options`` (endpoint, region, credentials, as for
+    :class:`Writer`) go over the ``AWS_*`` environment.
+
+    Returns ``{"url", "shards", "bytes", "documents"}``: what was sent.
+
+    Raises:
+        RemoteCredentialsError: (a ``PermissionError``) when the store refuses the
+            credentials.
+        RemoteUnreachableError: (a ``ConnectionError``) when it does not answer.
+        UploadError: (a ``ConnectionError``) when uploads keep failing for
+            ``upload_timeout`` seconds; the data stay in ``staging``.
+        StoreNotFoundError: (a ``FileNotFoundError``) when ``staging`` is not a staging
+            directory (it has no destination marker).
+    """
+    report: dict[str, Any] = json.loads(_native.upload_staged(
+        os.fspath(staging), _store_options(store_options),
+        _seconds("upload_timeout", upload_timeout)))
+    return report
+
+
+def publish_parts(url: str, *,
+                  store_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Publishes the shared ``zarr.json`` of the array at ``url`` that several processes
+    record in parts (``Writer(url, part=K, …)``), from the parts' progress objects, as
+    ``zarrstream publish URL`` does: the array as the parts describe it, axis 0 as long
+    as the steps every part has uploaded. Run it at any time, from one place only (or
+    give one writer ``coordinate=True`` instead).
+
+    Returns ``{"url", "parts", "parts_found", "extent0", "state", "published"}``:
+    ``state`` is ``"running"``, ``"finished"`` (every part finished) or ``"aborted"``;
+    ``published`` whether ``zarr.json`` changed.
+
+    Raises:
+        RemoteURLError: (a ``ValueError``) when no part has published its progress yet,
+            or the parts disagree.
+        RemoteCredentialsError, RemoteNoBucketError, RemoteUnreachableError: as for
+            :class:`Writer`.
+    """
+    report: dict[str, Any] = json.loads(
+        _native.publish_parts(str(url), _store_options(store_options)))
     return report

@@ -337,17 +337,75 @@ def _options_config(
     return config
 
 
+def _seconds(name: str, value: float | datetime.timedelta) -> float:
+    """A duration in seconds (a number or a ``timedelta``)."""
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number of seconds or a timedelta, not {value!r}")
+    seconds = float(value)
+    if not seconds >= 0 or seconds == float("inf"):
+        raise InvalidSpecError(f"{name} {value!r} is not a number of seconds ≥ 0")
+    return seconds
+
+
+def _store_options(options: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """``store_options`` as the library takes them: ``object_store`` keys and values."""
+    if options is None:
+        return []
+    if not isinstance(options, Mapping):
+        raise TypeError(f"store_options must be a mapping of str to str, not {options!r}")
+    out = []
+    for key, value in options.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(
+                f"store_options must map str to str: {key!r}: {value!r} is not a string pair")
+        out.append((key, value))
+    return out
+
+
+def _remote_config(
+    *,
+    staging_dir: str | os.PathLike[str] | None = None,
+    staging_budget: int | None = None,
+    part_size: int | None = None,
+    uploads_in_flight: int | None = None,
+    upload_timeout: float | datetime.timedelta | None = None,
+    part: int | None = None,
+    coordinate: bool | None = None,
+    store_options: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The object-store option keys of the library's JSON configuration."""
+    config: dict[str, Any] = {}
+    if staging_dir is not None:
+        config["staging_dir"] = os.fspath(staging_dir)
+    optional: dict[str, Any] = {
+        "staging_budget": staging_budget, "part_size": part_size,
+        "uploads_in_flight": uploads_in_flight, "part": part,
+    }
+    config.update({k: v for k, v in optional.items() if v is not None})
+    if coordinate is not None:
+        config["coordinate"] = bool(coordinate)
+    if upload_timeout is not None:
+        config["upload_timeout"] = _seconds("upload_timeout", upload_timeout)
+    if store_options is not None:
+        config["store_options"] = dict(_store_options(store_options))
+    return config
+
+
 def _split_keywords(what: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """:class:`Writer`'s keyword arguments (but ``path``) as the library's JSON
     configuration; an unknown keyword is a ``TypeError``, as for a call."""
     array_keys = set(inspect.signature(_array_config).parameters)
     option_keys = set(inspect.signature(_options_config).parameters)
-    unknown = sorted(set(kwargs) - array_keys - option_keys)
+    remote_keys = set(inspect.signature(_remote_config).parameters)
+    unknown = sorted(set(kwargs) - array_keys - option_keys - remote_keys)
     if unknown:
         raise TypeError(f"{what}() got an unexpected keyword argument {unknown[0]!r}")
     return {
         **_array_config(**{k: v for k, v in kwargs.items() if k in array_keys}),
         **_options_config(**{k: v for k, v in kwargs.items() if k in option_keys}),
+        **_remote_config(**{k: v for k, v in kwargs.items() if k in remote_keys}),
     }
 
 
@@ -455,8 +513,23 @@ class Writer(_Lifecycle):
                 w.append(frame)
         print(w.stats.frames_written)
 
+    ``path`` may be an object-store URL, ``"s3://bucket/prefix"`` (also ``gs://``,
+    ``az://``, ``file:///shared/path``): the writer records into a local staging
+    directory and uploads each finished shard, and each ``zarr.json`` only after the
+    shards it covers, so readers of the bucket never see a shape ahead of the data;
+    :meth:`close` returns once everything is in the store. Endpoint, region and
+    credentials come from the environment (``AWS_ENDPOINT_URL``, ``AWS_REGION``,
+    ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, …) and ``store_options``::
+
+        w = zarrstream.Writer("s3://microscope/run-42.zarr", shape=(None, 2048, 2048),
+                              chunks=(1, 512, 512), shards=(32, 2048, 2048),
+                              staging_dir="/scratch/staging",
+                              store_options={"aws_endpoint": "http://10.0.0.5:3900",
+                                             "aws_region": "garage"})
+
     Args:
-        path: The store directory to create (it must not exist unless ``overwrite``).
+        path: The store directory to create (it must not exist unless ``overwrite``),
+            or an object-store URL (``"s3://bucket/prefix"``).
         shape: Array shape; axis 0 ``0``/``None`` for an unbounded recording.
         chunks: Inner chunk shape (the unit of compression).
         shards: Shard shape (the unit of files), a multiple of ``chunks``.
@@ -502,11 +575,44 @@ class Writer(_Lifecycle):
             setting must be the one on disk (a difference raises
             :class:`ResumeMismatchError`, a ``ValueError`` naming the field); it cannot
             be combined with ``overwrite``.
+        staging_dir: Object store: the local directory shards are finished in before
+            upload (default ``$ZARRSTREAM_STAGING``, else the temporary directory);
+            put it on the fastest local disk.
+        staging_budget: Object store: bytes of finished shards that may wait for
+            upload (default 2 GiB); beyond it :meth:`append` waits, or drops frames
+            under ``backpressure="drop"``.
+        part_size: Object store: bytes per part of a multipart upload (default 8 MiB,
+            at least 5 MiB).
+        uploads_in_flight: Object store: objects uploaded at once (default 4).
+        upload_timeout: Object store: how long uploads may keep failing, in seconds
+            (or a ``timedelta``; default 60), before :class:`UploadError`.
+        part: Object store: this process records part ``part`` (the index on axis 1,
+            whose chunk and shard extent must be 1; ``shape[1]`` is the number of
+            parts) of an array several processes record; it appends only its own
+            camera's frames. :func:`zarrstream.publish_parts` (or a writer with
+            ``coordinate=True``) publishes the shared ``zarr.json``.
+        coordinate: Object store, with ``part``: this process also publishes the
+            shared ``zarr.json`` from every part's progress.
+        store_options: Object store: ``object_store`` configuration keys over the
+            environment, str to str: ``{"aws_endpoint": "http://host:3900",
+            "aws_region": "…", "aws_access_key_id": "…", "aws_secret_access_key":
+            "…"}`` (``google_*`` and ``azure_*`` keys for the other stores).
 
     Raises:
         InvalidSpecError: (a ``ValueError``) for impossible shapes or options.
         StoreExistsError: (a ``FileExistsError``) when ``path`` exists.
         DiskFullError: (an ``OSError`` with ``errno.ENOSPC``) when the disk is full.
+        RemoteCredentialsError: (a ``PermissionError``) when the object store refuses
+            the credentials.
+        RemoteNoBucketError: (a ``FileNotFoundError``) when the bucket does not exist.
+        RemoteUnreachableError: (a ``ConnectionError``) when the store does not answer.
+        RemoteURLError: (a ``ValueError``) for a URL or store option that cannot be
+            used.
+        StagingError: (a ``FileExistsError``) when the staging directory holds data not
+            yet uploaded (:func:`zarrstream.upload_staged` it first).
+        UploadError: (a ``ConnectionError``) from :meth:`append` or :meth:`close` when
+            the store went away mid-recording; :attr:`UploadError.staging` keeps what
+            was not uploaded.
     """
 
     def __init__(
@@ -538,6 +644,14 @@ class Writer(_Lifecycle):
         frame_meta_json: bool = False,
         overwrite: bool = False,
         resume: bool = False,
+        staging_dir: str | os.PathLike[str] | None = None,
+        staging_budget: int | None = None,
+        part_size: int | None = None,
+        uploads_in_flight: int | None = None,
+        upload_timeout: float | datetime.timedelta | None = None,
+        part: int | None = None,
+        coordinate: bool | None = None,
+        store_options: Mapping[str, str] | None = None,
     ) -> None:
         self._native: _native.NativeWriter | None = None
         self._stats: Stats | None = None
@@ -555,6 +669,10 @@ class Writer(_Lifecycle):
                 sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
                 backpressure=backpressure, durability=durability, packing=packing,
                 chunk_order=chunk_order, overwrite=overwrite, resume=resume),
+            **_remote_config(
+                staging_dir=staging_dir, staging_budget=staging_budget, part_size=part_size,
+                uploads_in_flight=uploads_in_flight, upload_timeout=upload_timeout,
+                part=part, coordinate=coordinate, store_options=store_options),
         }
         text = _config_json(config)
         self._path = os.fspath(path)
@@ -569,7 +687,7 @@ class Writer(_Lifecycle):
 
     @property
     def path(self) -> str:
-        """The store path given."""
+        """The store path (or object-store URL) given."""
         return self._path
 
     @property

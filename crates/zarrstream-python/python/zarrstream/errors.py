@@ -20,14 +20,22 @@ __all__ = [
     "NeedsRecoveryError",
     "NotAStoreError",
     "NotOwnedError",
+    "RemoteConflictError",
+    "RemoteCredentialsError",
+    "RemoteNoBucketError",
+    "RemoteStoreError",
+    "RemoteURLError",
+    "RemoteUnreachableError",
     "ResumeMismatchError",
     "ResumeUnsupportedError",
     "StoreExistsError",
     "StoreIOError",
     "StoreLockedError",
     "StoreNotFoundError",
+    "StagingError",
     "StorePermissionError",
     "UnknownArrayError",
+    "UploadError",
     "ZarrstreamError",
 ]
 
@@ -124,6 +132,54 @@ class NeedsRecoveryError(StoreIOError):
     :func:`zarrstream.recover` on it first."""
 
 
+class RemoteStoreError(ZarrstreamError):
+    """Base class of the failures of an object-store destination (``s3://…``); each
+    subclass also derives from the built-in class that fits it. The message names the
+    destination URL (never its credentials)."""
+
+
+class RemoteURLError(RemoteStoreError, ValueError):
+    """The object-store URL or a store option cannot be used (an unknown scheme, no
+    bucket in the URL, an unknown ``store_options`` key)."""
+
+
+class RemoteCredentialsError(RemoteStoreError, PermissionError):
+    """The object store refused the credentials: an unknown key, a wrong secret, or a
+    key without rights on the bucket. Nothing was written."""
+
+
+class RemoteNoBucketError(RemoteStoreError, FileNotFoundError):
+    """The bucket (or container) does not exist. Nothing was written."""
+
+
+class RemoteUnreachableError(RemoteStoreError, ConnectionError):
+    """The object store did not answer (connection refused, timed out, name not
+    resolved) within ``upload_timeout``. Nothing was written."""
+
+
+class UploadError(RemoteStoreError, ConnectionError):
+    """An upload failed after its retries: the store went away during the recording.
+    Every finished shard not yet uploaded stays in :attr:`staging`;
+    :func:`zarrstream.upload_staged` sends it when the store is back."""
+
+    #: The staging directory that keeps the data not yet uploaded.
+    staging: str | None = None
+
+
+class RemoteConflictError(RemoteStoreError, FileExistsError):
+    """Another coordinator published the shared ``zarr.json`` of an array recorded in
+    parts in between (seen only on stores that enforce conditional writes)."""
+
+
+class StagingError(RemoteStoreError, FileExistsError):
+    """The staging directory (:attr:`staging`) holds another destination's data or data
+    not yet uploaded: :func:`zarrstream.upload_staged` it first, or choose another
+    ``staging_dir``."""
+
+    #: The staging directory in the way.
+    staging: str | None = None
+
+
 class InternalError(ZarrstreamError, RuntimeError):
     """A bug in zarrstream (a panic or a dead writer thread); please report it."""
 
@@ -150,6 +206,8 @@ def _from_native(kind: str, message: str, code: int | None,
         return _os_error(NotOwnedError, _errno.EEXIST, message, path)
     if kind == "needs_recovery":
         return _os_error(NeedsRecoveryError, None, message, path)
+    if kind.startswith("remote_"):
+        return _remote(kind, message, path)
     if kind == "invalid":
         return InvalidSpecError(message)
     if kind == "plate":
@@ -180,3 +238,25 @@ def _from_native(kind: str, message: str, code: int | None,
             cls = DiskFullError
         return _os_error(cls, code, message, path)
     return InternalError(message)
+
+
+_REMOTE: dict[str, type[RemoteStoreError]] = {
+    "remote_url": RemoteURLError,
+    "remote_credentials": RemoteCredentialsError,
+    "remote_no_bucket": RemoteNoBucketError,
+    "remote_unreachable": RemoteUnreachableError,
+    "remote_upload": UploadError,
+    "remote_conflict": RemoteConflictError,
+    "remote_staging": StagingError,
+}
+
+
+def _remote(kind: str, message: str, staging: str | None) -> ZarrstreamError:
+    cls = _REMOTE.get(kind)
+    if cls is None:
+        return InternalError(message)
+    # One argument: an OSError subclass then prints just the message (no "[Errno …]").
+    exc = cls(message)
+    if isinstance(exc, (UploadError, StagingError)):
+        exc.staging = staging
+    return exc

@@ -26,6 +26,7 @@ from ._writer import (
     _config_json,
     _meta_text,
     _options_config,
+    _remote_config,
 )
 from .errors import (
     ClosedError,
@@ -175,6 +176,10 @@ class Recording(_Lifecycle):
         resume: Continue every array where it ended (each array setting must match
             what is on disk, else :class:`ResumeMismatchError`, a ``ValueError``).
         attributes: Attributes of the root group, set once it is created.
+        staging_dir, staging_budget, part_size, uploads_in_flight, upload_timeout,
+            store_options: With an object-store URL as ``path`` (``s3://bucket/prefix``):
+            as for :class:`Writer` (the whole group is staged and uploaded; a recording
+            is not recorded in parts).
 
     Raises:
         InvalidSpecError: (a ``ValueError``) for impossible shapes, options or keys
@@ -208,6 +213,12 @@ class Recording(_Lifecycle):
         overwrite: bool = False,
         resume: bool = False,
         attributes: Mapping[str, Any] | None = None,
+        staging_dir: str | os.PathLike[str] | None = None,
+        staging_budget: int | None = None,
+        part_size: int | None = None,
+        uploads_in_flight: int | None = None,
+        upload_timeout: float | datetime.timedelta | None = None,
+        store_options: Mapping[str, str] | None = None,
     ) -> None:
         self._native: _native.NativeRecording | None = None
         self._stats: RecordingStats | None = None
@@ -221,6 +232,10 @@ class Recording(_Lifecycle):
             backpressure=backpressure, durability=durability, packing=packing,
             chunk_order=chunk_order, overwrite=overwrite, resume=resume,
             existing_group=existing_group)
+        config.update(_remote_config(
+            staging_dir=staging_dir, staging_budget=staging_budget, part_size=part_size,
+            uploads_in_flight=uploads_in_flight, upload_timeout=upload_timeout,
+            store_options=store_options))
         if plate is not None:
             if arrays is not None:
                 raise InvalidSpecError(

@@ -295,3 +295,19 @@ def test_every_remote_failure_has_its_builtin_class(kind: str, cls: type, builti
     assert str(e) == "s3://b/x.zarr: what happened"
     if cls in (zarrstream.UploadError, zarrstream.StagingError):
         assert e.staging == "/scratch/staging"
+
+
+def test_a_recording_of_two_arrays_goes_to_s3(s3: garage.Garage, tmp_path: Path) -> None:
+    key = prefix()
+    spec = zarrstream.ArraySpec(shape=(None, 64, 64), chunks=(1, 64, 64), shards=(4, 64, 64),
+                                dtype="uint16")
+    frames = {cam: np.stack([frame(i, f)[:64, :64] for f in range(9)])
+              for i, cam in enumerate(("cam0", "cam1"))}
+    with zarrstream.Recording(f"s3://{s3.bucket}/{key}", {"cam0": spec, "cam1": spec},
+                              **options(s3, tmp_path / "staging")) as rec:
+        for f in range(9):
+            for cam, data in frames.items():
+                rec.append(cam, data[f])
+    assert not (tmp_path / "staging").exists(), "uploaded, then removed"
+    for cam, data in frames.items():
+        np.testing.assert_array_equal(read_zarr(s3, f"{key}/{cam}"), data)

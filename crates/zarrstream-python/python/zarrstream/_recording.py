@@ -25,6 +25,7 @@ from ._writer import (
     _as_frames,
     _config_json,
     _meta_text,
+    _destination,
     _options_config,
     _remote_config,
 )
@@ -225,7 +226,7 @@ class Recording(_Lifecycle):
         # The error that stopped an array (a full disk, say), raised again by close()
         # rather than a bare "closed".
         self._failure: ZarrstreamError | None = None
-        self._path = os.fspath(path)
+        self._path = _destination(path)
         config: dict[str, Any] = _options_config(
             threads=threads, pin_threads=pin_threads, background_nice=background_nice,
             sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,

@@ -7,6 +7,7 @@ import datetime
 import inspect
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -349,6 +350,18 @@ def _seconds(name: str, value: float | datetime.timedelta) -> float:
     return seconds
 
 
+def _destination(path: str | os.PathLike[str]) -> str:
+    """The path or URL the library takes. A URL inside a ``pathlib`` path has lost a
+    slash (``Path("s3://b/x")`` is ``s3:/b/x``) and would be taken as a local
+    directory: refused, naming the fix."""
+    text = os.fspath(path)
+    if isinstance(path, os.PathLike) and re.match(r"^[A-Za-z][A-Za-z0-9+]*:/[^/]", text):
+        raise InvalidSpecError(
+            f"{text!r} looks like an object-store URL that a pathlib path folded: "
+            "pass the URL as a str")
+    return text
+
+
 def _store_options(options: Mapping[str, str] | None) -> list[tuple[str, str]]:
     """``store_options`` as the library takes them: ``object_store`` keys and values."""
     if options is None:
@@ -675,7 +688,7 @@ class Writer(_Lifecycle):
                 part=part, coordinate=coordinate, store_options=store_options),
         }
         text = _config_json(config)
-        self._path = os.fspath(path)
+        self._path = _destination(path)
         self._native = _native.NativeWriter(self._path, text)
         spec = self._native.spec()
         self._shape: tuple[int, ...] = tuple(spec["shape"])

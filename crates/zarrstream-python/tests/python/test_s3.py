@@ -311,3 +311,10 @@ def test_a_recording_of_two_arrays_goes_to_s3(s3: garage.Garage, tmp_path: Path)
     assert not (tmp_path / "staging").exists(), "uploaded, then removed"
     for cam, data in frames.items():
         np.testing.assert_array_equal(read_zarr(s3, f"{key}/{cam}"), data)
+
+
+def test_a_url_folded_by_pathlib_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="pass the URL as a str"):
+        zarrstream.Writer(Path("s3://bucket/run.zarr"), shape=(None, 64, 64),
+                          chunks=(1, 64, 64), shards=(4, 64, 64))
+    assert not Path("s3:").exists()

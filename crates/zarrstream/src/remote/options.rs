@@ -35,8 +35,8 @@ pub struct RemoteOptions {
     /// shard no larger than one part is one plain PUT.
     pub part_size: usize,
     /// Objects uploaded at once (default 4); each multipart upload keeps at most 2
-    /// parts in flight, so the uploader holds at most `2 × uploads_in_flight ×
-    /// part_size` bytes.
+    /// parts in flight and reads the next, so the uploader holds at most
+    /// `3 × uploads_in_flight × part_size` bytes.
     pub uploads_in_flight: usize,
     /// How long uploads may keep failing (each request retried with exponential
     /// backoff, then the whole object again) before `push` reports

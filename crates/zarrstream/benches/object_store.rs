@@ -139,6 +139,7 @@ fn main() {
     std::fs::create_dir_all(&work).expect("create the scratch directory");
     let bench = Bench {
         record,
+        baseline: args.get("--baseline-record").map(PathBuf::from),
         python,
         compare_py: root.join("tools/peers/compare.py"),
         work: work.clone(),
@@ -213,6 +214,7 @@ fn git_head(root: &Path) -> String {
 
 struct Bench {
     record: PathBuf,
+    baseline: Option<PathBuf>,
     python: Option<PathBuf>,
     compare_py: PathBuf,
     work: PathBuf,
@@ -224,6 +226,8 @@ struct SingleRun {
     codec: String,
     zs: Timed,
     ceiling: Timed,
+    /// The `--baseline-record` build, if given.
+    base: Option<Timed>,
     /// acquire-zarr per layout: its timing and extra RSS, or why it failed.
     aqz: Vec<(&'static Layout, Result<(Timed, Option<f64>), String>)>,
     /// Raw bytes / bytes zarrstream stored.
@@ -364,36 +368,19 @@ impl Bench {
                 let aqz_first = r % 2 == 1;
                 let mut aqz = if aqz_first { aqz_runs() } else { Vec::new() };
 
-                let report = self.work.join(format!("report-{tag}-{r}.json"));
-                let url = format!("s3://{}/{zs_prefix}", g.bucket());
-                let mut cmd = Command::new(&self.record);
-                cmd.arg("--input")
-                    .arg(raw)
-                    .args(["--frames", &frames.to_string()])
-                    .args(C1)
-                    .args(["--codec", codec, "--threads", "2"])
-                    .args(["--sink", "auto", "--pool-frames", "0"])
-                    .args(["--backpressure", "block", "--durability", "shard"])
-                    .arg("--staging")
-                    .arg(self.work.join(format!("staging-{tag}-{r}")))
-                    .arg("--report")
-                    .arg(&report)
-                    .args(["--out", &url])
-                    .envs(g.env());
-                let p = run_processes(vec![cmd]).remove(0);
-                let rep = read_report(&report);
-                check_report(&rep, frames);
-                let zs = Timed {
-                    seconds: num(&rep, "seconds"),
-                    raw_bytes,
-                    busy_cores: p.busy_cores(),
-                    cpu_s: p.cpu_s,
+                // A baseline build of `record` (--baseline-record) right before or after.
+                let baseline_run = || {
+                    let bin = self.baseline.as_ref()?;
+                    let prefix = format!("base-{tag}-{r}.zarr");
+                    let (t, _) = self.record_one(bin, &g, raw, frames, codec, &prefix);
+                    s3.delete_prefix(&prefix);
+                    Some(t)
                 };
-                let rss = (
-                    num(&rep, "extra_rss_mib"),
-                    num(&rep, "pool_mib"),
-                    uploader_bound_mib(),
-                );
+                let mut base = if aqz_first { baseline_run() } else { None };
+                let (zs, rss) = self.record_one(&self.record, &g, raw, frames, codec, &zs_prefix);
+                if !aqz_first {
+                    base = baseline_run();
+                }
                 let objects = s3.get_all(&zs_prefix);
                 if let Some(all) = &all {
                     check_array(&objects, &[(0, all.as_slice())], frames, false)
@@ -410,6 +397,7 @@ impl Bench {
                     codec: codec.clone(),
                     zs,
                     ceiling,
+                    base,
                     aqz,
                     compression: raw_bytes as f64 / stored.max(1) as f64,
                     rss,
@@ -422,6 +410,14 @@ impl Bench {
                     run.zs.mib_s() / run.ceiling.mib_s(),
                     run.rss.0,
                 );
+                if let Some(b) = run.base {
+                    let _ = write!(
+                        line,
+                        "\n           baseline record {:6.0} MiB/s  zs/baseline {:.3}",
+                        b.mib_s(),
+                        run.zs.mib_s() / b.mib_s()
+                    );
+                }
                 for (l, res) in &run.aqz {
                     let _ = match res {
                         Ok((t, _)) => write!(
@@ -444,6 +440,50 @@ impl Bench {
             let _ = std::fs::remove_dir_all(&dir);
         }
         runs
+    }
+
+    /// One `record` run of `bin` into `prefix` on `g`: its timing and (extra RSS, frame
+    /// pool, the uploader's bound) in MiB.
+    fn record_one(
+        &self,
+        bin: &Path,
+        g: &Garage,
+        raw: &Path,
+        frames: usize,
+        codec: &str,
+        prefix: &str,
+    ) -> (Timed, (f64, f64, f64)) {
+        let report = self.work.join(format!("{prefix}.report.json"));
+        let url = format!("s3://{}/{prefix}", g.bucket());
+        let mut cmd = Command::new(bin);
+        cmd.arg("--input")
+            .arg(raw)
+            .args(["--frames", &frames.to_string()])
+            .args(C1)
+            .args(["--codec", codec, "--threads", "2"])
+            .args(["--sink", "auto", "--pool-frames", "0"])
+            .args(["--backpressure", "block", "--durability", "shard"])
+            .arg("--staging")
+            .arg(self.work.join(format!("{prefix}.staging")))
+            .arg("--report")
+            .arg(&report)
+            .args(["--out", &url])
+            .envs(g.env());
+        let p = run_processes(vec![cmd]).remove(0);
+        let rep = read_report(&report);
+        check_report(&rep, frames);
+        let timed = Timed {
+            seconds: num(&rep, "seconds"),
+            raw_bytes: (frames * FRAME_BYTES) as u64,
+            busy_cores: p.busy_cores(),
+            cpu_s: p.cpu_s,
+        };
+        let rss = (
+            num(&rep, "extra_rss_mib"),
+            num(&rep, "pool_mib"),
+            uploader_bound_mib(),
+        );
+        (timed, rss)
     }
 
     /// acquire-zarr's S3 mode through `compare.py --child-write` on `layout`: its timing
@@ -1065,6 +1105,37 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
                 format!("{:.2}", med(cpu))
             },
         );
+    }
+    if runs.iter().any(|r| r.base.is_some()) {
+        s.push_str(
+            "\n| codec | baseline `record` MiB/s (runs) | **zarrstream / baseline** (per repeat) | baseline / ceiling (per repeat) |\n\
+             |---|---|---|---|\n",
+        );
+        for &codec in &codecs {
+            let rs: Vec<&SingleRun> = runs.iter().filter(|r| r.codec == codec).collect();
+            let base: Vec<f64> = rs
+                .iter()
+                .filter_map(|r| r.base.map(|b| b.mib_s()))
+                .collect();
+            let vs: Vec<f64> = rs
+                .iter()
+                .filter_map(|r| r.base.map(|b| r.zs.mib_s() / b.mib_s()))
+                .collect();
+            let of_ceiling: Vec<f64> = rs
+                .iter()
+                .filter_map(|r| r.base.map(|b| b.mib_s() / r.ceiling.mib_s()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {codec} | **{:.0}** ({}) | **{:.3}** ({}) | {:.3} ({}) |",
+                med(base.clone()),
+                fmt_runs(&base, 0),
+                med(vs.clone()),
+                fmt_runs(&vs, 3),
+                med(of_ceiling.clone()),
+                fmt_runs(&of_ceiling, 3),
+            );
+        }
     }
     if runs.iter().all(|r| r.aqz.is_empty()) {
         s.push_str("\nacquire-zarr: skipped (no peers venv).\n\n");

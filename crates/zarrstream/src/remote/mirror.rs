@@ -8,13 +8,8 @@
 //! the shards are taken covers only shards renamed before it was published, so the
 //! store never shows a shape ahead of its data. A failed pass keeps everything for the
 //! next one; failures that last past `upload_timeout` are reported to the writer.
-//!
-//! While a pass's shards upload, shards finished meanwhile start as slots free up (the
-//! pass's documents do not cover them), until the pass's own shards are stored: leaving
-//! them to the next pass left slots idle (BENCHMARKS.md §15).
 
-use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -37,9 +32,6 @@ use crate::error::{Error, RemoteError, Result};
 
 /// How long the uploader waits for a finished shard before looking again.
 const IDLE: Duration = Duration::from_millis(50);
-
-/// How often a pass looks for shards finished while its uploads run.
-const REFILL_TICK: Duration = Duration::from_millis(20);
 
 /// The most often a coordinator republishes the shared `zarr.json` while recording.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
@@ -117,57 +109,18 @@ impl Uploads {
         let mut stored = false;
 
         let shards = std::mem::take(&mut self.queue);
-        // The documents cover these shards only. Shards finished while they upload start
-        // as soon as a slot is free (not at the next pass), until these are all stored.
-        let covered = Cell::new(shards.len());
-        let taken: Vec<PathBuf> = shards.iter().map(|(s, _)| s.path.clone()).collect();
-        let (gate, root, covered, taken) = (&self.gate, &self.root, &covered, &taken);
-        let source = futures::stream::unfold(
-            (shards.into_iter(), VecDeque::new()),
-            move |(mut first, mut more)| async move {
-                loop {
-                    if let Some(s) = first.next() {
-                        return Some(((s, true), (first, more)));
-                    }
-                    if let Some(s) = more.pop_front() {
-                        return Some(((s, false), (first, more)));
-                    }
-                    if covered.get() == 0 {
-                        return None;
-                    }
-                    for (path, len) in gate.take_finished() {
-                        if !taken.contains(&path) {
-                            more.push_back((
-                                Staged {
-                                    rel: rel(root, &path),
-                                    path,
-                                },
-                                len,
-                            ));
-                        }
-                    }
-                    if more.is_empty() {
-                        tokio::time::sleep(REFILL_TICK).await;
-                    }
-                }
-            },
-        );
-        let results: Vec<_> = source
-            .map(|((s, len), is_covered)| {
-                let t = &self.target;
-                let k = self.keys;
-                let ps = self.part_size;
-                async move {
-                    let r = upload_file(t, &k.key(&s.rel), &s.path, ps).await;
-                    if is_covered {
-                        covered.set(covered.get() - 1);
-                    }
-                    (s, len, r)
-                }
-            })
-            .buffer_unordered(self.in_flight)
-            .collect()
-            .await;
+        let results: Vec<_> = futures::stream::iter(shards.into_iter().map(|(s, len)| {
+            let t = &self.target;
+            let k = self.keys;
+            let ps = self.part_size;
+            async move {
+                let r = upload_file(t, &k.key(&s.rel), &s.path, ps).await;
+                (s, len, r)
+            }
+        }))
+        .buffer_unordered(self.in_flight)
+        .collect()
+        .await;
         let mut first_err = None;
         for (s, len, r) in results {
             match r {

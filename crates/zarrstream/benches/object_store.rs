@@ -5,7 +5,8 @@
 //! ```text
 //! cargo bench -p zarrstream --bench object_store -- [--repeats 5] [--frames 128]
 //!     [--codecs lz4:1,none] [--parts-frames 64] [--only single|parts]
-//!     [--python target/peers-venv/bin/python] [--no-verify] [--md FILE]
+//!     [--aqz-layouts c1,shard-chunk,chunk-objects|none] [--baseline-record BINARY]
+//!     [--split-cores] [--python target/peers-venv/bin/python] [--no-verify] [--md FILE]
 //! ```
 //!
 //! **One node, C1** (2048 × 2048 `uint16`, chunk 1 × 512 × 512, shard 32 × 2048 × 2048,
@@ -30,11 +31,21 @@
 //!   `tools/peers/compare.py --child-write` runs it locally (same frames, chunk, shard,
 //!   codec and 2 threads), timed as the peers are: stream creation until `close()`
 //!   returned. Skipped, with a message, when the venv cannot import `acquire_zarr`
-//!   (`tools/peers/run` creates it).
+//!   (`tools/peers/run` creates it). Its S3 sink takes a shard's chunks only in order,
+//!   so C1 (`c1`) fails in it (corrupt parts refused by the server, crashes); the
+//!   table also gives the two nearest layouts it writes: one 32 × 2048 × 2048 chunk per
+//!   shard (`shard-chunk`, C1's object sizes) and C1's chunks one per object
+//!   (`chunk-objects`). A failed run is listed with acquire-zarr's first error.
+//! - **baseline** (`--baseline-record BINARY`): another build of `record`, run like
+//!   zarrstream right before or after it, for before/after comparisons of a change.
 //!
 //! Ratios are taken within a repeat (its runs are adjacent in time), then the median over
 //! repeats. "busy cores" is the whole machine's CPU time during the timed phase over its
-//! wall time (the server, the writer and anything else running).
+//! wall time (the server, the writer and anything else running); "CPU s" that of the
+//! writer (`record` less its loading of the frames; the ceiling's own process) and of
+//! the Garage server. `--split-cores` puts the server on CPU 1 and every client on CPU
+//! 0 (`taskset`; `record --no-pin`), so that the writer's encoding does not take the
+//! server's CPU, as with a store on another machine.
 //!
 //! **Several PCs** (`--parts-frames M`, C1, `lz4:1`): a fresh 3-node Garage (replication
 //! 3) per run. Three `record --part-of K/3` processes, started together, each pushes its
@@ -137,7 +148,13 @@ fn main() {
     let work = support::out_dir().join("object-store");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).expect("create the scratch directory");
+    let split = args.flag("--split-cores");
+    if split {
+        // Before any other thread exists: the runtimes' threads inherit it.
+        pin(std::process::id(), "0");
+    }
     let bench = Bench {
+        split,
         record,
         baseline: args.get("--baseline-record").map(PathBuf::from),
         python,
@@ -159,6 +176,7 @@ fn main() {
         let names = args.list("--aqz-layouts", "c1,shard-chunk,chunk-objects");
         let layouts: Vec<&'static Layout> = names
             .iter()
+            .filter(|n| n.as_str() != "none")
             .map(|n| {
                 LAYOUTS
                     .iter()
@@ -213,6 +231,8 @@ fn git_head(root: &Path) -> String {
 }
 
 struct Bench {
+    /// `--split-cores`: the server on CPU 1, every client on CPU 0.
+    split: bool,
     record: PathBuf,
     baseline: Option<PathBuf>,
     python: Option<PathBuf>,
@@ -275,7 +295,10 @@ struct Timed {
     seconds: f64,
     raw_bytes: u64,
     busy_cores: f64,
+    /// CPU seconds of the writer (or the ceiling's client).
     cpu_s: Option<f64>,
+    /// CPU seconds of the Garage server meanwhile.
+    server_cpu_s: Option<f64>,
 }
 
 impl Timed {
@@ -293,6 +316,37 @@ struct PartsRun {
 }
 
 impl Bench {
+    /// A command for a client program: on CPU 0 with `--split-cores` (`record` then
+    /// gets `--no-pin`, which would move its workers to both CPUs).
+    fn client(&self, program: &Path) -> Command {
+        if !self.split {
+            return Command::new(program);
+        }
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", "0"]).arg(program);
+        if program == self.record || Some(program) == self.baseline.as_deref() {
+            cmd.arg("--no-pin");
+        }
+        cmd
+    }
+
+    /// With `--split-cores`, every Garage process whose config lies under `dir` (and its
+    /// threads) onto CPU 1.
+    fn pin_server(&self, dir: &Path) {
+        if !self.split {
+            return;
+        }
+        let pids = garage_pids(dir);
+        assert!(
+            !pids.is_empty(),
+            "no Garage process under {}",
+            dir.display()
+        );
+        for pid in pids {
+            pin(pid, "1");
+        }
+    }
+
     /// `record --save-frames` of `n` synthetic frames with `seed`, unless `path` has them.
     fn save_frames(&self, path: &Path, n: usize, seed: u64) {
         if std::fs::metadata(path).is_ok_and(|m| m.len() == (n * FRAME_BYTES) as u64) {
@@ -333,6 +387,7 @@ impl Bench {
         for r in 0..repeats {
             let dir = self.work.join(format!("garage-{r}"));
             let g = Garage::single(&dir);
+            self.pin_server(&dir);
             let s3 = S3::new(&g);
             for codec in codecs {
                 let tag = codec.replace(':', "");
@@ -372,12 +427,17 @@ impl Bench {
                 let baseline_run = || {
                     let bin = self.baseline.as_ref()?;
                     let prefix = format!("base-{tag}-{r}.zarr");
-                    let (t, _) = self.record_one(bin, &g, raw, frames, codec, &prefix);
+                    let s0 = server_cpu_s(&dir);
+                    let (mut t, _) = self.record_one(bin, &g, raw, frames, codec, &prefix);
+                    t.server_cpu_s = Some(server_cpu_s(&dir) - s0);
                     s3.delete_prefix(&prefix);
                     Some(t)
                 };
                 let mut base = if aqz_first { baseline_run() } else { None };
-                let (zs, rss) = self.record_one(&self.record, &g, raw, frames, codec, &zs_prefix);
+                let s0 = server_cpu_s(&dir);
+                let (mut zs, rss) =
+                    self.record_one(&self.record, &g, raw, frames, codec, &zs_prefix);
+                zs.server_cpu_s = Some(server_cpu_s(&dir) - s0);
                 if !aqz_first {
                     base = baseline_run();
                 }
@@ -388,7 +448,9 @@ impl Bench {
                 }
                 let stored: u64 = objects.iter().map(|(_, b)| b.len() as u64).sum();
                 s3.delete_prefix(&zs_prefix);
-                let ceiling = s3.ceiling(&ceiling_prefix, objects, raw_bytes);
+                let s0 = server_cpu_s(&dir);
+                let mut ceiling = s3.ceiling(&ceiling_prefix, objects, raw_bytes);
+                ceiling.server_cpu_s = Some(server_cpu_s(&dir) - s0);
                 s3.delete_prefix(&ceiling_prefix);
                 if !aqz_first {
                     aqz = aqz_runs();
@@ -455,7 +517,7 @@ impl Bench {
     ) -> (Timed, (f64, f64, f64)) {
         let report = self.work.join(format!("{prefix}.report.json"));
         let url = format!("s3://{}/{prefix}", g.bucket());
-        let mut cmd = Command::new(bin);
+        let mut cmd = self.client(bin);
         cmd.arg("--input")
             .arg(raw)
             .args(["--frames", &frames.to_string()])
@@ -477,6 +539,7 @@ impl Bench {
             raw_bytes: (frames * FRAME_BYTES) as u64,
             busy_cores: p.busy_cores(),
             cpu_s: p.cpu_s,
+            server_cpu_s: None,
         };
         let rss = (
             num(&rep, "extra_rss_mib"),
@@ -511,7 +574,8 @@ impl Bench {
             "n": frames, "threads": 2, "raw": raw, "out": prefix,
             "s3": {"endpoint": g.endpoint(), "bucket": g.bucket(), "region": g.region()},
         });
-        let out = Command::new(py)
+        let out = self
+            .client(py)
             .arg(&self.compare_py)
             .arg("--child-write")
             .arg(job.to_string())
@@ -549,6 +613,7 @@ impl Bench {
                 raw_bytes: (frames * FRAME_BYTES) as u64,
                 busy_cores: cpu / wall + num(&v, "others_cores"),
                 cpu_s: Some(cpu),
+                server_cpu_s: None,
             },
             v["extra_rss_mib"].as_f64(),
         ))
@@ -587,9 +652,10 @@ impl Bench {
             for side in if r % 2 == 0 { [1, 3] } else { [3, 1] } {
                 let dir = self.work.join(format!("cluster-{r}-{side}"));
                 let g = Garage::cluster(&dir, 3);
+                self.pin_server(&dir);
                 let url = format!("s3://{}/cams.zarr", g.bucket());
                 let record = |k: usize, input: &Path, n: usize| {
-                    let mut cmd = Command::new(&self.record);
+                    let mut cmd = self.client(&self.record);
                     cmd.arg("--input")
                         .arg(input)
                         .args(["--frames", &n.to_string()])
@@ -628,6 +694,7 @@ impl Bench {
                     raw_bytes,
                     busy_cores: (busy1 - busy0) / seconds,
                     cpu_s: None,
+                    server_cpu_s: None,
                 };
                 let s3 = S3::new(&g);
                 if side == 1 {
@@ -695,6 +762,44 @@ impl Bench {
         }
         runs
     }
+}
+
+/// The Garage server processes whose config lies under `dir`.
+fn garage_pids(dir: &Path) -> Vec<u32> {
+    let dir = dir.to_string_lossy().into_owned();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.contains("garage") && cmdline.contains(&dir) && cmdline.contains("server") {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// user + system CPU seconds of the Garage servers under `dir`.
+fn server_cpu_s(dir: &Path) -> f64 {
+    garage_pids(dir).into_iter().filter_map(process_cpu_s).sum()
+}
+
+/// user + system CPU seconds of this process.
+fn own_cpu_s() -> f64 {
+    let f = stat_fields("self");
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / USER_HZ
+}
+
+/// Every thread of process `pid` onto `cpus` (`taskset -a -p -c`).
+fn pin(pid: u32, cpus: &str) {
+    let status = Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("run taskset");
+    assert!(status.success(), "taskset -a -p -c {cpus} {pid} failed");
 }
 
 /// Endpoint and credentials of `g`'s node 0 as `RemoteOptions` (for `publish_parts`).
@@ -943,6 +1048,7 @@ impl S3 {
         let store = &self.store;
         let (part, in_flight) = (self.part_size, self.objects_in_flight);
         let busy0 = machine_busy_s();
+        let cpu0 = own_cpu_s();
         let t0 = Instant::now();
         self.rt.block_on(async {
             futures::stream::iter(objects)
@@ -959,7 +1065,8 @@ impl S3 {
             seconds,
             raw_bytes,
             busy_cores: (machine_busy_s() - busy0) / seconds,
-            cpu_s: None,
+            cpu_s: Some(own_cpu_s() - cpu0),
+            server_cpu_s: None,
         }
     }
 }
@@ -1065,7 +1172,7 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
         .map_or(0, |f| runs.iter().filter(|r| r.codec == f.codec).count());
     let mut s = format!(
         "## One node: C1, {frames} frames ({:.0} MiB), medians of {repeats} repeat(s)\n\n\
-         | codec | zarrstream MiB/s (runs) | ceiling MiB/s (runs) | **zarrstream / ceiling** (per repeat) | compression | extra RSS MiB (pool + uploader bound) | busy cores zarrstream / ceiling | zarrstream CPU s |\n\
+         | codec | zarrstream MiB/s (runs) | ceiling MiB/s (runs) | **zarrstream / ceiling** (per repeat) | compression | extra RSS MiB (pool + uploader bound) | busy cores zarrstream / ceiling | CPU s client + server: zarrstream / ceiling |\n\
          |---|---|---|---|---|---|---|---|\n",
         mib((frames * FRAME_BYTES) as u64),
     );
@@ -1083,7 +1190,15 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
             .iter()
             .map(|r| r.zs.mib_s() / r.ceiling.mib_s())
             .collect();
-        let cpu: Vec<f64> = rs.iter().filter_map(|r| r.zs.cpu_s).collect();
+        let cpu = |f: &dyn Fn(&SingleRun) -> Timed| {
+            let client: Vec<f64> = rs.iter().filter_map(|r| f(r).cpu_s).collect();
+            let server: Vec<f64> = rs.iter().filter_map(|r| f(r).server_cpu_s).collect();
+            if client.is_empty() || server.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.2} + {:.2}", med(client), med(server))
+            }
+        };
         let _ = writeln!(
             s,
             "| {codec} | **{:.0}** ({}) | **{:.0}** ({}) | **{:.3}** ({}) | {:.3} | {:.0} ({:.0} + {:.0}) | {:.2} / {:.2} | {} |",
@@ -1099,11 +1214,7 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
             rs[0].rss.2,
             med(rs.iter().map(|r| r.zs.busy_cores).collect()),
             med(rs.iter().map(|r| r.ceiling.busy_cores).collect()),
-            if cpu.is_empty() {
-                "-".into()
-            } else {
-                format!("{:.2}", med(cpu))
-            },
+            format!("{} / {}", cpu(&|r| r.zs), cpu(&|r| r.ceiling)),
         );
     }
     if runs.iter().any(|r| r.base.is_some()) {
@@ -1142,15 +1253,15 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
         return s;
     }
     s.push_str(
-        "\n| codec | acquire-zarr S3 layout | ok / runs | acquire-zarr MiB/s (runs) | **zarrstream C1 / acquire-zarr** (per repeat) | extra RSS MiB | busy cores | CPU s | failures |\n\
+        "\n| codec | acquire-zarr S3 layout | ok / runs | acquire-zarr MiB/s (runs) | **zarrstream C1 / acquire-zarr** (per repeat) | extra RSS MiB | busy cores | CPU s client + server | failures |\n\
          |---|---|---|---|---|---|---|---|---|\n",
     );
     for &codec in &codecs {
         let rs: Vec<&SingleRun> = runs.iter().filter(|r| r.codec == codec).collect();
         for layout in LAYOUTS.iter() {
             let mut tried = 0;
-            let (mut mibs, mut vs, mut rss, mut busy, mut cpu, mut errs) =
-                (vec![], vec![], vec![], vec![], vec![], vec![]);
+            let (mut mibs, mut vs, mut rss, mut busy, mut cpu, mut server, mut errs) =
+                (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
             for r in &rs {
                 for (l, res) in &r.aqz {
                     if l.name != layout.name {
@@ -1164,6 +1275,7 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
                             rss.extend(*m);
                             busy.push(t.busy_cores);
                             cpu.extend(t.cpu_s);
+                            server.extend(t.server_cpu_s);
                         }
                         Err(e) => errs.push(e.clone()),
                     }
@@ -1191,7 +1303,11 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
                 fmt_runs(&vs, 2),
                 or_dash(rss, 0),
                 or_dash(busy, 2),
-                or_dash(cpu, 2),
+                if cpu.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{} + {}", or_dash(cpu, 2), or_dash(server, 2))
+                },
                 errs.join("; ").replace('|', "/"),
             );
         }

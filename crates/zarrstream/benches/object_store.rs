@@ -115,9 +115,11 @@ fn main() {
     let only = args.get("--only").map(str::to_owned);
     let verify = !args.flag("--no-verify");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // cargo runs benchmarks in the package's directory: a relative --md is taken from
+    // the repository root, where the command is typed.
     let md_path = args
         .get("--md")
-        .map(PathBuf::from)
+        .map(|p| root.join(p))
         .unwrap_or_else(|| support::out_dir().join("object-store.md"));
 
     if let Err(e) = garage::garage_binary() {
@@ -249,12 +251,15 @@ struct SingleRun {
     /// The `--baseline-record` build, if given.
     base: Option<Timed>,
     /// acquire-zarr per layout: its timing and extra RSS, or why it failed.
-    aqz: Vec<(&'static Layout, Result<(Timed, Option<f64>), String>)>,
+    aqz: Vec<AqzRun>,
     /// Raw bytes / bytes zarrstream stored.
     compression: f64,
     /// Extra RSS of `record`, its frame pool and the uploader's bound, MiB.
     rss: (f64, f64, f64),
 }
+
+/// acquire-zarr's run on one layout: its timing and extra RSS, or why it failed.
+type AqzRun = (&'static Layout, Result<(Timed, Option<f64>), String>);
 
 /// An acquire-zarr array layout (t, y, x).
 struct Layout {
@@ -393,32 +398,34 @@ impl Bench {
                 let tag = codec.replace(':', "");
                 let zs_prefix = format!("zs-{tag}-{r}.zarr");
                 let ceiling_prefix = format!("ceiling-{tag}-{r}");
-                let aqz_runs =
-                    || -> Vec<(&'static Layout, Result<(Timed, Option<f64>), String>)> {
-                        let Some(py) = self.python.as_ref() else {
-                            return Vec::new();
-                        };
-                        layouts
-                            .iter()
-                            .map(|&l| {
-                                let prefix = format!("aqz-{}-{tag}-{r}.zarr", l.name);
-                                let mut res =
-                                    self.acquire_zarr(py, &g, raw, frames, codec, l, &prefix);
-                                if let (Ok(_), Some(all)) = (&res, &all) {
-                                    if let Err(e) = check_array(
-                                        &s3.get_all(&prefix),
-                                        &[(0, all.as_slice())],
-                                        frames,
-                                        false,
-                                    ) {
-                                        res = Err(format!("read back: {e}"));
-                                    }
-                                }
-                                s3.delete_prefix(&prefix);
-                                (l, res)
-                            })
-                            .collect()
+                let aqz_runs = || -> Vec<AqzRun> {
+                    let Some(py) = self.python.as_ref() else {
+                        return Vec::new();
                     };
+                    layouts
+                        .iter()
+                        .map(|&l| {
+                            let prefix = format!("aqz-{}-{tag}-{r}.zarr", l.name);
+                            let s0 = server_cpu_s(&dir);
+                            let mut res = self.acquire_zarr(py, &g, raw, frames, codec, l, &prefix);
+                            if let Ok((t, _)) = &mut res {
+                                t.server_cpu_s = Some(server_cpu_s(&dir) - s0);
+                            }
+                            if let (Ok(_), Some(all)) = (&res, &all)
+                                && let Err(e) = check_array(
+                                    &s3.get_all(&prefix),
+                                    &[(0, all.as_slice())],
+                                    frames,
+                                    false,
+                                )
+                            {
+                                res = Err(format!("read back: {e}"));
+                            }
+                            s3.delete_prefix(&prefix);
+                            (l, res)
+                        })
+                        .collect()
+                };
                 // acquire-zarr first in odd repeats: drift hits both sides alike.
                 let aqz_first = r % 2 == 1;
                 let mut aqz = if aqz_first { aqz_runs() } else { Vec::new() };
@@ -1201,7 +1208,7 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
         };
         let _ = writeln!(
             s,
-            "| {codec} | **{:.0}** ({}) | **{:.0}** ({}) | **{:.3}** ({}) | {:.3} | {:.0} ({:.0} + {:.0}) | {:.2} / {:.2} | {} |",
+            "| {codec} | **{:.0}** ({}) | **{:.0}** ({}) | **{:.3}** ({}) | {:.3} | {:.0} ({:.0} + {:.0}) | {:.2} / {:.2} | {} / {} |",
             med(zs.clone()),
             fmt_runs(&zs, 0),
             med(ceil.clone()),
@@ -1214,7 +1221,8 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
             rs[0].rss.2,
             med(rs.iter().map(|r| r.zs.busy_cores).collect()),
             med(rs.iter().map(|r| r.ceiling.busy_cores).collect()),
-            format!("{} / {}", cpu(&|r| r.zs), cpu(&|r| r.ceiling)),
+            cpu(&|r| r.zs),
+            cpu(&|r| r.ceiling),
         );
     }
     if runs.iter().any(|r| r.base.is_some()) {

@@ -118,7 +118,10 @@ def quantile_ms(lat: list[float], q: float) -> float:
 # ---------------------------------------------------------------------------------
 
 
-def write_acquire_zarr(frames, path, chunk, shard, codec, threads, lat):
+def write_acquire_zarr(frames, path, chunk, shard, codec, threads, lat, s3=None):
+    """`s3` (a dict: endpoint, bucket, region) selects acquire-zarr's S3 mode: `path` is
+    then the key prefix in the bucket, credentials come from AWS_ACCESS_KEY_ID and
+    AWS_SECRET_ACCESS_KEY (benches/object_store.rs, BENCHMARKS.md §15)."""
     import acquire_zarr as aqz
     import numpy as np
 
@@ -139,9 +142,12 @@ def write_acquire_zarr(frames, path, chunk, shard, codec, threads, lat):
             compressor=aqz.Compressor.BLOSC1, codec=aqz.CompressionCodec.BLOSC_LZ4, level=1,
             shuffle=1,
         )
-    stream = aqz.ZarrStream(
-        aqz.StreamSettings(store_path=path, overwrite=True, max_threads=threads, arrays=[array])
-    )
+    # S3Settings go in through the constructor: assigning `settings.s3` afterwards made
+    # acquire-zarr 0.10 crash (SIGSEGV) when the stream was created.
+    remote = ({"s3": aqz.S3Settings(endpoint=s3["endpoint"], bucket_name=s3["bucket"],
+                                    region=s3["region"])} if s3 else {})
+    stream = aqz.ZarrStream(aqz.StreamSettings(store_path=path, overwrite=True,
+                                               max_threads=threads, arrays=[array], **remote))
     clock = time.perf_counter
     for frame in frames:
         t0 = clock()
@@ -273,10 +279,15 @@ def child_write(job: dict) -> dict:
     reset = reset_peak_rss()
     lat: list[float] = []
     chunk, shard = CONFIGS[job["config"]]
+    # benches/object_store.rs also runs acquire-zarr on layouts of its own.
+    chunk, shard = tuple(job.get("chunk", chunk)), tuple(job.get("shard", shard))
     cpu0, busy0, t0 = sum(os.times()[:2]), machine_busy_s(), time.perf_counter()
+    # An object-store destination (job["s3"], acquire-zarr only) is complete when close()
+    # returned: there is no local file to fsync.
+    extra = {"s3": job["s3"]} if job.get("s3") else {}
     own = PEERS[job["contender"]](frames, job["out"], chunk, shard, job["codec"],
-                                  job["threads"], lat) or {}
-    if "timed_from" not in own:
+                                  job["threads"], lat, **extra) or {}
+    if "timed_from" not in own and not extra:
         fsync_tree(job["out"])
     t1 = time.perf_counter()
     # zarrstream-python is timed like record: first append until close() returned (close

@@ -99,7 +99,7 @@ impl Uploads {
         }
         for (path, len) in self.gate.take_finished() {
             if !self.queue.iter().any(|(s, _)| s.path == path) {
-                let rel = rel(&self.root, &path);
+                let rel = scan::rel_of(&self.root, &path);
                 self.queue.push((Staged { rel, path }, len));
             }
         }
@@ -234,15 +234,6 @@ impl Uploads {
             staging: self.root.clone(),
         }
     }
-}
-
-fn rel(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Uploads the file at `path` as `key`: one PUT up to one part, else a multipart upload

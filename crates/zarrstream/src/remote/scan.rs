@@ -66,7 +66,8 @@ fn sharded(doc: &[u8]) -> bool {
         .is_ok_and(|v| v["node_type"] == "array" && v["codecs"][0]["name"] == "sharding_indexed")
 }
 
-fn rel_of(root: &Path, path: &Path) -> String {
+/// `path` below `root` as a store key (components joined with `/`).
+pub(crate) fn rel_of(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .unwrap_or(path)
         .components()

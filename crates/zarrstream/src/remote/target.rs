@@ -168,11 +168,9 @@ impl Target {
 
     /// The object at `key` below the prefix (`key` uses `/`).
     pub(crate) fn path(&self, key: &str) -> ObjectPath {
-        let mut p = self.prefix.clone();
-        for part in key.split('/').filter(|s| !s.is_empty()) {
-            p = p.clone().join(part);
-        }
-        p
+        key.split('/')
+            .filter(|s| !s.is_empty())
+            .fold(self.prefix.clone(), ObjectPath::join)
     }
 
     /// The store's error as a [`RemoteError`] about object `key`.

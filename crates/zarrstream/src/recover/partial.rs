@@ -13,7 +13,7 @@ use crate::shard::{ChunkOrder, Packing, ShardLayout, SlotOrder, encode_index, pl
 use crate::spec::{ArraySpec, IndexLocation};
 use crate::store::{
     LOCK_FILE, REBUILD_SUFFIX, StoreReader, UNRECOVERABLE_SUFFIX, check_chunk, create_dirs,
-    is_leftover, partial_key, read_chunk, shard_key, sync_dir,
+    is_leftover, partial_key, read_chunk, shard_key, stored_len, sync_dir,
 };
 
 /// Rebuilds every temporary shard in `tmp_dir` (in name order), recording each in
@@ -217,6 +217,7 @@ fn recover_partial(
         outcome: ShardOutcome::Empty,
         chunks_kept: 0,
         chunks_relocated: 0,
+        chunks_from_torn_entries: 0,
         chunks_rejected: 0,
         bytes: 0,
     };
@@ -284,20 +285,45 @@ fn keep_verified(
     (layout, order): (&ShardLayout, &SlotOrder),
     recovery: &mut ShardRecovery,
 ) -> (Vec<Option<(u64, u64)>>, Vec<RejectedChunk>) {
-    // Compacted positions (what the finisher's plan gives every plausible entry), for
-    // chunks that compaction moved away from where their entry points.
-    let plausible: Vec<Option<(u64, u64)>> = entries
+    let working = entries.source == IndexSource::Working;
+    // An entry torn after its offset was stored (`store_entry` stores the offset
+    // first): its length is read off the chunk, and the chunk must then verify.
+    let raw: Vec<(u64, u64)> = entries
         .raw
+        .iter()
+        .map(|&(o, b)| match (o, b) {
+            (o, EMPTY) if working && o != EMPTY => {
+                torn_entry_len(file, spec, layout, o).map_or((o, b), |n| {
+                    recovery.chunks_from_torn_entries += 1;
+                    (o, n)
+                })
+            }
+            _ => (o, b),
+        })
+        .collect();
+    let plausible: Vec<Option<(u64, u64)>> = raw
         .iter()
         .map(|&(o, b)| {
             (o != EMPTY && b != EMPTY && b > 0 && b <= layout.slot_size).then_some((o, b))
         })
         .collect();
+    // A chunk that fails where its entry points may have been moved by an older
+    // writer's in-place compaction: to its compacted position, or it may still be in
+    // its slot. That is only possible in a shard whose chunks were written into slots
+    // (in an appended shard another chunk of the same length can lie there and pass its
+    // crc32c), and never at an offset another entry claims.
+    let slot_laid = working
+        && plausible
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|e| (i, e)))
+            .all(|(i, (o, _))| o == layout.slot_offset(order.position(i) as u64));
+    let claimed: BTreeSet<u64> = plausible.iter().flatten().map(|e| e.0).collect();
     let compacted = plan(layout, &plausible, Packing::Compact, order).entries;
 
-    let mut kept: Vec<Option<(u64, u64)>> = vec![None; entries.raw.len()];
+    let mut kept: Vec<Option<(u64, u64)>> = vec![None; raw.len()];
     let mut rejected = Vec::new();
-    for (i, &entry) in entries.raw.iter().enumerate() {
+    for (i, &entry) in raw.iter().enumerate() {
         // (0, 0): a reserved file whose working index was not yet initialised; no
         // chunk is ever 0 bytes long.
         if entry == (EMPTY, EMPTY) || entry == (0, 0) {
@@ -306,13 +332,16 @@ fn keep_verified(
         let first =
             bounds(entries, layout, entry).and_then(|()| check_at(file, spec, entry.0, entry.1));
         let found = first.map(|()| entry.0).or_else(|reason| {
-            // Where compaction would have moved it, or its own slot.
+            if !slot_laid {
+                return Err(reason);
+            }
             let alternates = [
                 compacted.get(i).copied().flatten().map(|c| c.0),
                 Some(layout.slot_offset(order.position(i) as u64)),
             ];
             let relocated = alternates.into_iter().flatten().find(|&at| {
                 at != entry.0
+                    && !claimed.contains(&at)
                     && plausible[i].is_some()
                     && in_file(at, entry.1, len)
                     && check_at(file, spec, at, entry.1).is_ok()
@@ -336,6 +365,22 @@ fn keep_verified(
         }
     }
     (kept, rejected)
+}
+
+/// The length of the chunk at `offset` whose working-index entry lost its length, read
+/// off the chunk's own header (bounded by the slot size); `None` if none can be read.
+fn torn_entry_len(file: &File, spec: &ArraySpec, layout: &ShardLayout, offset: u64) -> Option<u64> {
+    let mut head = vec![0u8; usize::try_from(layout.slot_size).ok()?];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read_at(&mut head[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(_) => return None,
+        }
+    }
+    head.truncate(got);
+    stored_len(spec, &head).filter(|&n| n > 0 && n <= layout.slot_size)
 }
 
 /// A shard index: `(offset, nbytes)` per inner chunk, `None` for an absent one.

@@ -139,6 +139,10 @@ pub struct ShardRecovery {
     /// Kept chunks found at their compacted position rather than where the index said
     /// (the finisher was compacting the shard).
     pub chunks_relocated: u64,
+    /// Kept chunks whose working-index entry was torn (the writer was killed after
+    /// storing the offset, before the length): the length was read off the chunk and
+    /// verified.
+    pub chunks_from_torn_entries: u64,
     /// Entries rejected.
     pub chunks_rejected: u64,
     /// Size of the rebuilt shard file.

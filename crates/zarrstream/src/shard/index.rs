@@ -45,6 +45,22 @@ pub(crate) fn entry_bytes(offset: u64, nbytes: u64) -> [u8; 16] {
     b
 }
 
+/// Stores a working-index entry in shared memory (a mapping of the shard file) so that
+/// a kill can tear it one way only: the offset is stored before the length, so a torn
+/// entry reads `(offset, EMPTY)`, and `recover` takes the length from the chunk itself
+/// and verifies it. A copy of [`entry_bytes`] would let the compiler store the two
+/// halves in either order.
+pub(crate) fn store_entry(entry: &mut [u8; 16], offset: u64, nbytes: u64) {
+    let (off, len) = entry.split_at_mut(8);
+    off.copy_from_slice(&offset.to_le_bytes());
+    // A kill sees one thread's stores in program order; only the compiler could move
+    // the length ahead of the offset.
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::Release);
+    // The crash tests kill the writer here, between the two stores.
+    fail::fail_point!("working-entry-between-offset-and-length");
+    len.copy_from_slice(&nbytes.to_le_bytes());
+}
+
 /// Encodes a final index (`16 n + 4` bytes) into `out`.
 pub(crate) fn encode_index(entries: &[Option<(u64, u64)>], out: &mut [u8]) {
     let n = entries.len();

@@ -6,7 +6,7 @@ mod layout;
 mod order;
 mod plan;
 
-pub(crate) use index::{IndexEntries, encode_index, entry_bytes};
+pub(crate) use index::{IndexEntries, encode_index, entry_bytes, store_entry};
 pub use layout::{LayoutOverflow, ShardLayout};
 pub use order::ChunkOrder;
 pub(crate) use order::SlotOrder;

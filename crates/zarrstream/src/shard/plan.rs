@@ -64,6 +64,39 @@ pub(crate) struct FinalLayout {
 
 const PAGE: u64 = 4096;
 
+impl FinalLayout {
+    /// Where each chunk was written before finishing: its final place, or where a move
+    /// takes it from.
+    pub(crate) fn written(&self) -> Vec<Option<(u64, u64)>> {
+        let from: std::collections::HashMap<u64, u64> =
+            self.moves.iter().map(|m| (m.to, m.from)).collect();
+        self.entries
+            .iter()
+            .map(|e| e.map(|(at, n)| (from.get(&at).copied().unwrap_or(at), n)))
+            .collect()
+    }
+
+    /// Every chunk as a copy `(from, to, len)` from where it was written to its final
+    /// place, in the order of the final file.
+    pub(crate) fn copies(&self) -> Vec<Move> {
+        let mut copies: Vec<Move> = self
+            .written()
+            .iter()
+            .zip(&self.entries)
+            .filter_map(|(w, e)| match (w, e) {
+                (Some((from, len)), Some((to, _))) => Some(Move {
+                    from: *from,
+                    to: *to,
+                    len: *len,
+                }),
+                _ => None,
+            })
+            .collect();
+        copies.sort_by_key(|m| m.to);
+        copies
+    }
+}
+
 /// The finished layout of a shard whose chunks were written into their slots, slot
 /// position `p` holding chunk `order.chunk_at(p)`: compaction packs them in the order of
 /// their positions (so each moves towards the start, `to <= from`, and the shard keeps
@@ -292,6 +325,18 @@ mod tests {
         assert_eq!((p.index_at, p.len), (105, 157));
         let empty = plan(&l, &[None, None, None], Packing::Sparse, &c);
         assert_eq!((empty.index_at, empty.len), (0, 52));
+    }
+
+    #[test]
+    fn copies_take_every_chunk_from_where_it_was_written() {
+        let order = SlotOrder::from_sequence(vec![2, 0, 1]);
+        let l = layout(IndexLocation::End);
+        let written = [Some((100, 5)), Some((200, 7)), Some((0, 10))];
+        let p = plan(&l, &written, Packing::Compact, &order);
+        assert_eq!(p.written(), written.to_vec());
+        let copies =
+            [(0, 0, 10), (100, 10, 5), (200, 15, 7)].map(|(from, to, len)| Move { from, to, len });
+        assert_eq!(p.copies(), copies.to_vec());
     }
 
     #[test]

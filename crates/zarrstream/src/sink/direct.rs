@@ -27,7 +27,7 @@ use rustix::fs::{AtFlags, OFlags, StatxFlags};
 use super::{Scratch, SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, page_span};
-use crate::shard::{FinalLayout, ShardLayout, encode_index, entry_bytes};
+use crate::shard::{FinalLayout, ShardLayout, store_entry};
 use crate::slots::map_reserved_file;
 
 /// The alignment of every direct write's offset, length and buffer: the largest logical
@@ -144,8 +144,9 @@ impl DirectSink {
         let pos = self.index_first + 16 * i;
         let entry = (index.as_mut())
             .and_then(|m| m.get_mut(pos..pos + 16))
+            .and_then(|e| <&mut [u8; 16]>::try_from(e).ok())
             .ok_or_else(|| internal("direct sink: index entry out of range"))?;
-        entry.copy_from_slice(&entry_bytes(offset, n));
+        store_entry(entry, offset, n);
         Ok((offset, n))
     }
 }
@@ -216,14 +217,7 @@ impl SlotSink for DirectSink {
         drop(self.index.lock().unwrap_or_else(|e| e.into_inner()).take());
         drop(self.held.take());
         // Buffered: the final index starts where the last chunk ends, mid-block.
-        let mut buf = vec![0; self.temp.layout.index_size as usize];
-        encode_index(&fin.entries, &mut buf);
-        self.temp
-            .file
-            .write_all_at(&buf, fin.index_at)
-            .map_err(|e| Error::io("write", &self.temp.path, e, buf.len() as u64))?;
-        self.temp.set_len(fin.len)?;
-        Ok(self.temp)
+        self.temp.finish(fin)
     }
 }
 

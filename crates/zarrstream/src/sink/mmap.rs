@@ -8,7 +8,7 @@ use memmap2::MmapMut;
 use super::{Scratch, SlotSink, TempShard, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, PAGE, page_span};
-use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, encode_index, entry_bytes};
+use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, store_entry};
 use crate::slots::{SlotGeometry, SlotRegion, map_reserved_file};
 
 pub(crate) struct MmapSink {
@@ -66,7 +66,7 @@ impl SlotSink for MmapSink {
             .ok_or_else(|| internal("shard slot claimed twice"))?;
         let n = encode(slot.data())? as u64;
         let offset = self.temp.layout.slot_offset(self.order.position(i) as u64);
-        *slot.entry() = entry_bytes(offset, n);
+        store_entry(slot.entry(), offset, n);
         Ok((offset, n))
     }
 
@@ -97,26 +97,15 @@ impl SlotSink for MmapSink {
         let MmapSink {
             temp, region, held, ..
         } = *self;
-        {
-            let mut all = region
-                .close()
-                .ok_or_else(|| internal("shard finalized while a slot is in use"))?;
-            for m in &fin.moves {
-                let (from, to, len) = (m.from as usize, m.to as usize, m.len as usize);
-                all.copy_within(from..from + len, to);
-            }
-            let at = fin.index_at as usize;
-            encode_index(
-                &fin.entries,
-                &mut all[at..at + temp.layout.index_size as usize],
-            );
+        // Every slot is written: no claim may be live while the file is finished.
+        if region.close().is_none() {
+            return Err(internal("shard finalized while a slot is in use"));
         }
-        // Unmap here, on the finisher thread, before cutting the file: truncating mapped
-        // pages would fault any later access, and munmap interrupts every core we run on.
+        // Unmap here, on the finisher thread, before the file is finished: cutting
+        // mapped pages would fault any later access, and munmap interrupts every core we
+        // run on. The chunks stay in the page cache, where `finish` reads them.
         drop(region.into_backing());
         drop(held);
-        temp.punch(&fin.holes)?;
-        temp.set_len(fin.len)?;
-        Ok(temp)
+        temp.finish(fin)
     }
 }

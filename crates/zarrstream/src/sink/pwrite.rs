@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use super::{Scratch, SlotSink, TempShard};
 use crate::error::{Error, Result};
-use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, encode_index, entry_bytes};
+use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, entry_bytes};
 use crate::spec::IndexLocation;
 
 pub(crate) struct PwriteSink {
@@ -108,20 +108,6 @@ impl SlotSink for PwriteSink {
     }
 
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
-        let mut buf = Vec::new();
-        for m in &fin.moves {
-            buf.resize(m.len as usize, 0);
-            self.temp
-                .file
-                .read_exact_at(&mut buf, m.from)
-                .map_err(|e| Error::io("read", &self.temp.path, e, 0))?;
-            self.write_at(&buf, m.to)?;
-        }
-        buf.resize(self.temp.layout.index_size as usize, 0);
-        encode_index(&fin.entries, &mut buf);
-        self.write_at(&buf, fin.index_at)?;
-        self.temp.punch(&fin.holes)?;
-        self.temp.set_len(fin.len)?;
-        Ok(self.temp)
+        self.temp.finish(fin)
     }
 }

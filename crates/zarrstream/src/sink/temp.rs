@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::FallocateFlags;
 
 use crate::error::{Error, Result};
-use crate::shard::{ShardLayout, entry_bytes};
-use crate::store::CREATING_EXTENSION;
+use crate::shard::{FinalLayout, ShardLayout, encode_index, entry_bytes, packed};
+use crate::store::{COMPACTING_EXTENSION, CREATING_EXTENSION};
 
 /// Free space a reservation must leave behind, so that publishing `zarr.json` and
 /// creating shard directories never fail for lack of space once frames are accepted.
@@ -82,6 +82,91 @@ impl TempShard {
         Ok(temp)
     }
 
+    /// Finishes the shard as `fin` lays it out: final index, holes, final length.
+    ///
+    /// Where chunks move (compaction of chunks written into slots), moving them inside
+    /// this file would overwrite data its working index still points at, so a kill
+    /// in the middle would lose a chunk. Instead the finished shard is written into a
+    /// fresh file beside it and renamed over it: until that rename this file is
+    /// untouched (and `recover` removes the fresh one), afterwards the temporary shard is
+    /// the finished one. If the disk has no room for the copy, the chunks stay where
+    /// they are (the shard keeps its slot gaps).
+    pub(crate) fn finish(mut self, fin: &FinalLayout) -> Result<Self> {
+        if fin.moves.is_empty() {
+            self.finish_in_place(fin)?;
+            return Ok(self);
+        }
+        match self.compact_fresh(fin) {
+            Ok(()) => Ok(self),
+            Err(Error::DiskFull { .. }) => {
+                self.finish_in_place(&packed(&self.layout, &fin.written()))?;
+                Ok(self)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the final index over unused bytes (after the last chunk, or over the
+    /// working index at the start), punches the holes and cuts the file: a kill before
+    /// the cut leaves the working index whole.
+    fn finish_in_place(&self, fin: &FinalLayout) -> Result<()> {
+        debug_assert!(fin.moves.is_empty());
+        let mut index = vec![0u8; self.layout.index_size as usize];
+        encode_index(&fin.entries, &mut index);
+        self.file
+            .write_all_at(&index, fin.index_at)
+            .map_err(|e| Error::io("write", &self.path, e, index.len() as u64))?;
+        self.punch(&fin.holes)?;
+        self.set_len(fin.len)
+    }
+
+    /// Copies every chunk to its final place in a fresh `.compacting` file, adds the
+    /// index, and renames that file over this one.
+    fn compact_fresh(&mut self, fin: &FinalLayout) -> Result<()> {
+        let path = self.path.with_extension(COMPACTING_EXTENSION);
+        let result = self.write_compacted(&path, fin);
+        match result {
+            Ok(file) => {
+                self.file = file;
+                Ok(())
+            }
+            Err(e) => {
+                // Best effort: `recover` removes a leftover `.compacting` too.
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    }
+
+    fn write_compacted(&self, path: &Path, fin: &FinalLayout) -> Result<File> {
+        let out = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io("create", path, e, fin.len))?;
+        // Allocate first: a full disk fails here, before anything is copied.
+        match rustix::fs::fallocate(&out, FallocateFlags::empty(), 0, fin.len) {
+            Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(Error::io("fallocate", path, e.into(), fin.len)),
+        }
+        for c in fin.copies() {
+            copy_range(&self.file, &out, c.from, c.to, c.len)
+                .map_err(|e| Error::io("copy", path, e, c.len))?;
+            // The crash tests kill the writer here, between two copies.
+            fail::fail_point!("compaction-after-copy");
+        }
+        let mut index = vec![0u8; self.layout.index_size as usize];
+        encode_index(&fin.entries, &mut index);
+        out.write_all_at(&index, fin.index_at)
+            .map_err(|e| Error::io("write", path, e, index.len() as u64))?;
+        out.set_len(fin.len)
+            .map_err(|e| Error::io("truncate", path, e, 0))?;
+        std::fs::rename(path, &self.path).map_err(|e| Error::io("rename", &self.path, e, 0))?;
+        Ok(out)
+    }
+
     /// Punches `(offset, len)` ranges out of the file (sparse packing).
     pub(crate) fn punch(&self, holes: &[(u64, u64)]) -> Result<()> {
         let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
@@ -126,4 +211,28 @@ impl Drop for TempShard {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Copies `len` bytes at `from` in `src` to `to` in `dst`, in the kernel where it can
+/// (`copy_file_range`: no copy through user space, and a reflink on file systems that
+/// share extents), else through a buffer.
+fn copy_range(src: &File, dst: &File, from: u64, to: u64, len: u64) -> std::io::Result<()> {
+    let (mut off_in, mut off_out, mut left) = (from, to, len);
+    while left > 0 {
+        let chunk = usize::try_from(left).unwrap_or(usize::MAX);
+        match rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), chunk) {
+            Ok(0) => break,
+            Ok(n) => left -= n as u64,
+            Err(rustix::io::Errno::XDEV | rustix::io::Errno::NOSYS | rustix::io::Errno::INVAL) => {
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if left > 0 {
+        let mut buf = vec![0u8; left as usize];
+        src.read_exact_at(&mut buf, off_in)?;
+        dst.write_all_at(&buf, off_out)?;
+    }
+    Ok(())
 }

@@ -251,6 +251,25 @@ fn decode_size(spec: &ArraySpec, body: &[u8]) -> Result<(), ChunkFault> {
     }
 }
 
+/// The stored length (with its crc32c) of the encoded chunk that starts `head`, read
+/// off the chunk itself: Blosc's `cbytes`, the zstd frame's size, the fixed size of an
+/// uncompressed chunk. `None` if `head` holds no whole chunk header of the codec. Used
+/// by `recover` for a working-index entry torn after its offset was stored; the length
+/// it gives is only trusted once the chunk verifies.
+pub(crate) fn stored_len(spec: &ArraySpec, head: &[u8]) -> Option<u64> {
+    let body = match spec.codec {
+        Codec::None => spec.chunk_bytes as u64,
+        Codec::Zstd { .. } => ::zstd::zstd_safe::find_frame_compressed_size(head).ok()? as u64,
+        Codec::Blosc { .. } => {
+            // Blosc1 header: version, versionlz, flags, typesize, nbytes, blocksize,
+            // cbytes (the whole container), each u32 little-endian after the first four.
+            let cbytes = head.get(12..16)?;
+            u64::from(u32::from_le_bytes(cbytes.try_into().ok()?))
+        }
+    };
+    Some(body + if spec.crc32c { 4 } else { 0 })
+}
+
 /// Reads `nbytes` at `offset` of `file` (bounds already checked against its length).
 pub fn read_chunk(file: &File, offset: u64, nbytes: u64) -> Result<Vec<u8>, ChunkFault> {
     let len = usize::try_from(nbytes).map_err(|_| ChunkFault::TooShort { nbytes })?;

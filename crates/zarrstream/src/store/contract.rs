@@ -24,6 +24,10 @@ pub const PARTIAL_SUFFIX: &str = ".partial";
 /// working index initialised): `c.0.1.2.creating`.
 pub const CREATING_EXTENSION: &str = "creating";
 
+/// Extension of a finished shard being compacted into a fresh file, renamed over its
+/// temporary shard once complete: `c.0.1.2.compacting`.
+pub const COMPACTING_EXTENSION: &str = "compacting";
+
 /// Suffix of a shard `recover` is rebuilding (removed and redone if a recovery was
 /// interrupted): `c.0.1.2.partial.recovering`.
 pub const REBUILD_SUFFIX: &str = ".recovering";
@@ -73,13 +77,15 @@ pub(crate) fn bad_node_name(name: &str) -> Option<&'static str> {
 }
 
 /// Whether a file in [`PARTIAL_DIR`] is left over by an interrupted step and holds no
-/// data: a rebuild interrupted before its rename (redone from its `.partial`), or a
-/// temporary shard killed while it was created (it holds no chunks yet).
+/// data of its own: a rebuild interrupted before its rename (redone from its
+/// `.partial`), a temporary shard killed while it was created (it holds no chunks yet),
+/// or a compaction killed before its rename (its `.partial` is untouched).
 pub fn is_leftover(name: &str) -> bool {
-    let creating = name
-        .strip_suffix(CREATING_EXTENSION)
-        .is_some_and(|stem| stem.ends_with('.'));
-    name.ends_with(REBUILD_SUFFIX) || creating
+    let ext = |ext: &str| {
+        name.strip_suffix(ext)
+            .is_some_and(|stem| stem.ends_with('.'))
+    };
+    name.ends_with(REBUILD_SUFFIX) || ext(CREATING_EXTENSION) || ext(COMPACTING_EXTENSION)
 }
 
 #[cfg(test)]
@@ -111,6 +117,9 @@ mod tests {
         let partial = Path::new(&partial_file_name("c/0/0/0")).to_path_buf();
         let creating = partial.with_extension(CREATING_EXTENSION);
         assert!(is_leftover(&creating.to_string_lossy()));
+        let compacting = partial.with_extension(COMPACTING_EXTENSION);
+        assert_eq!(compacting.to_string_lossy(), "c.0.0.0.compacting");
+        assert!(is_leftover(&compacting.to_string_lossy()));
         assert!(is_leftover(&format!("c.0.0.0.partial{REBUILD_SUFFIX}")));
         assert!(!is_leftover("c.0.0.0.partial"));
         assert!(!is_leftover(LOCK_FILE));

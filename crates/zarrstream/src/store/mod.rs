@@ -43,12 +43,13 @@ mod verify;
 mod written_tests;
 
 pub use crate::shard::{LayoutOverflow, ShardLayout};
-pub(crate) use check::check_chunk;
 pub use check::{CheckedBy, ChunkFault, EntryFault, read_chunk};
+pub(crate) use check::{check_chunk, stored_len};
 pub(crate) use contract::bad_node_name;
 pub use contract::{
-    CHUNK_DIR, CREATING_EXTENSION, LOCK_FILE, METADATA_FILE, PARTIAL_DIR, PARTIAL_SUFFIX,
-    REBUILD_SUFFIX, UNRECOVERABLE_SUFFIX, is_leftover, partial_file_name, partial_key,
+    CHUNK_DIR, COMPACTING_EXTENSION, CREATING_EXTENSION, LOCK_FILE, METADATA_FILE, PARTIAL_DIR,
+    PARTIAL_SUFFIX, REBUILD_SUFFIX, UNRECOVERABLE_SUFFIX, is_leftover, partial_file_name,
+    partial_key,
 };
 pub(crate) use group::{GroupState, group_document, group_state, plain_group, recording_group};
 pub use key::{parse_shard_key, shard_key};

@@ -125,11 +125,13 @@ impl Level {
     /// append axis up to `extent0` once they are all finished.
     pub(super) fn seal_row(&mut self, row: u64, extent0: u64) {
         let shards = self.row_shards.remove(&row).unwrap_or(0);
+        let frames = self.row_frames.remove(&row).unwrap_or_default();
         if let Some(link) = &self.link {
             let _ = link.finisher.send(FinisherMsg::RowSealed {
                 row,
                 shards,
                 extent0,
+                frames,
             });
         }
     }

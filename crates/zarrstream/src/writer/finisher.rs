@@ -1,7 +1,13 @@
 //! The finisher thread: completes shards (compact, index, truncate, sync, rename) and
 //! republishes `zarr.json` when the visible extent of the append axis grows.
+//!
+//! A shard is renamed into place only once the data it holds is as durable as the
+//! chosen [`Durability`] promises: under `Shard` after its own flush, under `Periodic`
+//! at the group commit (flush every pending shard, rename them, flush their
+//! directories, then publish), under `None` at once. Until then it stays under its
+//! temporary name, where `recover` finds it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,11 +15,12 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, TryRecvError};
 
 use super::options::Durability;
-use super::shared::{FinisherMsg, OpenShard, Shared};
+use super::shared::{FinisherMsg, FrameCount, OpenShard, Shared};
 use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
 use crate::shard::{packed, plan};
+use crate::sink::TempShard;
 use crate::store;
 
 #[derive(Debug, Default)]
@@ -22,6 +29,8 @@ pub(crate) struct FinisherReport {
     pub shards: u64,
     /// Append-axis extent covered by complete rows of finished shards.
     pub visible_extent0: u64,
+    /// Frames written and dropped in the rows up to `visible_extent0`.
+    pub frames: FrameCount,
 }
 
 #[derive(Default)]
@@ -29,17 +38,36 @@ struct Row {
     expected: Option<usize>,
     done: usize,
     extent0: u64,
+    frames: FrameCount,
 }
 
-/// Shards in flight to the disk before they are published as durable.
+/// A finished shard waiting under its temporary name for the group commit.
+struct Waiting {
+    temp: TempShard,
+    dst: PathBuf,
+    len: u64,
+}
+
+/// Shards on their way to the disk before they are published as durable.
 struct Pending {
-    /// Flushes not yet made durable (`Periodic`) ...
-    files: Vec<(std::fs::File, PathBuf)>,
+    /// Finished shards not yet flushed nor renamed (`Periodic`) ...
+    shards: VecDeque<Waiting>,
+    /// ... directories whose new entries are not yet flushed ...
     dirs: BTreeSet<PathBuf>,
-    /// ... and the extent waiting to be published after them.
+    /// ... and the extent, with its rows' frames, to publish after them.
     extent0: Option<u64>,
+    frames: FrameCount,
     /// Shards whose writeback was started but that are never fsynced (`None`).
     window: WritebackWindow,
+}
+
+impl Pending {
+    /// Leaves every waiting shard for `recover` (after a failure nothing is renamed).
+    fn keep_all(&mut self) {
+        for w in self.shards.drain(..) {
+            w.temp.keep();
+        }
+    }
 }
 
 /// How long the finisher sleeps when it finds no message.
@@ -57,9 +85,10 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
     let mut rows: BTreeMap<u64, Row> = BTreeMap::new();
     let mut next_row = shared.start.first_row(&shared.grid);
     let mut pending = Pending {
-        files: Vec::new(),
+        shards: VecDeque::new(),
         dirs: BTreeSet::new(),
         extent0: None,
+        frames: FrameCount::default(),
         window: WritebackWindow::new(WRITEBACK_WINDOW),
     };
     let interval = match shared.durability {
@@ -90,6 +119,7 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
         }
         while let Some(r) = rows.get(&next_row).filter(|r| r.expected == Some(r.done)) {
             pending.extent0 = Some(r.extent0);
+            pending.frames += r.frames;
             rows.remove(&next_row);
             next_row += 1;
         }
@@ -99,6 +129,7 @@ pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherRep
         }
     }
     commit(&shared, &mut pending, &mut report);
+    pending.keep_all();
     pending.window.drain();
     report
 }
@@ -135,53 +166,80 @@ fn take(
             row,
             shards,
             extent0,
+            frames,
         } => {
             let r = rows.entry(row).or_default();
             r.expected = Some(shards);
             r.extent0 = extent0;
+            r.frames = frames;
         }
     }
 }
 
-/// Flushes pending shards and directories, then publishes the extent they complete.
+/// The group commit: flushes the waiting shards, renames them into place, flushes the
+/// directories that changed, then publishes the extent they complete. Nothing is
+/// published, and nothing more renamed, after a failure.
 fn commit(shared: &Shared, pending: &mut Pending, report: &mut FinisherReport) {
     if shared.failed() {
+        pending.keep_all();
         return;
     }
-    let flushed = pending
-        .files
-        .drain(..)
-        .try_for_each(|(f, path)| {
-            f.sync_data().map_err(|e| Error::io("fsync", &path, e, 0))?;
-            // Clean after the flush: dropping the pages costs no I/O.
-            writeback::release(&f);
-            Ok(())
-        })
-        .and_then(|()| {
-            pending
-                .dirs
-                .iter()
-                .try_for_each(|d| Ok(store::sync_dir(d)?))
-        });
-    pending.dirs.clear();
-    if let Err(e) = flushed {
+    if let Err(e) = install_waiting(shared, pending) {
         // A failed flush is never retried (the kernel may have dropped the dirty pages):
-        // the shards stay unpublished and the writer reports the error.
+        // the shards stay unpublished, under their temporary names for `recover`, and
+        // the writer reports the error.
+        pending.keep_all();
         shared.fail(e);
         return;
     }
     if let Some(extent0) = pending.extent0.take() {
         report.visible_extent0 = extent0;
+        report.frames += std::mem::take(&mut pending.frames);
         let progress = Progress {
             state: State::Running,
-            frames_committed: extent0 * shared.spec.frames_per_step(),
-            frames_dropped: shared.start.dropped,
+            frames_committed: shared.start.written + report.frames.written,
+            frames_dropped: shared.start.dropped + report.frames.dropped,
             error: None,
         };
         if let Err(e) = publish(shared, extent0, &progress) {
             shared.fail(e);
         }
     }
+}
+
+/// Flushes every waiting shard, renames each into place and flushes the directories
+/// whose entries changed, in that order.
+fn install_waiting(shared: &Shared, pending: &mut Pending) -> Result<()> {
+    for w in &pending.shards {
+        w.temp
+            .file
+            .sync_data()
+            .map_err(|e| Error::io("fsync", &w.temp.path, e, 0))?;
+        // Clean after the flush: dropping the pages costs no I/O.
+        writeback::release(&w.temp.file);
+    }
+    while let Some(w) = pending.shards.front() {
+        let parent = shard_dir(&w.dst)?;
+        store::create_dirs(&parent, &mut pending.dirs)?;
+        pending.dirs.insert(parent);
+        let Some(w) = pending.shards.pop_front() else {
+            break;
+        };
+        // Kept if the rename fails: the temporary file holds the shard.
+        w.temp.keep();
+        w.temp.commit(&w.dst)?;
+        if let Some(staging) = &shared.staging {
+            staging.finished(w.dst, w.len);
+        }
+    }
+    let dirs = std::mem::take(&mut pending.dirs);
+    dirs.iter().try_for_each(|d| Ok(store::sync_dir(d)?))
+}
+
+fn shard_dir(dst: &std::path::Path) -> Result<PathBuf> {
+    dst.parent()
+        .map(std::path::Path::to_path_buf)
+        .ok_or_else(|| Error::Internal(format!("shard {} has no directory", dst.display())))
 }
 
 /// Publishes `zarr.json` with the append axis at `extent0` (fixed-size arrays keep their shape).
@@ -224,37 +282,37 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         plan(&shared.layout, &written, shared.packing, &shared.order)
     };
     let temp = s.sink.finalize(&fin)?;
-    if shared.durability == Durability::Shard {
-        temp.file
-            .sync_data()
-            .map_err(|e| Error::io("fsync", &temp.path, e, 0))?;
-        writeback::release(&temp.file);
-    }
     let dst = shared.dir.join(&s.key);
-    let Some(parent) = dst.parent() else {
-        return Err(Error::Internal(format!(
-            "shard key {} has no directory",
-            s.key
-        )));
-    };
+    let len = fin.len;
+    match shared.durability {
+        Durability::Periodic { .. } => {
+            // Start the writeback now, so the commit's flush finds little left to write;
+            // the shard stays under its temporary name until then.
+            writeback::release(&temp.file);
+            pending.shards.push_back(Waiting { temp, dst, len });
+            return Ok(len);
+        }
+        Durability::Shard => {
+            temp.file
+                .sync_data()
+                .map_err(|e| Error::io("fsync", &temp.path, e, 0))?;
+            writeback::release(&temp.file);
+        }
+        Durability::None => {}
+    }
+    let parent = shard_dir(&dst)?;
     let mut new_entries = BTreeSet::new();
-    store::create_dirs(parent, &mut new_entries)?;
+    store::create_dirs(&parent, &mut new_entries)?;
+    new_entries.insert(parent);
     let file = temp.commit(&dst)?;
     if let Some(staging) = &shared.staging {
         // Before any document that covers it is published, so the uploader's pass
         // takes it before the document.
-        staging.finished(dst.clone(), fin.len);
+        staging.finished(dst.clone(), len);
     }
-    new_entries.insert(parent.to_path_buf());
     match shared.durability {
-        Durability::Shard => new_entries.iter().try_for_each(|d| store::sync_dir(d))?,
-        Durability::Periodic { .. } => {
-            // Start the writeback now, so the commit's fsync finds little left to write.
-            writeback::release(&file);
-            pending.files.push((file, dst));
-            pending.dirs.extend(new_entries);
-        }
-        Durability::None => pending.window.push(file),
+        Durability::None => pending.window.push(&file, dst),
+        _ => new_entries.iter().try_for_each(|d| store::sync_dir(d))?,
     }
-    Ok(fin.len)
+    Ok(len)
 }

@@ -230,10 +230,14 @@ impl Level {
 
     /// Counts a pushed frame as written or dropped and seals what it completed.
     fn account(&mut self, accepted: bool, c: &[u64], t0: Instant) -> Result<bool> {
+        let row = c[0] / self.shared.grid.shard_lead[0];
+        let frames = self.row_frames.entry(row).or_default();
         if accepted {
             self.written += 1;
+            frames.written += 1;
         } else {
             self.dropped += 1;
+            frames.dropped += 1;
             if let Some(p) = self.pyramid.as_mut() {
                 p.skip();
             }

@@ -20,7 +20,7 @@ use super::job::Job;
 use super::options::Backpressure;
 use super::pool::{Pool, PoolBuf};
 use super::preparer::PreparedSet;
-use super::shared::{OpenShard, Shared};
+use super::shared::{FrameCount, OpenShard, Shared};
 use crate::error::{Error, Result};
 use crate::metadata::State;
 use crate::store::StoreLock;
@@ -43,6 +43,8 @@ pub(super) struct Level {
     pub(super) open_sets: HashMap<Vec<u64>, Vec<Arc<OpenShard>>>,
     pub(super) open_groups: HashMap<Vec<u64>, Group>,
     pub(super) row_shards: BTreeMap<u64, usize>,
+    /// Frames written and dropped in each append-axis row not yet sealed.
+    pub(super) row_frames: BTreeMap<u64, FrameCount>,
     pub(super) next_frame: u64,
     pub(super) written: u64,
     pub(super) dropped: u64,

@@ -185,5 +185,22 @@ pub(crate) enum FinisherMsg {
         row: u64,
         shards: usize,
         extent0: u64,
+        /// The row's frames, written and dropped: what its publication adds to the counts.
+        frames: FrameCount,
     },
+}
+
+/// Frames written and dropped, counted per append-axis row so that every publication of
+/// a row reports exactly the frames it covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FrameCount {
+    pub written: u64,
+    pub dropped: u64,
+}
+
+impl std::ops::AddAssign for FrameCount {
+    fn add_assign(&mut self, other: Self) {
+        self.written += other.written;
+        self.dropped += other.dropped;
+    }
 }

@@ -115,7 +115,12 @@ impl Level {
         } else {
             self.shared.grid.coords(self.next_frame - 1)[0] + 1
         };
-        let rows: Vec<u64> = self.row_shards.keys().copied().collect();
+        let rows: std::collections::BTreeSet<u64> = self
+            .row_shards
+            .keys()
+            .chain(self.row_frames.keys())
+            .copied()
+            .collect();
         for row in rows {
             self.seal_row(row, extent0);
         }
@@ -168,12 +173,13 @@ impl Level {
     ) {
         if self.shared.failed() {
             // Publish only what the finisher completed, and why the acquisition stopped.
+            // The counts are those of the rows the finisher published: exactly the frames
+            // the published extent covers.
             let steps = report.visible_extent0;
             let progress = Progress {
                 state: State::Aborted,
-                frames_committed: (steps * self.shared.spec.frames_per_step())
-                    .min(self.shared.start.written + self.written),
-                frames_dropped: self.shared.start.dropped + self.dropped,
+                frames_committed: self.shared.start.written + report.frames.written,
+                frames_dropped: self.shared.start.dropped + report.frames.dropped,
                 error: Some(format!(
                     "{}; unfinished shards are kept in {PARTIAL_DIR} for `zarrstream recover`",
                     error.as_deref().unwrap_or("a writer thread failed")

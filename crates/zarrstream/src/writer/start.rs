@@ -145,6 +145,7 @@ impl Level {
             open_sets: HashMap::new(),
             open_groups: HashMap::new(),
             row_shards: BTreeMap::new(),
+            row_frames: BTreeMap::new(),
             next_frame,
             written: 0,
             dropped: 0,

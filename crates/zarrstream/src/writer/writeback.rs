@@ -11,11 +11,16 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
+use std::path::{Path, PathBuf};
 
 /// Finished shards whose writeback was started and whose pages are not yet dropped.
+///
+/// It holds their paths, not open files: a data mover may delete a finished shard at
+/// any time, and an open descriptor would keep its blocks allocated until the window
+/// moved on.
 #[derive(Debug)]
 pub(crate) struct WritebackWindow {
-    files: VecDeque<File>,
+    paths: VecDeque<PathBuf>,
     depth: usize,
 }
 
@@ -23,28 +28,36 @@ impl WritebackWindow {
     /// A window of `depth` shards in flight (at least one).
     pub(crate) fn new(depth: usize) -> Self {
         WritebackWindow {
-            files: VecDeque::new(),
+            paths: VecDeque::new(),
             depth: depth.max(1),
         }
     }
 
-    /// Starts writeback of a finished shard and drops the cache of the shard that left
-    /// the window.
-    pub(crate) fn push(&mut self, file: File) {
-        release(&file);
-        self.files.push_back(file);
-        while self.files.len() > self.depth {
-            if let Some(old) = self.files.pop_front() {
-                release(&old);
+    /// Starts writeback of a finished shard (`file`, now at `path`) and drops the cache
+    /// of the shard that left the window.
+    pub(crate) fn push(&mut self, file: &File, path: PathBuf) {
+        release(file);
+        self.paths.push_back(path);
+        while self.paths.len() > self.depth {
+            if let Some(old) = self.paths.pop_front() {
+                release_path(&old);
             }
         }
     }
 
     /// Drops what can be dropped of every shard still in the window (at the end).
     pub(crate) fn drain(&mut self) {
-        for f in self.files.drain(..) {
-            release(&f);
+        for p in self.paths.drain(..) {
+            release_path(&p);
         }
+    }
+}
+
+/// [`release`] for a shard by its path; one that was moved or deleted meanwhile has no
+/// pages of ours left to drop.
+fn release_path(path: &Path) {
+    if let Ok(f) = File::open(path) {
+        release(&f);
     }
 }
 
@@ -59,18 +72,27 @@ mod tests {
     use std::io::Write;
 
     #[test]
-    fn window_keeps_at_most_depth_files_open() {
+    fn window_keeps_at_most_depth_shards_and_holds_no_file_open() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = WritebackWindow::new(2);
         for i in 0..5 {
-            let mut f = File::create(dir.path().join(format!("s{i}"))).unwrap();
+            let path = dir.path().join(format!("s{i}"));
+            let mut f = File::create(&path).unwrap();
             f.write_all(&[i as u8; 4096]).unwrap();
-            w.push(f);
-            assert!(w.files.len() <= 2);
+            w.push(&f, path);
+            assert!(w.paths.len() <= 2);
         }
+        // A data mover deletes a shard still in the window: nothing of ours holds it.
+        std::fs::remove_file(dir.path().join("s4")).unwrap();
+        let fd_dir = std::fs::read_dir("/proc/self/fd").unwrap();
+        let deleted = fd_dir
+            .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+            .filter(|p| p.starts_with(dir.path()))
+            .count();
+        assert_eq!(deleted, 0, "no descriptor is held on a shard in the window");
         w.drain();
-        assert!(w.files.is_empty());
-        for i in 0..5 {
+        assert!(w.paths.is_empty());
+        for i in 0..4 {
             assert_eq!(
                 std::fs::read(dir.path().join(format!("s{i}"))).unwrap(),
                 vec![i as u8; 4096],

@@ -37,10 +37,23 @@ fn shape0(path: &Path) -> u64 {
     document(path)["shape"][0].as_u64().unwrap()
 }
 
-/// Shard files in place (`c/<t>/0/0`, one per row here).
+/// Shard files in place (`c/<t>/0/0`, one per row here; the preparer may have made
+/// the directories of later rows already).
 fn shard_files(path: &Path) -> usize {
-    let c = path.join("c");
-    std::fs::read_dir(&c).map(|d| d.count()).unwrap_or(0)
+    fn files(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| match e.file_type() {
+                        Ok(t) if t.is_dir() => files(&e.path()),
+                        Ok(_) => 1,
+                        Err(_) => 0,
+                    })
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+    files(&path.join("c"))
 }
 
 /// Temporary shards the finisher has finished (cut below their reserved size) but not
@@ -76,7 +89,9 @@ fn visible_while_running(durability: Durability) -> (Visible, u64) {
         .shard_shape([2, 32, 32])
         .build()
         .unwrap();
-    let reserved = zarrstream::store::ShardLayout::new(&spec).unwrap().file_size();
+    let reserved = zarrstream::store::ShardLayout::new(&spec)
+        .unwrap()
+        .file_size();
     let opts = WriterOptions::default().durability(durability).threads(1);
     let mut w = Writer::create(&path, spec, opts).unwrap();
     let frame = vec![5u16; 32 * 32];
@@ -98,7 +113,11 @@ fn visible_while_running(durability: Durability) -> (Visible, u64) {
         shape0: shape0(&path),
     };
     w.finish().unwrap();
-    assert_eq!(shard_files(&path), 4, "every shard is in place after finish");
+    assert_eq!(
+        shard_files(&path),
+        4,
+        "every shard is in place after finish"
+    );
     (running, shape0(&path))
 }
 
@@ -186,7 +205,10 @@ fn every_publication_counts_written_and_dropped_frames_exactly() {
         }
         let deadline = Instant::now() + Duration::from_secs(60);
         while shape0(&path) < 6 {
-            assert!(Instant::now() < deadline, "{durability:?}: rows not published");
+            assert!(
+                Instant::now() < deadline,
+                "{durability:?}: rows not published"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(shape0(&path), 6, "{durability:?}");
@@ -196,6 +218,10 @@ fn every_publication_counts_written_and_dropped_frames_exactly() {
             "{durability:?}: the 6 published frames, 3 written and 3 dropped"
         );
         w.finish().unwrap();
-        assert_eq!((shape0(&path), counts(&path)), (7, (4, 3)), "{durability:?}");
+        assert_eq!(
+            (shape0(&path), counts(&path)),
+            (7, (4, 3)),
+            "{durability:?}"
+        );
     }
 }

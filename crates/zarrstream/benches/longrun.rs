@@ -3,15 +3,24 @@
 //!
 //! ```text
 //! cargo bench --bench longrun -- [--frames 10000] [--size 512] [--chunk 1,128,128]
-//!     [--shard 32,512,512] [--codec lz4:1] [--sink auto] [--durability shard|none]
-//!     [--md FILE]
+//!     [--shard 32,512,512] [--codec lz4:1] [--sink auto]
+//!     [--durability shard|periodic|none] [--dir DIR] [--mover MS] [--md FILE]
 //! ```
 //!
 //! C1's chunking scaled down to 512×512 frames: a chunk is a quarter of the frame edge,
 //! a shard 32 frames. A sampler thread records each second: frames pushed, the process
-//! RSS, the kernel's dirty + writeback pages, and the page cache held by the store's
-//! files (`fincore` from util-linux on every file under the store). Flatness is judged
-//! by comparing the first and last thirds of the run.
+//! RSS, the kernel's dirty + writeback pages, the page cache held by the store's files
+//! (`fincore` from util-linux on every file under the store), this process's open
+//! descriptors (all, on finished shards, on deleted files), its mappings of store
+//! files, and the space used on the store's file system. Flatness is judged by
+//! comparing the first and last thirds of the run.
+//!
+//! `--dir` puts the store in a directory of its own (a file system of its own shows the
+//! space used by the store alone); `--mover MS` runs a data mover beside the writer: a
+//! thread that deletes every finished shard MS milliseconds after it appeared, and the
+//! directories it empties, as a transfer to a file server does in a days-long
+//! acquisition. With one-frame shards this runs hundreds of thousands of shards in
+//! minutes (BENCHMARKS.md, the long run).
 
 mod support;
 
@@ -32,6 +41,17 @@ struct Sample {
     rss: u64,
     dirty: u64,
     cached_store: u64,
+    fds: u64,
+    /// Descriptors on files under `c/` (finished shards).
+    fds_shards: u64,
+    /// Descriptors on deleted files.
+    fds_deleted: u64,
+    /// Mappings of files under the store.
+    maps: u64,
+    /// Bytes used on the store's file system.
+    fs_used: u64,
+    /// Shards the mover has deleted so far.
+    moved: u64,
 }
 
 fn main() {
@@ -49,8 +69,12 @@ fn main() {
     let sink: SinkChoice = args.get("--sink").unwrap_or("auto").parse().expect("sink");
     let durability = match args.get("--durability").unwrap_or("shard") {
         "none" => Durability::None,
+        "periodic" => Durability::Periodic {
+            interval: Duration::from_secs(1),
+        },
         _ => Durability::Shard,
     };
+    let mover_ms: Option<u64> = args.get("--mover").map(|m| m.parse().expect("--mover MS"));
     let md_path = args
         .get("--md")
         .map(PathBuf::from)
@@ -67,15 +91,26 @@ fn main() {
         .codec(codec)
         .build()
         .expect("valid spec");
-    let store = support::out_dir().join("longrun.zarr");
+    let parent = args
+        .get("--dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(support::out_dir);
+    let store = parent.join("longrun.zarr");
     let _ = std::fs::remove_dir_all(&store);
 
     let pushed = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
+    let moved = Arc::new(AtomicU64::new(0));
     let base_rss = support::status_bytes("VmRSS");
+    let base_used = fs_used(&parent);
+    let mover = mover_ms.map(|ms| {
+        let (done, store, moved) = (done.clone(), store.clone(), moved.clone());
+        std::thread::spawn(move || mover(&store, Duration::from_millis(ms), &done, &moved))
+    });
     let sampler = {
-        let (pushed, done, store) = (pushed.clone(), done.clone(), store.clone());
-        std::thread::spawn(move || sample(&pushed, &done, &store))
+        let (pushed, done, store, moved) =
+            (pushed.clone(), done.clone(), store.clone(), moved.clone());
+        std::thread::spawn(move || sample(&pushed, &done, &store, &moved))
     };
     let options = WriterOptions::default().sink(sink).durability(durability);
     let mut w = Writer::create(&store, spec, options).expect("create the store");
@@ -92,6 +127,9 @@ fn main() {
     std::thread::sleep(Duration::from_millis(1500));
     done.store(true, Ordering::Relaxed);
     let samples = sampler.join().expect("sampler");
+    if let Some(m) = mover {
+        m.join().expect("mover");
+    }
     let final_cached = fincore(&store);
     let stored = support::stored_bytes(&store);
     let _ = std::fs::remove_dir_all(&store);
@@ -110,6 +148,10 @@ fn main() {
         base_rss,
         pool_bytes: stats.pool_bytes as u64,
         final_cached,
+        shards: stats.shards,
+        moved: moved.load(Ordering::Relaxed),
+        mover_ms,
+        base_used,
         samples,
     });
     println!("{md}");
@@ -124,22 +166,119 @@ fn parse3(s: &str) -> [u64; 3] {
     v.try_into().expect("three numbers")
 }
 
-fn sample(pushed: &AtomicU64, done: &AtomicBool, store: &Path) -> Vec<Sample> {
+fn sample(pushed: &AtomicU64, done: &AtomicBool, store: &Path, moved: &AtomicU64) -> Vec<Sample> {
     let t0 = Instant::now();
     let mut out = Vec::new();
     let mut next = t0;
     while !done.load(Ordering::Relaxed) {
         next += Duration::from_secs(1);
         support::spin_until(next);
+        let fds = descriptors(store);
         out.push(Sample {
             t: t0.elapsed().as_secs_f64(),
             frames: pushed.load(Ordering::Relaxed),
             rss: support::status_bytes("VmRSS"),
             dirty: support::meminfo_bytes("Dirty") + support::meminfo_bytes("Writeback"),
             cached_store: fincore(store),
+            fds: fds.all,
+            fds_shards: fds.shards,
+            fds_deleted: fds.deleted,
+            maps: mappings(store),
+            fs_used: store.parent().map_or(0, fs_used),
+            moved: moved.load(Ordering::Relaxed),
         });
     }
     out
+}
+
+/// This process's open descriptors: all, those on regular files under the store's
+/// `c/` (finished shards), and those on deleted files.
+struct Fds {
+    all: u64,
+    shards: u64,
+    deleted: u64,
+}
+
+fn descriptors(store: &Path) -> Fds {
+    let chunks = store.join("c");
+    let mut fds = Fds {
+        all: 0,
+        shards: 0,
+        deleted: 0,
+    };
+    for e in std::fs::read_dir("/proc/self/fd").into_iter().flatten().flatten() {
+        fds.all += 1;
+        let Ok(target) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        let text = target.to_string_lossy();
+        if text.ends_with(" (deleted)") {
+            fds.deleted += 1;
+        } else if target.starts_with(&chunks) && target.is_file() {
+            fds.shards += 1;
+        }
+    }
+    fds
+}
+
+/// Mappings of files under the store (`/proc/self/maps`).
+fn mappings(store: &Path) -> u64 {
+    let store = store.to_string_lossy();
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().filter(|l| l.contains(store.as_ref())).count() as u64)
+        .unwrap_or(0)
+}
+
+/// Bytes used on the file system holding `dir`.
+fn fs_used(dir: &Path) -> u64 {
+    rustix::fs::statvfs(dir)
+        .map(|st| st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize)
+        .unwrap_or(0)
+}
+
+/// The data mover: deletes each finished shard `after` it was first seen, and the
+/// directories that leaves empty, until `done`; counts the shards in `moved`.
+fn mover(store: &Path, after: Duration, done: &AtomicBool, moved: &AtomicU64) {
+    let mut seen: std::collections::HashMap<PathBuf, Instant> = std::collections::HashMap::new();
+    let chunks = store.join("c");
+    loop {
+        let last = done.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let mut stack = vec![chunks.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(p);
+                } else {
+                    seen.entry(p).or_insert(now);
+                }
+            }
+        }
+        seen.retain(|p, t| {
+            if last || now.duration_since(*t) >= after {
+                if std::fs::remove_file(p).is_ok() {
+                    moved.fetch_add(1, Ordering::Relaxed);
+                    // Prune what the shard leaves empty, as movers do; the writer
+                    // makes a directory again when it needs it.
+                    let mut dir = p.parent();
+                    while let Some(d) = dir.filter(|d| *d != chunks.as_path()) {
+                        if std::fs::remove_dir(d).is_err() {
+                            break;
+                        }
+                        dir = d.parent();
+                    }
+                }
+                false
+            } else {
+                true
+            }
+        });
+        if last {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Bytes of the files under `dir` resident in the page cache (`fincore`, util-linux).
@@ -186,6 +325,10 @@ struct Summary {
     base_rss: u64,
     pool_bytes: u64,
     final_cached: u64,
+    shards: u64,
+    moved: u64,
+    mover_ms: Option<u64>,
+    base_used: u64,
     samples: Vec<Sample>,
 }
 
@@ -246,11 +389,21 @@ fn report(s: &Summary) -> String {
             "| per-second median | first third | last third | last / first | max over the run |"
         );
         let _ = writeln!(md, "|---|---|---|---|---|");
+        let fds = |r: &(&Sample, f64)| r.0.fds as f64;
+        let fds_shards = |r: &(&Sample, f64)| r.0.fds_shards as f64;
+        let fds_deleted = |r: &(&Sample, f64)| r.0.fds_deleted as f64;
+        let maps = |r: &(&Sample, f64)| r.0.maps as f64;
+        let used = |r: &(&Sample, f64)| mib(r.0.fs_used.saturating_sub(s.base_used));
         for (name, f) in [
             ("throughput MiB/s", &rate as &dyn Fn(&(&Sample, f64)) -> f64),
             ("extra RSS MiB", &rss),
             ("page cache of the store MiB", &cache),
             ("dirty + writeback MiB (system)", &dirty),
+            ("open descriptors", &fds),
+            ("descriptors on finished shards", &fds_shards),
+            ("descriptors on deleted files", &fds_deleted),
+            ("mappings of store files", &maps),
+            ("file-system use over the start MiB", &used),
         ] {
             let (a, b) = (part(first, f), part(last, f));
             let _ = writeln!(
@@ -262,6 +415,13 @@ fn report(s: &Summary) -> String {
         }
         let _ = writeln!(md);
     }
+    if let Some(ms) = s.mover_ms {
+        let _ = writeln!(
+            md,
+            "Data mover: deleted {} of {} shards, each {ms} ms after it appeared.\n",
+            s.moved, s.shards
+        );
+    }
     let _ = writeln!(
         md,
         "Page cache held by the finished store right after `finish`: {:.1} MiB of {:.0} MiB stored.\n",
@@ -270,18 +430,24 @@ fn report(s: &Summary) -> String {
     );
     let _ = writeln!(
         md,
-        "<details><summary>every second</summary>\n\n| t s | frames | MiB/s | extra RSS MiB | store cache MiB | dirty+wb MiB |\n|---|---|---|---|---|---|"
+        "<details><summary>every second</summary>\n\n| t s | frames | MiB/s | extra RSS MiB | store cache MiB | dirty+wb MiB | fds | on shards | deleted | maps | fs use MiB | moved |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for (x, rate) in &rows {
         let _ = writeln!(
             md,
-            "| {:.0} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            "| {:.0} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} | {} | {} | {:.0} | {} |",
             x.t,
             x.frames,
             rate,
             mib(x.rss.saturating_sub(s.base_rss)),
             mib(x.cached_store),
-            mib(x.dirty)
+            mib(x.dirty),
+            x.fds,
+            x.fds_shards,
+            x.fds_deleted,
+            x.maps,
+            mib(x.fs_used.saturating_sub(s.base_used)),
+            x.moved
         );
     }
     let _ = writeln!(md, "\n</details>");

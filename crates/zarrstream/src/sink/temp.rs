@@ -2,13 +2,14 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::FallocateFlags;
 
 use crate::error::{Error, Result};
 use crate::shard::{FinalLayout, ShardLayout, encode_index, entry_bytes, packed};
-use crate::store::{COMPACTING_EXTENSION, CREATING_EXTENSION};
+use crate::store::{self, COMPACTING_EXTENSION, CREATING_EXTENSION, VANISHED_TRIES};
 
 /// Free space a reservation must leave behind, so that publishing `zarr.json` and
 /// creating shard directories never fail for lack of space once frames are accepted.
@@ -191,14 +192,29 @@ impl TempShard {
             .map_err(|e| Error::io("truncate", &self.path, e, 0))
     }
 
-    /// Renames the file to `to`; from then on it is kept. Returns the open file (for a
-    /// later group flush).
-    pub(crate) fn commit(mut self, to: &Path) -> Result<File> {
+    /// Renames the file to `to`; from then on it is kept. Returns the open file. A
+    /// directory on the way to `to` that another process removed meanwhile (a data
+    /// mover pruning empty directories) is made again and added to `dirs`, the
+    /// directories whose entries changed.
+    pub(crate) fn commit(mut self, to: &Path, dirs: &mut BTreeSet<PathBuf>) -> Result<File> {
         let file = self
             .file
             .try_clone()
             .map_err(|e| Error::io("dup", &self.path, e, 0))?;
-        std::fs::rename(&self.path, to).map_err(|e| Error::io("rename", to, e, 0))?;
+        let mut tries = 0;
+        loop {
+            match std::fs::rename(&self.path, to) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < VANISHED_TRIES => {
+                    tries += 1;
+                    if let Some(parent) = to.parent() {
+                        store::create_dirs(parent, dirs)?;
+                        dirs.insert(parent.to_path_buf());
+                    }
+                }
+                Err(e) => return Err(Error::io("rename", to, e, 0)),
+            }
+        }
         self.committed = true;
         Ok(file)
     }

@@ -34,6 +34,9 @@ pub fn publish_bytes(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), IoError
     sync_dir(dir)
 }
 
+/// How often a step is retried after another process removed a directory it needs.
+pub(crate) const VANISHED_TRIES: u32 = 8;
+
 /// Creates `dir` and its missing parents, collecting the directories whose entries
 /// changed (to be synced).
 pub(crate) fn create_dirs(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result<(), IoError> {
@@ -41,11 +44,19 @@ pub(crate) fn create_dirs(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result
         return Ok(());
     }
     if let Some(parent) = dir.parent() {
-        create_dirs(parent, changed)?;
-        match fs::create_dir(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(IoError::new("create directory", dir, e)),
+        // A data mover that prunes empty directories may remove the parent between the
+        // two steps: make it again, a few times.
+        let mut tries = 0;
+        loop {
+            create_dirs(parent, changed)?;
+            match fs::create_dir(dir) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < VANISHED_TRIES => {
+                    tries += 1;
+                }
+                Err(e) => return Err(IoError::new("create directory", dir, e)),
+            }
         }
         changed.insert(parent.to_path_buf());
     }

@@ -227,7 +227,7 @@ fn install_waiting(shared: &Shared, pending: &mut Pending) -> Result<()> {
         };
         // Kept if the rename fails: the temporary file holds the shard.
         w.temp.keep();
-        w.temp.commit(&w.dst)?;
+        w.temp.commit(&w.dst, &mut pending.dirs)?;
         if let Some(staging) = &shared.staging {
             staging.finished(w.dst, w.len);
         }
@@ -304,7 +304,7 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
     let mut new_entries = BTreeSet::new();
     store::create_dirs(&parent, &mut new_entries)?;
     new_entries.insert(parent);
-    let file = temp.commit(&dst)?;
+    let file = temp.commit(&dst, &mut new_entries)?;
     if let Some(staging) = &shared.staging {
         // Before any document that covers it is published, so the uploader's pass
         // takes it before the document.

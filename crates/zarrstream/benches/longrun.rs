@@ -206,7 +206,11 @@ fn descriptors(store: &Path) -> Fds {
         shards: 0,
         deleted: 0,
     };
-    for e in std::fs::read_dir("/proc/self/fd").into_iter().flatten().flatten() {
+    for e in std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         fds.all += 1;
         let Ok(target) = std::fs::read_link(e.path()) else {
             continue;

@@ -1,8 +1,8 @@
 //! A shard file under its temporary name, removed unless it was committed or kept.
 
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::FallocateFlags;

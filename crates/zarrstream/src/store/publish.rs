@@ -15,6 +15,16 @@ pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
         .map_err(IoError::with("fsync", dir))
 }
 
+/// [`sync_dir`] for a shard directory that another process may have removed: a data
+/// mover that took the shard and pruned its directory leaves no entry of ours to flush.
+pub(crate) fn sync_shard_dir(dir: &Path) -> Result<(), IoError> {
+    match File::open(dir) {
+        Ok(d) => d.sync_all().map_err(IoError::with("fsync", dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(IoError::new("fsync", dir, e)),
+    }
+}
+
 /// Writes `bytes` to `dir/name` atomically: a hidden temporary file `.<name>.tmp`,
 /// fsync, rename over `name`, fsync of the directory. On failure the temporary file is
 /// removed and `name` is left as it was.

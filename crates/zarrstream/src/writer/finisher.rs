@@ -233,7 +233,7 @@ fn install_waiting(shared: &Shared, pending: &mut Pending) -> Result<()> {
         }
     }
     let dirs = std::mem::take(&mut pending.dirs);
-    dirs.iter().try_for_each(|d| Ok(store::sync_dir(d)?))
+    dirs.iter().try_for_each(|d| Ok(store::sync_shard_dir(d)?))
 }
 
 fn shard_dir(dst: &std::path::Path) -> Result<PathBuf> {
@@ -312,7 +312,9 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
     }
     match shared.durability {
         Durability::None => pending.window.push(&file, dst),
-        _ => new_entries.iter().try_for_each(|d| store::sync_dir(d))?,
+        _ => new_entries
+            .iter()
+            .try_for_each(|d| store::sync_shard_dir(d))?,
     }
     Ok(len)
 }

@@ -151,7 +151,7 @@ fn print_summary(r: &RecoveryReport) {
             ShardOutcome::Empty => "no chunk verified, removed".to_string(),
             ShardOutcome::Unrecoverable => "no readable index, set aside".to_string(),
         };
-        let relocated = if s.chunks_relocated > 0 {
+        let mut relocated = if s.chunks_relocated > 0 {
             format!(
                 " ({} found at their compacted position)",
                 s.chunks_relocated
@@ -159,6 +159,12 @@ fn print_summary(r: &RecoveryReport) {
         } else {
             String::new()
         };
+        if s.chunks_from_torn_entries > 0 {
+            relocated += &format!(
+                " ({} from torn index entries, length read off the chunk)",
+                s.chunks_from_torn_entries
+            );
+        }
         println!(
             "    {}: {} chunks kept{relocated}, {} rejected: {what}",
             s.key, s.chunks_kept, s.chunks_rejected

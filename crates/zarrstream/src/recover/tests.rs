@@ -502,3 +502,65 @@ fn a_crashed_resume_keeps_the_finished_chunks_it_had_not_carried_over() {
         }
     }
 }
+
+#[test]
+fn a_torn_entry_is_completed_from_the_chunk_itself() {
+    for codec in [Codec::blosc_lz4(1), Codec::zstd(1), Codec::None] {
+        let s = crashed(spec(codec, true, IndexLocation::End), &[0, 1, 2, 3, 4]);
+        let l = s.layout;
+        // Killed between storing the offset and the length (`store_entry`): chunk 3's
+        // entry has its offset only. Chunk 4's likewise, but its bytes are damaged.
+        set_entry(&s.path, &l, 3, l.slot_offset(3), EMPTY);
+        set_entry(&s.path, &l, 4, l.slot_offset(4), EMPTY);
+        let f = OpenOptions::new()
+            .write(true)
+            .open(partial(&s.path))
+            .unwrap();
+        f.write_all_at(&[0x5a], l.slot_offset(4) + 20).unwrap();
+
+        let r = recover_store(&s.path).unwrap();
+        assert_eq!((r.chunks_kept, r.chunks_rejected), (4, 1), "{codec:?}");
+        assert_eq!(r.shards[0].chunks_from_torn_entries, 2, "{codec:?}");
+        assert_eq!(r.rejected[0].chunk, 4, "{codec:?}");
+        let got = read_back(&s);
+        for (i, c) in got.iter().enumerate() {
+            if i < 4 {
+                assert_eq!(c.as_deref(), Some(&chunk_data(0, i)[..]), "{codec:?} {i}");
+            } else {
+                assert!(c.is_none(), "{codec:?} chunk {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_damaged_chunk_is_never_taken_from_another_chunks_place() {
+    // An appended shard (the pwrite and direct sinks): chunks of equal length (`none`)
+    // lie back to back in the order they completed, 1 before 0. Chunk 0 is damaged; the
+    // place compaction would give it holds chunk 1, which passes its crc32c but is not
+    // chunk 0.
+    let s = crashed(spec(Codec::None, true, IndexLocation::End), &[]);
+    let l = s.layout;
+    let f = OpenOptions::new()
+        .write(true)
+        .open(partial(&s.path))
+        .unwrap();
+    let (c1, c0) = (encoded(&s.spec, 0, 1), encoded(&s.spec, 0, 0));
+    let n = c0.len() as u64;
+    assert_eq!(c1.len() as u64, n);
+    f.write_all_at(&c1, 0).unwrap();
+    f.write_all_at(&c0, n).unwrap();
+    set_entry(&s.path, &l, 1, 0, n);
+    set_entry(&s.path, &l, 0, n, n);
+    f.write_all_at(&[0x5a], n + 20).unwrap();
+
+    let r = recover_store(&s.path).unwrap();
+    assert_eq!((r.chunks_kept, r.chunks_rejected), (1, 1));
+    assert_eq!(r.shards[0].chunks_relocated, 0);
+    let got = read_back(&s);
+    assert!(
+        got[0].is_none(),
+        "chunk 0 is not taken from chunk 1's place"
+    );
+    assert_eq!(got[1].as_deref(), Some(&chunk_data(0, 1)[..]));
+}

@@ -33,10 +33,12 @@ pub enum Durability {
     /// counted is on disk. Costs one flush per shard, on the finisher thread.
     #[default]
     Shard,
-    /// Group commit: shards are renamed as they finish, and every `interval` the finisher
-    /// flushes all of them and their directories at once, then publishes `zarr.json`. A
-    /// power loss loses at most the shards of the last interval, and the metadata never
-    /// counts frames that were not flushed. Fewer, larger flushes than `Shard`.
+    /// Group commit: finished shards wait under their temporary names (where `recover`
+    /// finds them), and every `interval` the finisher flushes all of them, renames them
+    /// into place, flushes their directories, then publishes `zarr.json`. A shard is
+    /// never in place before its data is flushed; a power loss loses at most the shards
+    /// of the last interval, and the metadata never counts frames that were not flushed.
+    /// Fewer, larger flushes than `Shard`.
     Periodic {
         /// Time between group commits.
         interval: Duration,

@@ -106,8 +106,13 @@ fn visible_while_running(durability: Durability) -> (Visible, u64) {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    // Give a metadata publication that is due every chance to happen.
-    std::thread::sleep(Duration::from_millis(200));
+    // A publication that is due happens within moments: wait for it (or, where none is
+    // due, give it every chance to happen wrongly).
+    let settle = Instant::now() + Duration::from_millis(300);
+    let due = !matches!(durability, Durability::Periodic { interval } if interval > Duration::from_secs(60));
+    while Instant::now() < settle || (due && shape0(&path) < 6 && Instant::now() < deadline) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let running = Visible {
         in_place: shard_files(&path),
         shape0: shape0(&path),

@@ -1,0 +1,600 @@
+//! Simulated power loss: recordings onto a file system that forgets what was not made
+//! durable.
+//!
+//! Each mode runs in a child process of its own, in a private mount namespace (see
+//! `support_fs.rs`), which mounts `zarrstream-testfs` (FUSE; as root, no libfuse or
+//! fusermount needed): a file's data becomes durable when the file is fsynced, a
+//! directory entry when its directory is fsynced, and nothing else ever is. For each
+//! cut the child records a small array onto a fresh mount with the library's API
+//! (deterministic frames, shards of 2 frames of 2 × 2 chunks, C or Morton chunk order),
+//! and the file system cuts the power in place of a randomly chosen request that
+//! changes it (or after `finish`): clean (everything not durable is lost) or torn (a
+//! random part of it survives, page by page and change by change). The writer then
+//! meets `EIO` and is dropped; the power comes back with what survived; and the child
+//! checks, reading with the `zarrs` crate:
+//!
+//! - `zarr.json` as the cut left it never covers missing data: every frame below its
+//!   `shape[0]` reads as it was pushed;
+//! - after `recover`, every frame the writer had published at the cut (`shape[0]` of
+//!   `zarr.json` as programs saw it at that moment) reads as it was pushed, and every
+//!   other frame below the recovered `shape[0]` holds, chunk by chunk, its input or
+//!   the fill value (never other bytes).
+//!
+//! `Durability::Shard` and `Periodic` must keep both promises at every cut; `None`
+//! promises nothing and is only reported. Cuts per mode: 100 (`None`: 25), half of them
+//! torn; `ZARRSTREAM_POWER_CUTS=N` runs `N` per mode (`None`: N/4) and
+//! `ZARRSTREAM_POWER_SEED=S` replays a run. `cargo test -p zarrstream --test power_loss
+//! -- --nocapture` prints one `REPORT` line per mode.
+
+mod support_fs;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use zarrs::array::{Array, ArraySubset};
+use zarrs::filesystem::FilesystemStore;
+use zarrstream::{ArraySpec, ChunkOrder, Durability, SinkChoice, Writer, WriterOptions};
+use zarrstream_testfs::{CutKind, PowerFs};
+
+const ENTRY: &str = "power_loss_entry";
+
+/// Frames per recording, and the frame's shape.
+const FRAMES: u64 = 12;
+const H: u64 = 32;
+const W: u64 = 32;
+/// Inner chunks per frame (16 × 16 chunks).
+const TILES: usize = 4;
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Frame `k`: never 0 (the fill value), so a missing chunk is told from a present one.
+fn frame(k: u64) -> Vec<u16> {
+    (0..H * W)
+        .map(|i| (splitmix((k << 20) ^ i) as u16) | 1)
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Shard,
+    Periodic,
+    None,
+}
+
+impl Mode {
+    fn parse(s: &str) -> Mode {
+        match s {
+            "shard" => Mode::Shard,
+            "periodic" => Mode::Periodic,
+            "none" => Mode::None,
+            _ => panic!("mode {s}"),
+        }
+    }
+
+    fn durability(self) -> Durability {
+        match self {
+            Mode::Shard => Durability::Shard,
+            Mode::Periodic => Durability::Periodic {
+                interval: Duration::from_millis(5),
+            },
+            Mode::None => Durability::None,
+        }
+    }
+
+    /// Whether the mode promises that published frames survive a power cut.
+    fn promises(self) -> bool {
+        self != Mode::None
+    }
+}
+
+fn cuts_wanted(mode: Mode) -> u64 {
+    let n = std::env::var("ZARRSTREAM_POWER_CUTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100u64);
+    if mode == Mode::None {
+        (n / 4).max(1)
+    } else {
+        n
+    }
+}
+
+fn seed() -> u64 {
+    std::env::var("ZARRSTREAM_POWER_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        })
+}
+
+/// Runs `mode` in a child; its time limit grows with the number of cuts.
+fn parent(mode: &str, what: &str) {
+    let m = Mode::parse(mode);
+    let cuts = if what == "cuts" { cuts_wanted(m) } else { 2 };
+    let seed = seed();
+    println!("power_loss {mode} {what}: seed {seed} (ZARRSTREAM_POWER_SEED={seed} replays it)");
+    let timeout = Duration::from_secs(120 + 4 * cuts);
+    support_fs::run_child(ENTRY, &format!("{what}:{mode}:{seed}:{cuts}"), timeout);
+}
+
+#[test]
+fn power_loss_shard() {
+    parent("shard", "cuts");
+}
+
+#[test]
+fn power_loss_periodic() {
+    parent("periodic", "cuts");
+}
+
+#[test]
+fn power_loss_none_reported() {
+    parent("none", "cuts");
+}
+
+/// A finished recording survives a power cut whole (regression: the store directory's
+/// own entry was never made durable, so a cut after `finish` lost the whole store).
+#[test]
+fn finished_recording_survives_power_cut() {
+    parent("shard", "finished");
+    parent("periodic", "finished");
+}
+
+/// The entry point of the child processes; a no-op in the parent.
+#[test]
+fn power_loss_entry() {
+    let Some(s) = support_fs::scenario() else {
+        return;
+    };
+    if !Path::new("/dev/fuse").exists() {
+        support_fs::unsupported("no /dev/fuse");
+    }
+    let parts: Vec<&str> = s.splitn(4, ':').collect();
+    if let ["record", mode, order, store] = parts.as_slice() {
+        let order = if *order == "morton" {
+            ChunkOrder::Morton
+        } else {
+            ChunkOrder::C
+        };
+        let accepted = record(Path::new(store), Mode::parse(mode), order);
+        println!("recorded {accepted} frames");
+        return;
+    }
+    let [what, mode, seed, cuts] = parts.as_slice() else {
+        panic!("scenario {s}");
+    };
+    let mode = Mode::parse(mode);
+    let seed: u64 = seed.parse().expect("a seed");
+    let cuts: u64 = cuts.parse().expect("a number of cuts");
+    match *what {
+        "cuts" => run_cuts(mode, seed, cuts),
+        "finished" => finished(mode),
+        _ => panic!("scenario {s}"),
+    }
+}
+
+fn spec() -> ArraySpec {
+    ArraySpec::builder()
+        .shape([0, H, W])
+        .chunk_shape([1, 16, 16])
+        .shard_shape([2, H, W])
+        .build()
+        .expect("a valid spec")
+}
+
+/// How long one recording may take (it takes well under a second).
+const RECORD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Records onto the mount in a process of its own (this binary, scenario `record`, in
+/// this process's mount namespace): the file system's server runs in this process, and
+/// a process that is a client of its own FUSE server can hang for good when it is
+/// killed while a request is in flight (the kernel waits for an answer that its own
+/// dead server thread will never give). A recorder that hangs or dies is killed and
+/// reported; the server stays to answer its last requests.
+fn run_recorder(mode: Mode, order: ChunkOrder, store: &Path) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let order = if order == ChunkOrder::Morton { "morton" } else { "c" };
+    let mode = match mode {
+        Mode::Shard => "shard",
+        Mode::Periodic => "periodic",
+        Mode::None => "none",
+    };
+    let mut child = std::process::Command::new(exe)
+        .args([ENTRY, "--exact", "--nocapture", "--test-threads=1"])
+        .env(
+            support_fs::SCENARIO,
+            format!("record:{mode}:{order}:{}", store.display()),
+        )
+        .env(support_fs::DIR, support_fs::dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn the recorder: {e}"))?;
+    let deadline = std::time::Instant::now() + RECORD_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return Err(format!("the recorder failed ({status}): {err}"));
+            }
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                // Our own child, by its id. It may not die while it waits for an answer
+                // this server never gives (if the server failed): it is then reaped only
+                // when this process exits and the kernel ends the FUSE connection, so
+                // it is not waited for here.
+                let _ = child.kill();
+                for _ in 0..500 {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                return Err(format!("the recorder hung (killed after {RECORD_TIMEOUT:?})"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(format!("waiting for the recorder: {e}")),
+        }
+    }
+}
+
+/// Mounts a fresh file system at a new directory under the child's scenario directory.
+fn mount(k: u64) -> (PowerFs, zarrstream_testfs::Mounted) {
+    let at = support_fs::dir().join(format!("m{k}"));
+    std::fs::create_dir_all(&at).expect("a mount point");
+    let fs = PowerFs::new();
+    match fs.mount(&at) {
+        Ok(m) => (fs, m),
+        Err(e) => support_fs::unsupported(&format!(
+            "mount zarrstream-testfs (FUSE) at {}: {e}",
+            at.display()
+        )),
+    }
+}
+
+/// Records up to `FRAMES` frames; stops at the first error (after a cut every request
+/// fails). Returns the frames accepted.
+fn record(store: &Path, mode: Mode, order: ChunkOrder) -> u64 {
+    let opts = WriterOptions::default()
+        .threads(1)
+        .sink(SinkChoice::Pwrite)
+        .durability(mode.durability())
+        .chunk_order(order);
+    let Ok(mut w) = Writer::create(store, spec(), opts) else {
+        return 0;
+    };
+    let mut accepted = 0;
+    for k in 0..FRAMES {
+        if w.push(&frame(k)).is_err() {
+            break;
+        }
+        accepted += 1;
+        if mode == Mode::Periodic && k % 3 == 2 {
+            // Let a group commit fall between frames now and then.
+            std::thread::sleep(Duration::from_millis(6));
+        }
+    }
+    // After a cut this fails; what matters is what the disk kept.
+    let _ = w.finish();
+    accepted
+}
+
+/// `shape[0]` and `frames_committed` of a `zarr.json` document.
+fn progress(doc: &[u8]) -> Option<(u64, u64)> {
+    let v: Value = serde_json::from_slice(doc).ok()?;
+    let shape0 = v["shape"][0].as_u64()?;
+    let committed = v["attributes"]["zarrstream"]["frames_committed"]
+        .as_u64()
+        .unwrap_or(0);
+    Some((shape0, committed))
+}
+
+/// How frames below an extent read back.
+#[derive(Debug, Default)]
+struct Readback {
+    /// Frames that read exactly as pushed.
+    exact: u64,
+    /// Frames with some chunks missing (fill) and the others exact.
+    partial: u64,
+    /// Frames with a chunk that is neither its input nor fill, or that could not be read.
+    wrong: u64,
+    /// The first problem, for the message.
+    first: Option<String>,
+}
+
+/// Reads frames `0..extent` of the array at `store` with `zarrs` and classifies each.
+fn read_back(store: &Path, extent: u64) -> Readback {
+    let mut r = Readback::default();
+    if extent == 0 {
+        return r;
+    }
+    let array = FilesystemStore::new(store)
+        .map_err(|e| e.to_string())
+        .and_then(|s| Array::open(Arc::new(s), "/").map_err(|e| e.to_string()));
+    let array = match array {
+        Ok(a) => a,
+        Err(e) => {
+            r.wrong = extent;
+            r.first = Some(format!("zarrs cannot open the array: {e}"));
+            return r;
+        }
+    };
+    for k in 0..extent {
+        let got = array.retrieve_array_subset::<Vec<u16>>(&ArraySubset::new_with_ranges(&[
+            k..k + 1,
+            0..H,
+            0..W,
+        ]));
+        let got = match got {
+            Ok(g) => g,
+            Err(e) => {
+                r.wrong += 1;
+                r.first.get_or_insert(format!("frame {k}: zarrs read: {e}"));
+                continue;
+            }
+        };
+        let want = frame(k);
+        if got == want {
+            r.exact += 1;
+            continue;
+        }
+        // Chunk by chunk: its input, or entirely fill.
+        let mut ok = true;
+        for t in 0..TILES {
+            let (y0, x0) = ((t / 2) * 16, (t % 2) * 16);
+            let idx = |y: usize, x: usize| (y0 + y) * W as usize + x0 + x;
+            let same = (0..16).all(|y| (0..16).all(|x| got[idx(y, x)] == want[idx(y, x)]));
+            let fill = (0..16).all(|y| (0..16).all(|x| got[idx(y, x)] == 0));
+            ok &= same || fill;
+        }
+        if ok {
+            r.partial += 1;
+            r.first
+                .get_or_insert(format!("frame {k}: some chunks missing (fill)"));
+        } else {
+            r.wrong += 1;
+            r.first
+                .get_or_insert(format!("frame {k}: a chunk holds other bytes"));
+        }
+    }
+    r
+}
+
+/// What one cut showed.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// `shape[0]` published at the cut (as programs saw `zarr.json`).
+    published: u64,
+    /// `shape[0]` of `zarr.json` as the cut left it (before recovery).
+    left: u64,
+    /// Frames below it that are not exact after recovery.
+    published_lost: u64,
+    /// Frames below `shape[0]` of `zarr.json` as the cut left it that were not exact
+    /// before recovery.
+    left_uncovered: u64,
+    /// The store (its `zarr.json`) did not survive.
+    store_lost: bool,
+    /// Frames recovery added beyond the published extent.
+    recovered_beyond: u64,
+    /// Frames holding bytes that are neither input nor fill after recovery.
+    wrong_after: u64,
+    /// `recover` failed.
+    recover_error: Option<String>,
+    problem: Option<String>,
+}
+
+/// One recording with a cut in place of request `n` (or after the recording, when it
+/// made fewer requests).
+fn one_cut(k: u64, mode: Mode, order: ChunkOrder, n: u64, kind: CutKind) -> (Outcome, u64) {
+    let (fs, mnt) = mount(k);
+    fs.cut_at(n, kind);
+    let recorded = run_recorder(mode, order, &mnt.path().join("a.zarr"));
+    let cut = match fs.last_cut() {
+        Some(c) => c,
+        None => match kind {
+            CutKind::Clean => fs.power_cut(),
+            CutKind::Torn(seed) => fs.torn_cut(seed),
+        },
+    };
+    let ops = cut.ops;
+    let published = cut
+        .live
+        .read_path("a.zarr/zarr.json")
+        .ok()
+        .and_then(|d| progress(&d))
+        .map_or(0, |(shape0, _)| shape0);
+    // What survived, as ordinary files: recovery and reading never go through the
+    // mount, whose server is this process (see `run_recorder`).
+    let survived = support_fs::dir().join(format!("d{k}"));
+    std::fs::create_dir_all(&survived).expect("a directory for what survived");
+    fs.with_model(|m| m.materialize(&survived))
+        .expect("write out what survived");
+    drop(mnt);
+    let store = survived.join("a.zarr");
+    let mut o = Outcome {
+        published,
+        ..Outcome::default()
+    };
+    if let Err(e) = recorded {
+        o.problem = Some(e);
+    }
+    let o = check_survivors(&store, published, o);
+    let _ = std::fs::remove_dir_all(&survived);
+    (o, ops)
+}
+
+/// The checks after a cut on the store as it survived (see the module docs).
+fn check_survivors(store: &Path, published: u64, mut o: Outcome) -> Outcome {
+    // zarr.json as the cut left it.
+    let left = std::fs::read(store.join("zarr.json"))
+        .ok()
+        .and_then(|d| progress(&d));
+    let Some((left_shape0, _)) = left else {
+        o.store_lost = true;
+        o.published_lost = published;
+        if published > 0 {
+            o.problem = Some(format!(
+                "zarr.json is gone after the cut, though {published} frames were published"
+            ));
+        }
+        return o;
+    };
+    o.left = left_shape0;
+    let before = read_back(store, left_shape0);
+    o.left_uncovered = before.partial + before.wrong;
+    if o.left_uncovered > 0 {
+        o.problem = Some(format!(
+            "zarr.json as left (shape[0] = {left_shape0}) covers data that is not there: {}",
+            before.first.unwrap_or_default()
+        ));
+    }
+    match zarrstream::recover::recover_store(store) {
+        Ok(_) => {}
+        Err(e) => {
+            o.recover_error = Some(e.to_string());
+            o.problem.get_or_insert(format!("recover failed: {e}"));
+        }
+    }
+    let after = std::fs::read(store.join("zarr.json"))
+        .ok()
+        .and_then(|d| progress(&d))
+        .map_or(0, |(shape0, _)| shape0);
+    let published_read = read_back(store, published.min(after));
+    o.published_lost = published - published_read.exact;
+    if o.published_lost > 0 {
+        o.problem.get_or_insert(format!(
+            "after recover (shape[0] = {after}), {} of {published} published frames are not \
+             as pushed: {}",
+            o.published_lost,
+            published_read.first.clone().unwrap_or_default()
+        ));
+    }
+    if after > published {
+        o.recovered_beyond = after - published;
+        let rest = read_back_from(store, published, after);
+        o.wrong_after = rest;
+        if rest > 0 {
+            o.problem.get_or_insert(format!(
+                "after recover, {rest} frames between {published} and {after} hold bytes \
+                 that are neither their input nor fill"
+            ));
+        }
+    }
+    o
+}
+
+/// Frames `from..to` holding bytes that are neither input nor fill.
+fn read_back_from(store: &Path, from: u64, to: u64) -> u64 {
+    let all = read_back(store, to);
+    let head = read_back(store, from);
+    all.wrong - head.wrong
+}
+
+/// Total requests of a whole recording (no cut), to draw cut points from.
+fn calibrate(mode: Mode, order: ChunkOrder, k: u64) -> u64 {
+    let (fs, mnt) = mount(k);
+    if let Err(e) = run_recorder(mode, order, &mnt.path().join("a.zarr")) {
+        panic!("{mode:?} {order:?}: a recording without a cut: {e}");
+    }
+    let ops = fs.ops();
+    drop(mnt);
+    ops
+}
+
+fn run_cuts(mode: Mode, seed: u64, cuts: u64) {
+    println!("seed {seed}, {cuts} cuts, mode {mode:?}");
+    let orders = [ChunkOrder::C, ChunkOrder::Morton];
+    let totals = [
+        calibrate(mode, orders[0], 1_000_000),
+        calibrate(mode, orders[1], 1_000_001),
+    ];
+    let mut rng = seed;
+    let mut next = || {
+        rng = splitmix(rng);
+        rng
+    };
+    let (mut torn, mut after_finish, mut published, mut lost, mut uncovered) = (0, 0, 0, 0, 0);
+    let (mut stores_lost, mut recover_errors, mut beyond, mut wrong) = (0, 0, 0, 0);
+    let mut problems = Vec::new();
+    for k in 0..cuts {
+        let o = (k % 2) as usize;
+        let total = totals[o];
+        // A tenth of the draws fall after the recording's last request: a cut after
+        // `finish`.
+        let n = 1 + next() % (total + total / 10);
+        let kind = if (k / 2) % 2 == 1 {
+            torn += 1;
+            CutKind::Torn(next())
+        } else {
+            CutKind::Clean
+        };
+        let (out, ops) = one_cut(k, mode, orders[o], n, kind);
+        if n > ops {
+            after_finish += 1;
+        }
+        published += out.published;
+        lost += out.published_lost;
+        uncovered += out.left_uncovered;
+        stores_lost += u64::from(out.store_lost);
+        recover_errors += u64::from(out.recover_error.is_some());
+        beyond += out.recovered_beyond;
+        wrong += out.wrong_after;
+        if let Some(p) = out.problem {
+            problems.push(format!(
+                "cut {k} ({:?}, {kind:?}, at request {n} of ~{total}): {p}",
+                orders[o]
+            ));
+        }
+    }
+    println!(
+        "REPORT mode {mode:?}: seed {seed}, {cuts} cuts ({torn} torn, {after_finish} after \
+         finish; requests per recording C {} Morton {}): published frames {published}, \
+         published frames lost {lost}, frames zarr.json covered without data {uncovered}, \
+         stores lost {stores_lost}, recover errors {recover_errors}, frames recovered beyond \
+         the published extent {beyond}, frames with wrong bytes after recover {wrong}",
+        totals[0], totals[1]
+    );
+    for p in problems.iter().take(20) {
+        println!("REPORT   {p}");
+    }
+    if mode.promises() {
+        assert!(
+            problems.is_empty(),
+            "{mode:?} broke its promise at {} of {cuts} cuts (seed {seed}):\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
+    }
+}
+
+/// A finished recording, then a clean cut: everything must be there (no recovery needed).
+fn finished(mode: Mode) {
+    for (k, order) in [ChunkOrder::C, ChunkOrder::Morton].into_iter().enumerate() {
+        let (out, _) = one_cut(k as u64, mode, order, u64::MAX, CutKind::Clean);
+        assert_eq!(out.published, FRAMES, "{mode:?} {order:?}: all frames published");
+        assert_eq!(
+            out.left, FRAMES,
+            "{mode:?} {order:?}: zarr.json as the cut left it shows every frame"
+        );
+        assert!(
+            out.problem.is_none(),
+            "{mode:?} {order:?}: {}",
+            out.problem.unwrap_or_default()
+        );
+    }
+    println!("REPORT finished {mode:?}: a cut after finish keeps every frame");
+}

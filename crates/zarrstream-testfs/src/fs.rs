@@ -311,10 +311,7 @@ const O_TRUNC: i32 = 0o1000;
 impl fuser::Filesystem for PowerFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let s = self.lock();
-        match s
-            .read()
-            .and_then(|m| m.attr(m.lookup(ino(parent), name)?))
-        {
+        match s.read().and_then(|m| m.attr(m.lookup(ino(parent), name)?)) {
             Ok(a) => reply.entry(&TTL, &file_attr(a), Generation(0)),
             Err(e) => reply.error(e),
         }

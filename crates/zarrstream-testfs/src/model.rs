@@ -425,7 +425,9 @@ impl Model {
     /// Up to `size` bytes of file `ino` from `offset`.
     pub fn read(&self, ino: Ino, offset: u64, size: usize) -> Result<Vec<u8>, Errno> {
         let data = self.file(ino)?;
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
         let end = start.saturating_add(size).min(data.len());
         Ok(data[start..end].to_vec())
     }
@@ -621,9 +623,9 @@ impl Model {
             if path.ends_with('/') {
                 std::fs::create_dir_all(&target)?;
             } else {
-                let bytes = self.read_path(&path).map_err(|e| {
-                    std::io::Error::from_raw_os_error(e.code())
-                })?;
+                let bytes = self
+                    .read_path(&path)
+                    .map_err(|e| std::io::Error::from_raw_os_error(e.code()))?;
                 std::fs::write(&target, bytes)?;
             }
         }
@@ -637,7 +639,11 @@ fn torn_bytes(rng: &mut SplitMix, live: &[u8], durable: &[u8]) -> Vec<u8> {
     if live == durable {
         return durable.to_vec();
     }
-    let len = if rng.coin() { live.len() } else { durable.len() };
+    let len = if rng.coin() {
+        live.len()
+    } else {
+        durable.len()
+    };
     let mut out = vec![0u8; len];
     for start in (0..len).step_by(PAGE) {
         let end = (start + PAGE).min(len);
@@ -719,7 +725,11 @@ mod tests {
             m.rename(a, os("tmp"), b, os("f"), false).unwrap();
             m.fsync_dir(if sync_target { b } else { a }).unwrap();
             m.power_cut();
-            assert_eq!(m.paths(), vec!["a/", "b/", "b/f"], "sync target {sync_target}");
+            assert_eq!(
+                m.paths(),
+                vec!["a/", "b/", "b/f"],
+                "sync target {sync_target}"
+            );
             assert_eq!(m.read_path("b/f").unwrap(), b"x");
         }
     }
@@ -735,7 +745,8 @@ mod tests {
         let new = m.create(ROOT, os(".doc.tmp")).unwrap();
         m.write(new, 0, b"new").unwrap();
         m.fsync(new).unwrap();
-        m.rename(ROOT, os(".doc.tmp"), ROOT, os("doc"), false).unwrap();
+        m.rename(ROOT, os(".doc.tmp"), ROOT, os("doc"), false)
+            .unwrap();
         assert_eq!(m.read_path("doc").unwrap(), b"new");
         let mut cut = m.clone();
         cut.power_cut();
@@ -797,7 +808,10 @@ mod tests {
             m.rename(ROOT, os("g"), d, os("f"), true),
             Err(Errno::EEXIST)
         );
-        assert_eq!(m.rename(ROOT, os("d"), d, os("x"), false), Err(Errno::EINVAL));
+        assert_eq!(
+            m.rename(ROOT, os("d"), d, os("x"), false),
+            Err(Errno::EINVAL)
+        );
         m.rename(ROOT, os("g"), d, os("f"), false).unwrap();
         assert_eq!(m.lookup(d, os("f")), Ok(g));
         assert_eq!(m.fallocate(g, 0, 1, 0x10), Err(Errno::EOPNOTSUPP));
@@ -883,7 +897,10 @@ mod tests {
             seen_names.insert(names);
         }
         assert_eq!(seen_lengths.len(), 2, "both lengths occur over 64 seeds");
-        assert!(seen_names.len() >= 3, "several namespace outcomes: {seen_names:?}");
+        assert!(
+            seen_names.len() >= 3,
+            "several namespace outcomes: {seen_names:?}"
+        );
     }
 
     /// Regression: a file written pages beyond its synced length (or cut shorter than

@@ -5,8 +5,10 @@
 //! `support_fs.rs`), which mounts `zarrstream-testfs` (FUSE; as root, no libfuse or
 //! fusermount needed): a file's data becomes durable when the file is fsynced, a
 //! directory entry when its directory is fsynced, and nothing else ever is. For each
-//! cut the child records a small array onto a fresh mount with the library's API
-//! (deterministic frames, shards of 2 frames of 2 × 2 chunks, C or Morton chunk order),
+//! cut the child records a small array onto a fresh mount with the library's API, in a
+//! process of its own (deterministic frames of 32 × 32; shards of 2 frames, one per
+//! frame of 2 × 2 chunks or two per frame, so a row is published only once both are
+//! finished; chunks in C or Morton order),
 //! and the file system cuts the power in place of a randomly chosen request that
 //! changes it (or after `finish`): clean (everything not durable is lost) or torn (a
 //! random part of it survives, page by page and change by change). The writer then
@@ -175,13 +177,8 @@ fn power_loss_entry() {
         support_fs::unsupported("no /dev/fuse");
     }
     let parts: Vec<&str> = s.splitn(4, ':').collect();
-    if let ["record", mode, order, store] = parts.as_slice() {
-        let order = if *order == "morton" {
-            ChunkOrder::Morton
-        } else {
-            ChunkOrder::C
-        };
-        let accepted = record(Path::new(store), Mode::parse(mode), order);
+    if let ["record", mode, case, store] = parts.as_slice() {
+        let accepted = record(Path::new(store), Mode::parse(mode), Case::parse(case));
         println!("recorded {accepted} frames");
         return;
     }
@@ -198,13 +195,60 @@ fn power_loss_entry() {
     }
 }
 
-fn spec() -> ArraySpec {
-    ArraySpec::builder()
-        .shape([0, H, W])
-        .chunk_shape([1, 16, 16])
-        .shard_shape([2, H, W])
-        .build()
-        .expect("a valid spec")
+/// What a recording varies besides the durability: the chunk order in the shards, and
+/// whether a frame is one shard or two (a row of shards is then published only once
+/// both are finished).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Case {
+    order: ChunkOrder,
+    halves: bool,
+}
+
+impl Case {
+    const ALL: [Case; 4] = [
+        Case {
+            order: ChunkOrder::C,
+            halves: false,
+        },
+        Case {
+            order: ChunkOrder::Morton,
+            halves: false,
+        },
+        Case {
+            order: ChunkOrder::C,
+            halves: true,
+        },
+        Case {
+            order: ChunkOrder::Morton,
+            halves: true,
+        },
+    ];
+
+    fn name(self) -> String {
+        let order = if self.order == ChunkOrder::Morton {
+            "morton"
+        } else {
+            "c"
+        };
+        format!("{order}-{}", if self.halves { "halves" } else { "whole" })
+    }
+
+    fn parse(s: &str) -> Case {
+        Case::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .unwrap_or_else(|| panic!("case {s}"))
+    }
+
+    fn spec(self) -> ArraySpec {
+        let shard_h = if self.halves { H / 2 } else { H };
+        ArraySpec::builder()
+            .shape([0, H, W])
+            .chunk_shape([1, 16, 16])
+            .shard_shape([2, shard_h, W])
+            .build()
+            .expect("a valid spec")
+    }
 }
 
 /// How long one recording may take (it takes well under a second).
@@ -216,9 +260,8 @@ const RECORD_TIMEOUT: Duration = Duration::from_secs(30);
 /// killed while a request is in flight (the kernel waits for an answer that its own
 /// dead server thread will never give). A recorder that hangs or dies is killed and
 /// reported; the server stays to answer its last requests.
-fn run_recorder(mode: Mode, order: ChunkOrder, store: &Path) -> Result<(), String> {
+fn run_recorder(mode: Mode, case: Case, store: &Path) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let order = if order == ChunkOrder::Morton { "morton" } else { "c" };
     let mode = match mode {
         Mode::Shard => "shard",
         Mode::Periodic => "periodic",
@@ -228,7 +271,7 @@ fn run_recorder(mode: Mode, order: ChunkOrder, store: &Path) -> Result<(), Strin
         .args([ENTRY, "--exact", "--nocapture", "--test-threads=1"])
         .env(
             support_fs::SCENARIO,
-            format!("record:{mode}:{order}:{}", store.display()),
+            format!("record:{mode}:{}:{}", case.name(), store.display()),
         )
         .env(support_fs::DIR, support_fs::dir())
         .stdin(std::process::Stdio::null())
@@ -259,7 +302,9 @@ fn run_recorder(mode: Mode, order: ChunkOrder, store: &Path) -> Result<(), Strin
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                return Err(format!("the recorder hung (killed after {RECORD_TIMEOUT:?})"));
+                return Err(format!(
+                    "the recorder hung (killed after {RECORD_TIMEOUT:?})"
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => return Err(format!("waiting for the recorder: {e}")),
@@ -283,13 +328,13 @@ fn mount(k: u64) -> (PowerFs, zarrstream_testfs::Mounted) {
 
 /// Records up to `FRAMES` frames; stops at the first error (after a cut every request
 /// fails). Returns the frames accepted.
-fn record(store: &Path, mode: Mode, order: ChunkOrder) -> u64 {
+fn record(store: &Path, mode: Mode, case: Case) -> u64 {
     let opts = WriterOptions::default()
         .threads(1)
         .sink(SinkChoice::Pwrite)
         .durability(mode.durability())
-        .chunk_order(order);
-    let Ok(mut w) = Writer::create(store, spec(), opts) else {
+        .chunk_order(case.order);
+    let Ok(mut w) = Writer::create(store, case.spec(), opts) else {
         return 0;
     };
     let mut accepted = 0;
@@ -417,10 +462,10 @@ struct Outcome {
 
 /// One recording with a cut in place of request `n` (or after the recording, when it
 /// made fewer requests).
-fn one_cut(k: u64, mode: Mode, order: ChunkOrder, n: u64, kind: CutKind) -> (Outcome, u64) {
+fn one_cut(k: u64, mode: Mode, case: Case, n: u64, kind: CutKind) -> (Outcome, u64) {
     let (fs, mnt) = mount(k);
     fs.cut_at(n, kind);
-    let recorded = run_recorder(mode, order, &mnt.path().join("a.zarr"));
+    let recorded = run_recorder(mode, case, &mnt.path().join("a.zarr"));
     let cut = match fs.last_cut() {
         Some(c) => c,
         None => match kind {
@@ -528,10 +573,10 @@ fn read_back_from(store: &Path, from: u64, to: u64) -> u64 {
 }
 
 /// Total requests of a whole recording (no cut), to draw cut points from.
-fn calibrate(mode: Mode, order: ChunkOrder, k: u64) -> u64 {
+fn calibrate(mode: Mode, case: Case, k: u64) -> u64 {
     let (fs, mnt) = mount(k);
-    if let Err(e) = run_recorder(mode, order, &mnt.path().join("a.zarr")) {
-        panic!("{mode:?} {order:?}: a recording without a cut: {e}");
+    if let Err(e) = run_recorder(mode, case, &mnt.path().join("a.zarr")) {
+        panic!("{mode:?} {case:?}: a recording without a cut: {e}");
     }
     let ops = fs.ops();
     drop(mnt);
@@ -540,11 +585,10 @@ fn calibrate(mode: Mode, order: ChunkOrder, k: u64) -> u64 {
 
 fn run_cuts(mode: Mode, seed: u64, cuts: u64) {
     println!("seed {seed}, {cuts} cuts, mode {mode:?}");
-    let orders = [ChunkOrder::C, ChunkOrder::Morton];
-    let totals = [
-        calibrate(mode, orders[0], 1_000_000),
-        calibrate(mode, orders[1], 1_000_001),
-    ];
+    let totals: Vec<u64> = (0..)
+        .zip(Case::ALL)
+        .map(|(i, case)| calibrate(mode, case, 1_000_000 + i))
+        .collect();
     let mut rng = seed;
     let mut next = || {
         rng = splitmix(rng);
@@ -554,8 +598,9 @@ fn run_cuts(mode: Mode, seed: u64, cuts: u64) {
     let (mut stores_lost, mut recover_errors, mut beyond, mut wrong) = (0, 0, 0, 0);
     let (mut problems, mut notes) = (Vec::new(), Vec::new());
     for k in 0..cuts {
-        let o = (k % 2) as usize;
-        let total = totals[o];
+        // Order alternates, then clean and torn, then whole-frame and half-frame shards.
+        let o = ((k % 2) + 2 * ((k / 4) % 2)) as usize;
+        let (case, total) = (Case::ALL[o], totals[o]);
         // A tenth of the draws fall after the recording's last request: a cut after
         // `finish`.
         let n = 1 + next() % (total + total / 10);
@@ -565,7 +610,7 @@ fn run_cuts(mode: Mode, seed: u64, cuts: u64) {
         } else {
             CutKind::Clean
         };
-        let (out, ops) = one_cut(k, mode, orders[o], n, kind);
+        let (out, ops) = one_cut(k, mode, case, n, kind);
         if n > ops {
             after_finish += 1;
         }
@@ -576,7 +621,10 @@ fn run_cuts(mode: Mode, seed: u64, cuts: u64) {
         recover_errors += u64::from(out.recover_error.is_some());
         beyond += out.recovered_beyond;
         wrong += out.wrong_after;
-        let at = format!("cut {k} ({:?}, {kind:?}, at request {n} of ~{total})", orders[o]);
+        let at = format!(
+            "cut {k} ({}, {kind:?}, at request {n} of ~{total})",
+            case.name()
+        );
         if let Some(p) = out.problem {
             problems.push(format!("{at}: {p}"));
         }
@@ -586,11 +634,10 @@ fn run_cuts(mode: Mode, seed: u64, cuts: u64) {
     }
     println!(
         "REPORT mode {mode:?}: seed {seed}, {cuts} cuts ({torn} torn, {after_finish} after \
-         finish; requests per recording C {} Morton {}): published frames {published}, \
+         finish; requests per recording {totals:?}): published frames {published}, \
          published frames lost {lost}, frames zarr.json covered without data {uncovered}, \
          stores lost {stores_lost}, recover errors {recover_errors}, frames recovered beyond \
-         the published extent {beyond}, frames with wrong bytes after recover {wrong}",
-        totals[0], totals[1]
+         the published extent {beyond}, frames with wrong bytes after recover {wrong}"
     );
     for p in problems.iter().take(20) {
         println!("REPORT   {p}");
@@ -610,16 +657,19 @@ fn run_cuts(mode: Mode, seed: u64, cuts: u64) {
 
 /// A finished recording, then a clean cut: everything must be there (no recovery needed).
 fn finished(mode: Mode) {
-    for (k, order) in [ChunkOrder::C, ChunkOrder::Morton].into_iter().enumerate() {
-        let (out, _) = one_cut(k as u64, mode, order, u64::MAX, CutKind::Clean);
-        assert_eq!(out.published, FRAMES, "{mode:?} {order:?}: all frames published");
+    for (k, case) in (0..).zip(Case::ALL) {
+        let (out, _) = one_cut(k, mode, case, u64::MAX, CutKind::Clean);
+        assert_eq!(
+            out.published, FRAMES,
+            "{mode:?} {case:?}: all frames published"
+        );
         assert_eq!(
             out.left, FRAMES,
-            "{mode:?} {order:?}: zarr.json as the cut left it shows every frame"
+            "{mode:?} {case:?}: zarr.json as the cut left it shows every frame"
         );
         assert!(
             out.problem.is_none(),
-            "{mode:?} {order:?}: {}",
+            "{mode:?} {case:?}: {}",
             out.problem.unwrap_or_default()
         );
     }

@@ -37,7 +37,9 @@ use std::time::Duration;
 use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
-use zarrstream::{ArraySpec, ChunkOrder, Durability, SinkChoice, Writer, WriterOptions};
+use zarrstream::{
+    ArrayConfig, ArraySpec, ChunkOrder, Durability, Recording, SinkChoice, Writer, WriterOptions,
+};
 use zarrstream_testfs::{CutKind, PowerFs};
 
 const ENTRY: &str = "power_loss_entry";
@@ -77,6 +79,14 @@ impl Mode {
             "periodic" => Mode::Periodic,
             "none" => Mode::None,
             _ => panic!("mode {s}"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Shard => "shard",
+            Mode::Periodic => "periodic",
+            Mode::None => "none",
         }
     }
 
@@ -167,6 +177,14 @@ fn finished_recording_survives_power_cut() {
     parent("periodic", "finished");
 }
 
+/// The same for a `Recording` of two arrays, one of them below a group of its own
+/// (`pos1/cam1`): every directory it creates is durable once it finishes.
+#[test]
+fn finished_multi_array_recording_survives_power_cut() {
+    parent("shard", "recording");
+    parent("periodic", "recording");
+}
+
 /// The entry point of the child processes; a no-op in the parent.
 #[test]
 fn power_loss_entry() {
@@ -177,6 +195,10 @@ fn power_loss_entry() {
         support_fs::unsupported("no /dev/fuse");
     }
     let parts: Vec<&str> = s.splitn(4, ':').collect();
+    if let ["record-recording", mode, _, root] = parts.as_slice() {
+        record_recording(Path::new(root), Mode::parse(mode));
+        return;
+    }
     if let ["record", mode, case, store] = parts.as_slice() {
         let accepted = record(Path::new(store), Mode::parse(mode), Case::parse(case));
         println!("recorded {accepted} frames");
@@ -191,6 +213,7 @@ fn power_loss_entry() {
     match *what {
         "cuts" => run_cuts(mode, seed, cuts),
         "finished" => finished(mode),
+        "recording" => finished_recording(mode),
         _ => panic!("scenario {s}"),
     }
 }
@@ -261,18 +284,20 @@ const RECORD_TIMEOUT: Duration = Duration::from_secs(30);
 /// dead server thread will never give). A recorder that hangs or dies is killed and
 /// reported; the server stays to answer its last requests.
 fn run_recorder(mode: Mode, case: Case, store: &Path) -> Result<(), String> {
+    run_in_child(&format!(
+        "record:{}:{}:{}",
+        mode.name(),
+        case.name(),
+        store.display()
+    ))
+}
+
+/// Runs this binary's `scenario` in a process of its own (see [`run_recorder`]).
+fn run_in_child(scenario: &str) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mode = match mode {
-        Mode::Shard => "shard",
-        Mode::Periodic => "periodic",
-        Mode::None => "none",
-    };
     let mut child = std::process::Command::new(exe)
         .args([ENTRY, "--exact", "--nocapture", "--test-threads=1"])
-        .env(
-            support_fs::SCENARIO,
-            format!("record:{mode}:{}:{}", case.name(), store.display()),
-        )
+        .env(support_fs::SCENARIO, scenario)
         .env(support_fs::DIR, support_fs::dir())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -674,4 +699,60 @@ fn finished(mode: Mode) {
         );
     }
     println!("REPORT finished {mode:?}: a cut after finish keeps every frame");
+}
+
+/// The arrays of the multi-array recording.
+const RECORDING_KEYS: [&str; 2] = ["cam0", "pos1/cam1"];
+
+/// Records `FRAMES` frames into each array of a `Recording` at `root` and finishes it.
+fn record_recording(root: &Path, mode: Mode) {
+    let arrays = RECORDING_KEYS
+        .iter()
+        .map(|k| ArrayConfig::new(*k, Case::ALL[0].spec()))
+        .collect::<Vec<_>>();
+    let opts = WriterOptions::default()
+        .threads(1)
+        .sink(SinkChoice::Pwrite)
+        .durability(mode.durability());
+    let rec = Recording::create(root, arrays, opts).expect("create the recording");
+    for k in 0..FRAMES {
+        for key in RECORDING_KEYS {
+            assert!(
+                rec.push(key, &frame(k)).expect("push").is_accepted(),
+                "frame {k} of {key} accepted"
+            );
+        }
+    }
+    rec.finish().expect("finish the recording");
+}
+
+/// A finished multi-array recording, then a clean cut: every array is there whole.
+fn finished_recording(mode: Mode) {
+    let (fs, mnt) = mount(0);
+    run_in_child(&format!(
+        "record-recording:{}:-:{}",
+        mode.name(),
+        mnt.path().join("r.zarr").display()
+    ))
+    .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+    fs.power_cut();
+    let survived = support_fs::dir().join("survived");
+    std::fs::create_dir_all(&survived).expect("a directory for what survived");
+    fs.with_model(|m| m.materialize(&survived))
+        .expect("write out what survived");
+    drop(mnt);
+    for key in RECORDING_KEYS {
+        let store = survived.join("r.zarr").join(key);
+        let left = std::fs::read(store.join("zarr.json"))
+            .ok()
+            .and_then(|d| progress(&d));
+        assert_eq!(
+            left.map(|(shape0, _)| shape0),
+            Some(FRAMES),
+            "{mode:?}: {key}'s zarr.json after a cut that followed finish"
+        );
+        let r = read_back(&store, FRAMES);
+        assert_eq!(r.exact, FRAMES, "{mode:?}: {key}: {:?}", r.first);
+    }
+    println!("REPORT finished recording {mode:?}: a cut after finish keeps every array whole");
 }

@@ -38,7 +38,8 @@ use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    ArrayConfig, ArraySpec, ChunkOrder, Durability, Recording, SinkChoice, Writer, WriterOptions,
+    ArrayConfig, ArraySpec, ChunkOrder, Durability, Levels, Ome, Recording, SinkChoice, Writer,
+    WriterOptions,
 };
 use zarrstream_testfs::{CutKind, PowerFs};
 
@@ -178,7 +179,8 @@ fn finished_recording_survives_power_cut() {
 }
 
 /// The same for a `Recording` of two arrays, one of them below a group of its own
-/// (`pos1/cam1`): every directory it creates is durable once it finishes.
+/// (`pos1/cam1`), and an OME-Zarr image with a pyramid: every directory they create is
+/// durable once they finish.
 #[test]
 fn finished_multi_array_recording_survives_power_cut() {
     parent("shard", "recording");
@@ -724,6 +726,19 @@ fn record_recording(root: &Path, mode: Mode) {
         }
     }
     rec.finish().expect("finish the recording");
+    // And an OME-Zarr image with a pyramid of two levels, beside it.
+    let image = root.with_file_name("img.zarr");
+    let ome = Ome::new().levels(Levels::Count(2));
+    let opts = WriterOptions::default()
+        .threads(1)
+        .sink(SinkChoice::Pwrite)
+        .durability(mode.durability());
+    let mut w =
+        Writer::create_ome(&image, Case::ALL[0].spec(), &ome, opts).expect("create the image");
+    for k in 0..FRAMES {
+        assert!(w.push(&frame(k)).expect("push").is_accepted());
+    }
+    w.finish().expect("finish the image");
 }
 
 /// A finished multi-array recording, then a clean cut: every array is there whole.
@@ -741,8 +756,12 @@ fn finished_recording(mode: Mode) {
     fs.with_model(|m| m.materialize(&survived))
         .expect("write out what survived");
     drop(mnt);
-    for key in RECORDING_KEYS {
-        let store = survived.join("r.zarr").join(key);
+    let stores = RECORDING_KEYS
+        .iter()
+        .map(|k| survived.join("r.zarr").join(k))
+        .chain([survived.join("img.zarr/0")]);
+    for store in stores {
+        let key = store.display();
         let left = std::fs::read(store.join("zarr.json"))
             .ok()
             .and_then(|d| progress(&d));
@@ -754,5 +773,21 @@ fn finished_recording(mode: Mode) {
         let r = read_back(&store, FRAMES);
         assert_eq!(r.exact, FRAMES, "{mode:?}: {key}: {:?}", r.first);
     }
-    println!("REPORT finished recording {mode:?}: a cut after finish keeps every array whole");
+    let level1 = std::fs::read(survived.join("img.zarr/1/zarr.json"))
+        .ok()
+        .and_then(|d| progress(&d));
+    assert_eq!(
+        level1.map(|(shape0, _)| shape0),
+        Some(FRAMES),
+        "{mode:?}: the image's level 1 after a cut that followed finish"
+    );
+    let group = std::fs::read(survived.join("img.zarr/zarr.json")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&group).contains("multiscales"),
+        "{mode:?}: the image's group document after a cut that followed finish"
+    );
+    println!(
+        "REPORT finished recording {mode:?}: a cut after finish keeps every array and the \
+         image whole"
+    );
 }

@@ -38,8 +38,8 @@ use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    ArrayConfig, ArraySpec, ChunkOrder, Durability, Levels, Ome, Recording, SinkChoice, Writer,
-    WriterOptions,
+    ArrayConfig, ArraySpec, ChunkOrder, Durability, FrameMeta, FrameMetaSpec, Levels, MetaType,
+    Ome, Recording, SinkChoice, Writer, WriterOptions,
 };
 use zarrstream_testfs::{CutKind, PowerFs};
 
@@ -179,8 +179,8 @@ fn finished_recording_survives_power_cut() {
 }
 
 /// The same for a `Recording` of two arrays, one of them below a group of its own
-/// (`pos1/cam1`), and an OME-Zarr image with a pyramid: every directory they create is
-/// durable once they finish.
+/// (`pos1/cam1`), an OME-Zarr image with a pyramid and an array with per-frame metadata:
+/// every directory and file they create is durable once they finish.
 #[test]
 fn finished_multi_array_recording_survives_power_cut() {
     parent("shard", "recording");
@@ -739,6 +739,21 @@ fn record_recording(root: &Path, mode: Mode) {
         assert!(w.push(&frame(k)).expect("push").is_accepted());
     }
     w.finish().expect("finish the image");
+    // And an array with per-frame metadata (a group of 1-D arrays of its own).
+    let opts = WriterOptions::default()
+        .threads(1)
+        .sink(SinkChoice::Pwrite)
+        .durability(mode.durability())
+        .frame_meta(FrameMetaSpec::new().field("timestamp", MetaType::Float64));
+    let mut w = Writer::create(root.with_file_name("meta.zarr"), Case::ALL[0].spec(), opts)
+        .expect("create the array with metadata");
+    for k in 0..FRAMES {
+        let meta = FrameMeta::new().value("timestamp", k as f64);
+        let bytes: Vec<u8> = frame(k).iter().flat_map(|v| v.to_le_bytes()).collect();
+        let pushed = w.push_with(&bytes, std::time::Instant::now(), &meta);
+        assert!(pushed.expect("push").is_accepted());
+    }
+    w.finish().expect("finish the array with metadata");
 }
 
 /// A finished multi-array recording, then a clean cut: every array is there whole.
@@ -759,7 +774,7 @@ fn finished_recording(mode: Mode) {
     let stores = RECORDING_KEYS
         .iter()
         .map(|k| survived.join("r.zarr").join(k))
-        .chain([survived.join("img.zarr/0")]);
+        .chain([survived.join("img.zarr/0"), survived.join("meta.zarr")]);
     for store in stores {
         let key = store.display();
         let left = std::fs::read(store.join("zarr.json"))
@@ -781,13 +796,26 @@ fn finished_recording(mode: Mode) {
         Some(FRAMES),
         "{mode:?}: the image's level 1 after a cut that followed finish"
     );
+    let ts = FilesystemStore::new(survived.join("meta.zarr/frame_meta/timestamp"))
+        .map_err(|e| e.to_string())
+        .and_then(|s| Array::open(Arc::new(s), "/").map_err(|e| e.to_string()))
+        .and_then(|a| {
+            a.retrieve_array_subset::<Vec<f64>>(&ArraySubset::new_with_shape(vec![FRAMES]))
+                .map_err(|e| e.to_string())
+        });
+    let want: Vec<f64> = (0..FRAMES).map(|k| k as f64).collect();
+    assert_eq!(
+        ts,
+        Ok(want),
+        "{mode:?}: the per-frame timestamps after a cut that followed finish"
+    );
     let group = std::fs::read(survived.join("img.zarr/zarr.json")).unwrap_or_default();
     assert!(
         String::from_utf8_lossy(&group).contains("multiscales"),
         "{mode:?}: the image's group document after a cut that followed finish"
     );
     println!(
-        "REPORT finished recording {mode:?}: a cut after finish keeps every array and the \
-         image whole"
+        "REPORT finished recording {mode:?}: a cut after finish keeps every array, the \
+         image and the per-frame metadata whole"
     );
 }

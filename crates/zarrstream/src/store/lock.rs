@@ -95,25 +95,12 @@ pub(crate) fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io("stat", dir, e, 0)),
     }
-    // Every directory whose entries change here is synced: the new store directory's
-    // own name in its parent (and those of any parents created for it) is otherwise
-    // not durable, and a power cut, even after `finish`, could lose the whole store
-    // although each of its files was synced (found by `tests/power_loss.rs`). The same
-    // holds for the removal of an overwritten store.
-    let mut changed = std::collections::BTreeSet::new();
-    super::create_dirs(dir, &mut changed)?;
-    if let Some(parent) = dir.parent() {
-        changed.insert(parent.to_path_buf());
-    }
-    for d in &changed {
-        // A relative store path's parent is "": the current directory.
-        let d = if d.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            d.as_path()
-        };
-        super::sync_dir(d)?;
-    }
+    // Durably: the new store directory's own name in its parent (and those of any
+    // parents created for it) is otherwise never synced, and a power cut, even after
+    // `finish`, lost the whole store although each of its files was synced (found by
+    // `tests/power_loss.rs`). Syncing the parent also makes the removal of an
+    // overwritten store durable.
+    super::create_dirs_durably(dir)?;
     Ok(())
 }
 

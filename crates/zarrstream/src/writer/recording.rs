@@ -326,13 +326,11 @@ fn groups_between(root: &Path, key: &str, layout: &Layout) -> Result<()> {
         parent.push(part);
         match group_state(&parent) {
             GroupState::Absent => {
-                // The directories whose entries change are synced: publishing the group's
-                // document below syncs the group's own directory, not its name in the
-                // one above, and a power cut even after `finish` lost the group with the
-                // arrays in it (found by `tests/power_loss.rs`).
-                let mut changed = std::collections::BTreeSet::new();
-                store::create_dirs(&parent, &mut changed)?;
-                changed.iter().try_for_each(|d| store::sync_dir(d))?;
+                // Durably: publishing the group's document below syncs the group's own
+                // directory, not its name in the one above, and a power cut even after
+                // `finish` lost the group with the arrays in it (found by
+                // `tests/power_loss.rs`).
+                store::create_dirs_durably(&parent)?;
                 let doc = match layout.groups.get(&parts[..=i].join("/")) {
                     Some(attributes) => store::group_document(attributes.clone()),
                     None => store::plain_group(),

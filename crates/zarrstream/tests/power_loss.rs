@@ -38,8 +38,8 @@ use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::{
-    ArrayConfig, ArraySpec, ChunkOrder, Durability, FrameMeta, FrameMetaSpec, Levels, MetaType,
-    Ome, Recording, SinkChoice, Writer, WriterOptions,
+    ArrayConfig, ArraySpec, ChunkOrder, Codec, Durability, FrameMeta, FrameMetaSpec, Levels,
+    MetaType, Ome, Packing, Recording, SinkChoice, Writer, WriterOptions,
 };
 use zarrstream_testfs::{CutKind, PowerFs};
 
@@ -234,7 +234,8 @@ fn power_loss_entry() {
 
 /// What a recording varies besides the durability: the chunk order in the shards, and
 /// whether a frame is one shard or two (a row of shards is then published only once
-/// both are finished).
+/// both are finished; these also use zstd instead of the default blosc-lz4, and sparse
+/// packing, which punches the unused tails of the slots out of Morton-ordered shards).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Case {
     order: ChunkOrder,
@@ -279,12 +280,26 @@ impl Case {
 
     fn spec(self) -> ArraySpec {
         let shard_h = if self.halves { H / 2 } else { H };
+        let codec = if self.halves {
+            Codec::zstd(1)
+        } else {
+            Codec::blosc_lz4(1)
+        };
         ArraySpec::builder()
             .shape([0, H, W])
             .chunk_shape([1, 16, 16])
             .shard_shape([2, shard_h, W])
+            .codec(codec)
             .build()
             .expect("a valid spec")
+    }
+
+    fn packing(self) -> Packing {
+        if self.halves {
+            Packing::Sparse
+        } else {
+            Packing::Compact
+        }
     }
 }
 
@@ -372,7 +387,8 @@ fn record(store: &Path, mode: Mode, case: Case) -> u64 {
         .threads(1)
         .sink(SinkChoice::Pwrite)
         .durability(mode.durability())
-        .chunk_order(case.order);
+        .chunk_order(case.order)
+        .packing(case.packing());
     let Ok(mut w) = Writer::create(store, case.spec(), opts) else {
         return 0;
     };

@@ -57,9 +57,17 @@ struct State {
 impl State {
     fn cut(&mut self, kind: CutKind) -> Cut {
         let live = self.model.clone();
-        match kind {
-            CutKind::Clean => self.model.power_cut(),
-            CutKind::Torn(seed) => self.model.torn_cut(seed),
+        let cut = guarded(|| {
+            match kind {
+                CutKind::Clean => self.model.power_cut(),
+                CutKind::Torn(seed) => self.model.torn_cut(seed),
+            }
+            Ok(())
+        });
+        if cut.is_err() {
+            // A bug of the model: nothing survives rather than a state no disk could
+            // have left.
+            self.model = Model::new();
         }
         self.powered = false;
         self.epoch += 1;
@@ -97,7 +105,7 @@ impl State {
     ) -> Result<R, Errno> {
         self.check(fh)?;
         self.change()?;
-        f(&mut self.model)
+        guarded(|| f(&mut self.model))
     }
 
     fn read(&self) -> Result<&Model, Errno> {
@@ -250,6 +258,13 @@ impl Drop for Mounted {
     }
 }
 
+/// Runs a change of the model, answering `EIO` if it panics (a bug of the model): the
+/// server thread must live on, since a program waiting for an answer from a FUSE server
+/// that is gone can hang for good.
+fn guarded<R>(f: impl FnOnce() -> Result<R, Errno>) -> Result<R, Errno> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(Err(Errno::EIO))
+}
+
 fn file_attr(a: Attr) -> FileAttr {
     let (kind, perm, nlink) = match a.kind {
         Kind::File => (FileType::RegularFile, 0o644, 1),
@@ -283,7 +298,7 @@ impl PowerFs {
     fn change<R>(&self, f: impl FnOnce(&mut Model) -> Result<R, Errno>) -> Result<R, Errno> {
         let mut s = self.lock();
         s.change()?;
-        f(&mut s.model)
+        guarded(|| f(&mut s.model))
     }
 
     fn entry(&self, f: impl FnOnce(&mut Model) -> Result<Ino, Errno>, reply: ReplyEntry) {
@@ -423,7 +438,7 @@ impl fuser::Filesystem for PowerFs {
         let mut s = self.lock();
         let r = s.change().and_then(|()| {
             let m = &mut s.model;
-            match m.lookup(ino(parent), name) {
+            guarded(|| match m.lookup(ino(parent), name) {
                 Ok(_) if flags & O_EXCL != 0 => Err(Errno::EEXIST),
                 Ok(existing) => {
                     if flags & O_TRUNC != 0 {
@@ -435,7 +450,7 @@ impl fuser::Filesystem for PowerFs {
                     let i = m.create(ino(parent), name)?;
                     m.attr(i)
                 }
-            }
+            })
         });
         match r {
             Ok(a) => {

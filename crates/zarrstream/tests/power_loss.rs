@@ -234,8 +234,9 @@ fn power_loss_entry() {
 
 /// What a recording varies besides the durability: the chunk order in the shards, and
 /// whether a frame is one shard or two (a row of shards is then published only once
-/// both are finished; these also use zstd instead of the default blosc-lz4, and sparse
-/// packing, which punches the unused tails of the slots out of Morton-ordered shards).
+/// both are finished; these also use zstd instead of the default blosc-lz4, sparse
+/// packing, which punches the unused tails of the slots out of Morton-ordered shards,
+/// and record a per-frame timestamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Case {
     order: ChunkOrder,
@@ -389,12 +390,24 @@ fn record(store: &Path, mode: Mode, case: Case) -> u64 {
         .durability(mode.durability())
         .chunk_order(case.order)
         .packing(case.packing());
+    let opts = if case.halves {
+        opts.frame_meta(FrameMetaSpec::new().field("timestamp", MetaType::Float64))
+    } else {
+        opts
+    };
     let Ok(mut w) = Writer::create(store, case.spec(), opts) else {
         return 0;
     };
     let mut accepted = 0;
     for k in 0..FRAMES {
-        if w.push(&frame(k)).is_err() {
+        let pushed = if case.halves {
+            let bytes: Vec<u8> = frame(k).iter().flat_map(|v| v.to_le_bytes()).collect();
+            let meta = FrameMeta::new().value("timestamp", k as f64);
+            w.push_with(&bytes, std::time::Instant::now(), &meta)
+        } else {
+            w.push(&frame(k))
+        };
+        if pushed.is_err() {
             break;
         }
         accepted += 1;
@@ -572,6 +585,9 @@ fn check_survivors(store: &Path, published: u64, strict_beyond: bool, mut o: Out
         return o;
     };
     o.left = left_shape0;
+    if let Some(p) = check_timestamps(store, left_shape0) {
+        o.problem.get_or_insert(p);
+    }
     let before = read_back(store, left_shape0);
     o.left_uncovered = before.partial + before.wrong;
     if o.left_uncovered > 0 {
@@ -618,6 +634,31 @@ fn check_survivors(store: &Path, published: u64, strict_beyond: bool, mut o: Out
         }
     }
     o
+}
+
+/// The per-frame timestamps as the cut left them (the half-frame cases record them):
+/// never more than the array's frames, each the one pushed with its frame.
+fn check_timestamps(store: &Path, frames: u64) -> Option<String> {
+    let column = store.join("frame_meta/timestamp");
+    let shape0 = progress(&std::fs::read(column.join("zarr.json")).ok()?)?.0;
+    if shape0 > frames {
+        return Some(format!(
+            "the per-frame timestamps cover {shape0} frames, the array {frames}"
+        ));
+    }
+    let got = FilesystemStore::new(&column)
+        .map_err(|e| e.to_string())
+        .and_then(|s| Array::open(Arc::new(s), "/").map_err(|e| e.to_string()))
+        .and_then(|a| {
+            a.retrieve_array_subset::<Vec<f64>>(&ArraySubset::new_with_shape(vec![shape0]))
+                .map_err(|e| e.to_string())
+        });
+    let want: Vec<f64> = (0..shape0).map(|k| k as f64).collect();
+    match got {
+        Ok(v) if v == want => None,
+        Ok(v) => Some(format!("the per-frame timestamps read {v:?}")),
+        Err(e) => Some(format!("the per-frame timestamps cannot be read: {e}")),
+    }
 }
 
 /// Frames `from..to` holding bytes that are neither input nor fill.

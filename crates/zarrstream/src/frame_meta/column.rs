@@ -150,8 +150,10 @@ impl Column {
         }
         let chunks = self.dir.join("c");
         if !chunks.is_dir() {
-            fs::create_dir_all(&chunks)
-                .map_err(|e| Error::io("create directory", &chunks, e, 0))?;
+            // Durably: the column's `zarr.json` below syncs the column's directory, not
+            // its name in the metadata group, and a power cut even after `finish` lost
+            // every column (found by `tests/power_loss.rs`).
+            crate::store::create_dirs_durably(&chunks)?;
         }
         for (index, bytes) in std::mem::take(&mut self.full) {
             write_chunk(&chunks, index, &bytes)?;

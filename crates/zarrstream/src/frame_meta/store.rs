@@ -208,7 +208,8 @@ pub(crate) fn open(
         tx,
     };
     let Some(frame) = resume else {
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e, 0))?;
+        // Durably, as the columns' directories (see `Column::publish`).
+        crate::store::create_dirs_durably(&dir)?;
         metadata::publish(&dir, &group)?;
         let new = |(name, dtype, fill, bytes, chunk): ColumnKind| {
             Column::new(dir.join(name), dtype, fill, bytes, chunk)

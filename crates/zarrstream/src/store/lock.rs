@@ -95,7 +95,12 @@ pub(crate) fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io("stat", dir, e, 0)),
     }
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e, 0))?;
+    // Durably: the new store directory's own name in its parent (and those of any
+    // parents created for it) is otherwise never synced, and a power cut, even after
+    // `finish`, lost the whole store although each of its files was synced (found by
+    // `tests/power_loss.rs`). Syncing the parent also makes the removal of an
+    // overwritten store durable.
+    super::create_dirs_durably(dir)?;
     Ok(())
 }
 

@@ -55,7 +55,9 @@ pub(crate) use group::{GroupState, group_document, group_state, plain_group, rec
 pub use key::{parse_shard_key, shard_key};
 pub use lock::StoreLock;
 pub(crate) use lock::prepare_dir;
-pub(crate) use publish::{VANISHED_TRIES, create_dirs, prune_empty_dirs, sync_shard_dir};
+pub(crate) use publish::{
+    VANISHED_TRIES, create_dirs, create_dirs_durably, prune_empty_dirs, sync_shard_dir,
+};
 pub use publish::{publish_bytes, sync_dir};
 pub use reader::{Shard, StoreError, StoreReader};
 pub use summary::{

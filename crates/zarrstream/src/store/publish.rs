@@ -73,6 +73,25 @@ pub(crate) fn create_dirs(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result
     Ok(())
 }
 
+/// Creates `dir` and its missing parents, and fsyncs every directory whose entries
+/// changed (the parent of each directory created), so the new directories survive a
+/// power loss: syncing a directory makes its entries durable, never its own name in its
+/// parent. A relative path's top directory is created in the current directory, which
+/// is then the one synced.
+pub(crate) fn create_dirs_durably(dir: &Path) -> Result<(), IoError> {
+    let mut changed = BTreeSet::new();
+    create_dirs(dir, &mut changed)?;
+    for d in &changed {
+        let d = if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d.as_path()
+        };
+        sync_dir(d)?;
+    }
+    Ok(())
+}
+
 /// Removes the empty directories below `dir` (and `dir` itself if it ends up empty):
 /// the preparer makes shard directories ahead of need, and a stream that stops leaves
 /// those of shards never written. Errors are ignored: a leftover empty directory is

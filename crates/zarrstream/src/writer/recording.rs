@@ -326,8 +326,11 @@ fn groups_between(root: &Path, key: &str, layout: &Layout) -> Result<()> {
         parent.push(part);
         match group_state(&parent) {
             GroupState::Absent => {
-                std::fs::create_dir_all(&parent)
-                    .map_err(|e| Error::io("create directory", &parent, e, 0))?;
+                // Durably: publishing the group's document below syncs the group's own
+                // directory, not its name in the one above, and a power cut even after
+                // `finish` lost the group with the arrays in it (found by
+                // `tests/power_loss.rs`).
+                store::create_dirs_durably(&parent)?;
                 let doc = match layout.groups.get(&parts[..=i].join("/")) {
                     Some(attributes) => store::group_document(attributes.clone()),
                     None => store::plain_group(),

@@ -341,7 +341,12 @@ fn recover(store: &Path) -> Check<crash::Ran> {
 
 /// What one kill came to.
 enum Verdict {
-    Counted { encoded: u64, complete: u64 },
+    /// `sink`: the sink the writer used.
+    Counted {
+        encoded: u64,
+        complete: u64,
+        sink: String,
+    },
     TooEarly,
     TooLate,
 }
@@ -413,24 +418,26 @@ fn run_kill(
         );
         return Ok(Verdict::TooLate);
     }
-    if let Some(used) = &progress.sink
-        && used != case.sink
-    {
+    let sink = progress.sink.clone().unwrap_or_default();
+    if !sink.is_empty() && sink != case.sink {
         *tally
             .fallbacks
-            .entry((case.sink.to_string(), used.clone()))
+            .entry((case.sink.to_string(), sink.clone()))
             .or_default() += 1;
     }
 
-    // The levels the writer got to create (a kill during start-up may leave fewer).
-    let levels: Vec<PathBuf> = if case.pyramid {
-        (0..LEVELS).map(|l| store.join(l.to_string())).collect()
+    // The levels the writer got to create, by level number (a kill during start-up may
+    // leave some without a zarr.json, and not necessarily the last ones).
+    let levels: Vec<(usize, PathBuf)> = if case.pyramid {
+        (0..LEVELS)
+            .map(|l| (l, store.join(l.to_string())))
+            .collect()
     } else {
-        vec![store.to_path_buf()]
+        vec![(0, store.to_path_buf())]
     };
-    let levels: Vec<PathBuf> = levels
+    let levels: Vec<(usize, PathBuf)> = levels
         .into_iter()
-        .filter(|l| l.join("zarr.json").exists())
+        .filter(|(_, l)| l.join("zarr.json").exists())
         .collect();
     let encoded = progress.encoded;
     if encoded > 0 {
@@ -444,7 +451,7 @@ fn run_kill(
 
     let validation = if case.crc32c { "crc32c" } else { "decoding" };
     let mut before = Vec::new();
-    for level in &levels {
+    for (_, level) in &levels {
         let ran = recover(level)?;
         let err = String::from_utf8_lossy(&ran.stderr);
         if ran.panicked() {
@@ -482,7 +489,8 @@ fn run_kill(
     }
 
     let mut complete0 = 0;
-    for (l, level) in levels.iter().enumerate() {
+    for (l, level) in &levels {
+        let l = *l;
         let (rows, cols, want) = &exp.levels[l];
         let must = if l == 0 { encoded } else { 0 };
         let o =
@@ -494,7 +502,7 @@ fn run_kill(
     }
 
     // A second recovery finds nothing to do and changes nothing.
-    for (level, before) in levels.iter().zip(&before) {
+    for ((_, level), before) in levels.iter().zip(&before) {
         let ran = recover(level)?;
         if ran.panicked() {
             tally.panics += 1;
@@ -526,6 +534,7 @@ fn run_kill(
         Verdict::Counted {
             encoded,
             complete: complete0,
+            sink,
         }
     })
 }
@@ -618,7 +627,11 @@ fn killed_recordings_lose_no_encoded_frame() {
         );
         let store = dir.path().join(format!("kill-{}.zarr", t.tried));
         match run_kill(&record, &case, &exp, &store, &mut t) {
-            Ok(Verdict::Counted { encoded, complete }) => {
+            Ok(Verdict::Counted {
+                encoded,
+                complete,
+                sink,
+            }) => {
                 t.counted += 1;
                 t.encoded += encoded;
                 t.in_flight_recovered += complete.saturating_sub(encoded);
@@ -627,7 +640,14 @@ fn killed_recordings_lose_no_encoded_frame() {
                     Kill::After(_) => "after delay",
                 };
                 for (dim, value) in [
-                    ("sink", case.sink.to_string()),
+                    (
+                        "sink",
+                        if sink == case.sink {
+                            sink
+                        } else {
+                            format!("{} (ran as {sink})", case.sink)
+                        },
+                    ),
                     ("codec", case.codec.to_string()),
                     ("index", case.index.to_string()),
                     ("crc32c", case.crc32c.to_string()),

@@ -230,24 +230,20 @@ fn u64s(v: &Value) -> Option<Vec<u64>> {
     v.as_array()?.iter().map(Value::as_u64).collect()
 }
 
-/// What a level held after recovery.
-#[derive(Default)]
-struct LevelOutcome {
-    complete: u64,
-    /// Frames below `must` that are not complete.
-    lost: u64,
-}
-
 /// Reads level `dir` with zarrs and checks it against `want` (`rows` × `cols` frames):
-/// every inner chunk its input or fill, frames below `must` complete, the metadata's
-/// counts and extent agreeing with the data.
+/// every inner chunk its input or fill, frames below `must` complete (those that are
+/// not are added to `lost`, also when another check fails), the metadata's counts and
+/// extent agreeing with the data. Returns the number of complete frames.
 fn check_level(
     dir: &Path,
     rows: usize,
     cols: usize,
     want: &[u16],
     must: u64,
-) -> Check<LevelOutcome> {
+    lost: &mut u64,
+) -> Check<u64> {
+    // Until the data shows otherwise, every frame that must be there counts as lost.
+    *lost += must;
     let doc = read_json(&dir.join("zarr.json"))?;
     let ours = &doc["attributes"]["zarrstream"];
     ensure!(
@@ -256,10 +252,11 @@ fn check_level(
     );
     let shape = u64s(&doc["shape"]).ok_or("no shape")?;
     ensure!(
-        shape[1..] == [rows as u64, cols as u64] && shape[0] <= FRAMES,
+        shape.len() == 3 && shape[1..] == [rows as u64, cols as u64] && shape[0] <= FRAMES,
         "shape {shape:?}, expected [<= {FRAMES}, {rows}, {cols}]"
     );
     let chunk = u64s(&doc["codecs"][0]["configuration"]["chunk_shape"]).ok_or("no chunk_shape")?;
+    ensure!(chunk.len() == 3, "chunk_shape {chunk:?}");
     let (depth, cy, cx) = (chunk[0], chunk[1] as usize, chunk[2] as usize);
     let committed = ours["frames_committed"]
         .as_u64()
@@ -284,6 +281,7 @@ fn check_level(
     // Chunk by chunk (a deep chunk spans `depth` frames): the input or all fill.
     let tiles = (rows / cy) * (cols / cx);
     let mut tiles_ok = vec![0usize; t_end as usize];
+    let mut garbage = None;
     for t0 in (0..t_end).step_by(depth as usize) {
         let ts = t0..(t0 + depth).min(t_end);
         for ty in 0..rows / cy {
@@ -297,10 +295,11 @@ fn check_level(
                         fill &= got.iter().all(|&v| v == 0);
                     }
                 }
-                ensure!(
-                    same || fill,
-                    "frames {ts:?} chunk ({ty}, {tx}) are neither their input nor fill"
-                );
+                if !(same || fill) && garbage.is_none() {
+                    garbage = Some(format!(
+                        "frames {ts:?} chunk ({ty}, {tx}) are neither their input nor fill"
+                    ));
+                }
                 if same {
                     for t in ts.clone() {
                         tiles_ok[t as usize] += 1;
@@ -310,13 +309,17 @@ fn check_level(
         }
     }
     let complete = tiles_ok.iter().filter(|&&n| n == tiles).count() as u64;
-    let lost = (0..must.min(t_end))
+    let missing = (0..must.min(t_end))
         .filter(|&t| tiles_ok[t as usize] != tiles)
         .count() as u64
         + must.saturating_sub(t_end);
+    *lost = *lost - must + missing;
+    if let Some(g) = garbage {
+        return Err(g);
+    }
     ensure!(
-        lost == 0,
-        "{lost} of the {must} frames reported encoded are missing (extent {t_end}, {complete} complete)"
+        missing == 0,
+        "{missing} of the {must} frames reported encoded are missing (extent {t_end}, {complete} complete)"
     );
     ensure!(
         complete == committed,
@@ -330,7 +333,7 @@ fn check_level(
         last == t_end,
         "the extent {t_end} does not end at the last frame with data ({last})"
     );
-    Ok(LevelOutcome { complete, lost })
+    Ok(complete)
 }
 
 fn recover(store: &Path) -> Check<crash::Ran> {
@@ -493,11 +496,10 @@ fn run_kill(
         let l = *l;
         let (rows, cols, want) = &exp.levels[l];
         let must = if l == 0 { encoded } else { 0 };
-        let o =
-            check_level(level, *rows, *cols, want, must).map_err(|e| format!("level {l}: {e}"))?;
+        let complete = check_level(level, *rows, *cols, want, must, &mut tally.frames_lost)
+            .map_err(|e| format!("level {l}: {e}"))?;
         if l == 0 {
-            complete0 = o.complete;
-            tally.frames_lost += o.lost;
+            complete0 = complete;
         }
     }
 

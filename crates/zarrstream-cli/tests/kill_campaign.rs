@@ -7,7 +7,7 @@
 //! and a fallback is reported), the codec (`lz4:1`, `zstd:1`, `none`, `blosc-zstd:1`),
 //! the index location, crc32c on or off, inner chunks 1, 4 or 8 frames deep, a plain
 //! array or an OME-Zarr image with a 3-level mean pyramid, frames paced like a camera or
-//! pushed flat out, and when to kill: at a random `encoded N` line of
+//! pushed flat out, durability, chunk order and packing, and when to kill: at a random `encoded N` line of
 //! `record --progress`, or after a random delay from the start.
 //!
 //! After the kill, `zarrstream recover` runs on every level (exit 0, no panic), the
@@ -106,6 +106,13 @@ struct Case {
     pyramid: bool,
     /// At FPS, or as fast as the writer takes frames.
     paced: bool,
+    /// Beyond the issue's dimensions, the options that change how the finisher ends a
+    /// shard: `--durability` (when it flushes and publishes), `--chunk-order` (slots in
+    /// Morton order, compacted in that order; not with the direct sink, which appends)
+    /// and `--packing` (holes punched instead of compaction).
+    durability: &'static str,
+    order: &'static str,
+    packing: &'static str,
     kill: Kill,
 }
 
@@ -121,14 +128,21 @@ impl Case {
             let window = 100 + if paced { FRAMES * 1000 / FPS } else { 50 };
             Kill::After(Duration::from_millis(rng.below(window)))
         };
+        let sink = rng.pick(&["direct", "pwrite", "mmap"]);
         Case {
-            sink: rng.pick(&["direct", "pwrite", "mmap"]),
+            sink,
             codec: rng.pick(&["lz4:1", "zstd:1", "none", "blosc-zstd:1"]),
             index: rng.pick(&["start", "end"]),
             crc32c: rng.below(2) == 0,
             depth,
             pyramid: rng.below(2) == 0,
             paced,
+            durability: rng.pick(&["shard", "periodic:20", "none"]),
+            order: match rng.pick(&["c", "morton"]) {
+                _ if sink == "direct" => "c",
+                o => o,
+            },
+            packing: rng.pick(&["compact", "sparse"]),
             kill,
         }
     }
@@ -165,7 +179,8 @@ impl fmt::Display for Case {
         let (cy, cx) = self.tile();
         write!(
             f,
-            "sink {} codec {} index {} {} chunk {},{cy},{cx} shard {},{y},{x} {} {} kill ",
+            "sink {} codec {} index {} {} chunk {},{cy},{cx} shard {},{y},{x} {} {} \
+             durability {} order {} packing {} kill ",
             self.sink,
             self.codec,
             self.index,
@@ -174,6 +189,9 @@ impl fmt::Display for Case {
             self.shard_frames(),
             if self.pyramid { "pyramid" } else { "array" },
             if self.paced { "paced" } else { "unpaced" },
+            self.durability,
+            self.order,
+            self.packing,
         )?;
         match self.kill {
             Kill::AtEncoded(n) => write!(f, "at encoded {n}"),
@@ -403,6 +421,8 @@ fn run_kill(
         .arg(&exp.input)
         .args(["--frames", &FRAMES.to_string()])
         .args(["--fps", if case.paced { &fps } else { "0" }])
+        .args(["--durability", case.durability, "--chunk-order", case.order])
+        .args(["--packing", case.packing])
         .args(["--threads", "2", "--no-pin", "--quiet", "--progress"]);
     if !case.crc32c {
         cmd.arg("--no-crc32c");
@@ -665,6 +685,9 @@ fn killed_recordings_lose_no_encoded_frame() {
                     ("depth", case.depth.to_string()),
                     ("pyramid", case.pyramid.to_string()),
                     ("paced", case.paced.to_string()),
+                    ("durability", case.durability.to_string()),
+                    ("order", case.order.to_string()),
+                    ("packing", case.packing.to_string()),
                     ("kill", kill.to_string()),
                 ] {
                     *t.dims.entry((dim, value)).or_default() += 1;

@@ -7,8 +7,8 @@
 //! and a fallback is reported), the codec (`lz4:1`, `zstd:1`, `none`, `blosc-zstd:1`),
 //! the index location, crc32c on or off, inner chunks 1, 4 or 8 frames deep, a plain
 //! array or an OME-Zarr image with a 3-level mean pyramid, frames paced like a camera or
-//! pushed flat out, durability, chunk order and packing, and when to kill: at a random `encoded N` line of
-//! `record --progress`, or after a random delay from the start.
+//! pushed flat out, durability, chunk order and packing, and when to kill: at a random
+//! `encoded N` line of `record --progress`, or after a random delay from the start.
 //!
 //! After the kill, `zarrstream recover` runs on every level (exit 0, no panic), the
 //! `zarrs` crate (not our reader) reads every level back, and:

@@ -9,13 +9,10 @@
 //! the complete frames; no temporary shard is left. Run with `--nocapture` for the
 //! table of frames recovered against frames encoded per case.
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
@@ -27,7 +24,6 @@ const CHUNK: usize = 32;
 const SHARD_FRAMES: u64 = 8;
 const FRAMES: u64 = 80;
 const FPS: u32 = 120;
-const SIGKILL: i32 = 9;
 
 #[derive(Debug, Clone, Copy)]
 struct Case {
@@ -57,32 +53,15 @@ impl Case {
     }
 }
 
+#[path = "support/crash.rs"]
+mod crash;
 #[path = "../../zarrstream/tests/support/record.rs"]
 mod record_example;
 
-/// Element `i` of frame `k`: never the fill value 0; a third of each frame is noise so
-/// the codecs take their incompressible paths too.
-fn sample(k: u64, i: usize) -> u16 {
-    let smooth = (i as u64 / 3 + k * 1009) as u16;
-    let v = if (i / 64 + k as usize).is_multiple_of(3) {
-        let mut z = (k << 32 ^ i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) as u16
-    } else {
-        smooth
-    };
-    v.max(1)
-}
+use crash::{Recorder, Wait, partial_files, sample};
 
 fn write_input(path: &Path) {
-    let mut bytes = Vec::with_capacity(FRAMES as usize * Y * X * 2);
-    for k in 0..FRAMES {
-        for i in 0..Y * X {
-            bytes.extend(sample(k, i).to_le_bytes());
-        }
-    }
-    std::fs::write(path, bytes).expect("write input");
+    crash::write_input(path, FRAMES, Y * X);
 }
 
 /// Runs the recording until it reports `kill_at` frames encoded, kills it with SIGKILL
@@ -103,59 +82,31 @@ fn record_and_kill(record: &Path, case: &Case, input: &Path, store: &Path) -> u6
         .arg("--input")
         .arg(input)
         .args(["--frames", &FRAMES.to_string(), "--fps", &FPS.to_string()])
-        .args(["--threads", "2", "--no-pin", "--quiet", "--progress"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .args(["--threads", "2", "--no-pin", "--quiet", "--progress"]);
     if !case.crc32c {
         cmd.arg("--no-crc32c");
     }
-    let mut child = cmd.spawn().expect("spawn record");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel::<Result<u64, String>>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            let msg = match line.strip_prefix("encoded ").map(str::parse::<u64>) {
-                Some(Ok(n)) => Ok(n),
-                _ => Err(line),
-            };
-            if tx.send(msg).is_err() {
-                break;
-            }
-        }
+    let mut child = Recorder::spawn(cmd);
+    let wait = child.wait_for(child.started + Duration::from_secs(30), |p| {
+        p.encoded >= case.kill_at
     });
-    let t0 = Instant::now();
-    let mut encoded = 0;
-    let mut other = Vec::new();
-    while encoded < case.kill_at {
-        match rx.recv_timeout(Duration::from_secs(30).saturating_sub(t0.elapsed())) {
-            Ok(Ok(n)) => encoded = encoded.max(n),
-            Ok(Err(line)) => other.push(line),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "[{}] the recording never reported {} frames encoded (last {encoded}); stderr: {other:?}",
-                    case.name(),
-                    case.kill_at
-                );
-            }
-        }
-    }
-    child.kill().expect("SIGKILL");
-    let status = child.wait().expect("wait");
+    let (status, progress) = child.kill();
     assert_eq!(
-        status.signal(),
-        Some(SIGKILL),
-        "[{}] the recording was not killed mid-run (it exited with {status}); stderr: {other:?}",
-        case.name()
+        wait,
+        Wait::Reached,
+        "[{}] the recording never reported {} frames encoded (last {}); stderr: {:?}",
+        case.name(),
+        case.kill_at,
+        progress.encoded,
+        progress.other
     );
-    for n in rx.iter().flatten() {
-        encoded = encoded.max(n);
-    }
-    let _ = reader.join();
-    encoded
+    assert!(
+        crash::killed(&status),
+        "[{}] the recording was not killed mid-run (it exited with {status}); stderr: {:?}",
+        case.name(),
+        progress.other
+    );
+    progress.encoded
 }
 
 /// The sink a recording of `case` uses, from a short run's report.
@@ -182,22 +133,6 @@ fn sink_in_use(record: &Path, case: &Case, input: &Path, dir: &Path) -> String {
     let doc: Value =
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("report parses");
     doc["sink"].as_str().unwrap_or_default().to_string()
-}
-
-fn partial_files(store: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![store.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.to_string_lossy().contains(".partial") {
-                found.push(p);
-            }
-        }
-    }
-    found
 }
 
 struct Outcome {

@@ -752,8 +752,8 @@ struct Acquisition {
 }
 
 /// Pushes `frames` frames, cycling through `pool`, paced at `fps` (0 = flat out). With
-/// `progress`, prints `encoded N` to stderr each time `Writer::frames_encoded` has grown
-/// (polled after each push).
+/// `progress`, prints `sink S` (the sink in use) once and then `encoded N` to stderr each
+/// time `Writer::frames_encoded` has grown (polled after each push).
 fn acquire(
     writer: &mut Writer,
     pool: &[Vec<u8>],
@@ -763,6 +763,11 @@ fn acquire(
     frame_meta: bool,
 ) -> Result<Acquisition, Failure> {
     let mut encoded = 0;
+    if progress {
+        // Crash tests need the sink actually used: a requested direct or mmap sink
+        // falls back to pwrite where the filesystem cannot take it.
+        eprintln!("sink {}", writer.sink().as_str());
+    }
     let period = (fps > 0.0).then(|| 1.0 / fps);
     let mut late_frames = 0;
     let mut max_lateness = Duration::ZERO;

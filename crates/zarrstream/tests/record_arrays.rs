@@ -389,9 +389,17 @@ fn record_resume_of_a_live_or_crashed_array_fails_with_exit_1() {
     let mut live = Live(live);
     // The first encoded frame: the writer is up and holds its lock.
     let mut stderr = std::io::BufReader::new(live.0.stderr.take().expect("stderr"));
+    // `--progress` prints the sink in use first.
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut stderr, &mut line).expect("progress");
-    assert!(line.starts_with("encoded"), "{line}");
+    while !line.starts_with("encoded") {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).expect("progress");
+        assert!(n > 0, "record ended before it encoded a frame");
+        assert!(
+            line.starts_with("encoded") || line.starts_with("sink "),
+            "{line}"
+        );
+    }
     let out_live = run(&["--resume", "--frames", "2", "--out", s(&out)]);
     drop(live);
     assert_eq!(out_live.status.code(), Some(1));

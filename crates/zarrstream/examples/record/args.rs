@@ -170,8 +170,9 @@ OUTPUT:
     --quiet                 print nothing but errors
     --progress              print `encoded N` to stderr whenever the number of
                             frames whose chunks are all in their shard slots grows
-                            (polled after each push; for crash tests); with
-                            --arrays, `encoded KEY N` per array
+                            (polled after each push; for crash tests), after one
+                            `sink S` line (the sink in use); with --arrays,
+                            `encoded KEY N` per array
     -h, --help              print this help
 
 Exit status: 0 on success, 2 for invalid options (including an existing --out

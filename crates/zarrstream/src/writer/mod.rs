@@ -267,7 +267,8 @@ impl Writer {
 
     /// Frames whose chunks are all encoded into their shard slots so far. Those survive
     /// a crash of this process (they are in the page cache) and `zarrstream recover`
-    /// restores them from the temporary shards.
+    /// restores them from the temporary shards. A count, not a prefix: workers complete
+    /// frames out of order, so frame 13 may still be in flight when this reads 14.
     pub fn frames_encoded(&self) -> u64 {
         self.level
             .shared

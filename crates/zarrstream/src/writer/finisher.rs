@@ -312,9 +312,14 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
     }
     match shared.durability {
         Durability::None => pending.window.push(&file, dst),
-        _ => new_entries
-            .iter()
-            .try_for_each(|d| store::sync_shard_dir(d))?,
+        _ => {
+            // Closed before the directory flush, which can take long: a data mover may
+            // take the shard meanwhile, and its space must come back.
+            drop(file);
+            new_entries
+                .iter()
+                .try_for_each(|d| store::sync_shard_dir(d))?;
+        }
     }
     Ok(len)
 }

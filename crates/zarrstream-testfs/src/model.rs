@@ -18,6 +18,8 @@
 //! therefore never produce a state that no order of the same operations could make:
 //! a rename is never replayed before the create of the file it moves.
 
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ffi::{OsStr, OsString};
 
@@ -136,17 +138,17 @@ fn remove_if(dirs: &mut HashMap<Ino, BTreeMap<OsString, Ino>>, dir: Ino, name: &
     }
 }
 
-/// A small deterministic generator (splitmix64) for torn cuts, so a seed replays one.
+/// Seeded draws for torn cuts: ChaCha8 is specified, so a seed replays one anywhere.
 #[derive(Debug, Clone)]
-struct SplitMix(u64);
+struct Draws(ChaCha8Rng);
 
-impl SplitMix {
+impl Draws {
+    fn new(seed: u64) -> Self {
+        Draws(ChaCha8Rng::seed_from_u64(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn coin(&mut self) -> bool {
@@ -523,11 +525,11 @@ impl Model {
     /// written or the synced bytes, and its synced or its written length. Deterministic
     /// for a `seed`.
     pub fn torn_cut(&mut self, seed: u64) {
-        let mut rng = SplitMix(seed);
+        let mut rng = Draws::new(seed);
         let keep: Vec<bool> = self.log.iter().map(|_| rng.coin()).collect();
         *self = self.after_cut(
             |i| keep[i],
-            |rng_seed, live, durable| torn_bytes(&mut SplitMix(seed ^ rng_seed), live, durable),
+            |rng_seed, live, durable| torn_bytes(&mut Draws::new(seed ^ rng_seed), live, durable),
         );
     }
 
@@ -635,7 +637,7 @@ impl Model {
 
 /// A torn file: its synced or its written length, and per page the written or the
 /// synced bytes (beyond the synced length, a page not written back reads as zeros).
-fn torn_bytes(rng: &mut SplitMix, live: &[u8], durable: &[u8]) -> Vec<u8> {
+fn torn_bytes(rng: &mut Draws, live: &[u8], durable: &[u8]) -> Vec<u8> {
     if live == durable {
         return durable.to_vec();
     }

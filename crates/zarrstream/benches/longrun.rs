@@ -22,6 +22,8 @@
 //! acquisition. With one-frame shards this runs hundreds of thousands of shards in
 //! minutes (BENCHMARKS.md, the long run).
 
+#[path = "../tests/support/mover.rs"]
+mod mover;
 mod support;
 
 use std::fmt::Write as _;
@@ -103,9 +105,9 @@ fn main() {
     let moved = Arc::new(AtomicU64::new(0));
     let base_rss = support::status_bytes("VmRSS");
     let base_used = fs_used(&parent);
-    let mover = mover_ms.map(|ms| {
+    let mover_thread = mover_ms.map(|ms| {
         let (done, store, moved) = (done.clone(), store.clone(), moved.clone());
-        std::thread::spawn(move || mover(&store, Duration::from_millis(ms), &done, &moved))
+        std::thread::spawn(move || mover::run(&store, Duration::from_millis(ms), &done, &moved))
     });
     let sampler = {
         let (pushed, done, store, moved) =
@@ -127,7 +129,7 @@ fn main() {
     std::thread::sleep(Duration::from_millis(1500));
     done.store(true, Ordering::Relaxed);
     let samples = sampler.join().expect("sampler");
-    if let Some(m) = mover {
+    if let Some(m) = mover_thread {
         m.join().expect("mover");
     }
     let final_cached = fincore(&store);
@@ -238,51 +240,6 @@ fn fs_used(dir: &Path) -> u64 {
     rustix::fs::statvfs(dir)
         .map(|st| st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize)
         .unwrap_or(0)
-}
-
-/// The data mover: deletes each finished shard `after` it was first seen, and the
-/// directories that leaves empty, until `done`; counts the shards in `moved`.
-fn mover(store: &Path, after: Duration, done: &AtomicBool, moved: &AtomicU64) {
-    let mut seen: std::collections::HashMap<PathBuf, Instant> = std::collections::HashMap::new();
-    let chunks = store.join("c");
-    loop {
-        let last = done.load(Ordering::Relaxed);
-        let now = Instant::now();
-        let mut stack = vec![chunks.clone()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push(p);
-                } else {
-                    seen.entry(p).or_insert(now);
-                }
-            }
-        }
-        seen.retain(|p, t| {
-            if last || now.duration_since(*t) >= after {
-                if std::fs::remove_file(p).is_ok() {
-                    moved.fetch_add(1, Ordering::Relaxed);
-                    // Prune what the shard leaves empty, as movers do; the writer
-                    // makes a directory again when it needs it.
-                    let mut dir = p.parent();
-                    while let Some(d) = dir.filter(|d| *d != chunks.as_path()) {
-                        if std::fs::remove_dir(d).is_err() {
-                            break;
-                        }
-                        dir = d.parent();
-                    }
-                }
-                false
-            } else {
-                true
-            }
-        });
-        if last {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Bytes of the files under `dir` resident in the page cache (`fincore`, util-linux).

@@ -29,6 +29,16 @@ fn every_durability_mode_writes_the_same_array() {
     run::<u16>(&case("durability_none", Durability::None));
 }
 
+/// 32×32 frames in 4 chunks, one shard per row of 2 frames.
+fn rows_of_two() -> ArraySpec {
+    ArraySpec::builder()
+        .shape([0, 32, 32])
+        .chunk_shape([1, 16, 16])
+        .shard_shape([2, 32, 32])
+        .build()
+        .unwrap()
+}
+
 fn document(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path.join("zarr.json")).unwrap()).unwrap()
 }
@@ -83,12 +93,7 @@ struct Visible {
 fn visible_while_running(durability: Durability) -> (Visible, u64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.zarr");
-    let spec = ArraySpec::builder()
-        .shape([0, 32, 32])
-        .chunk_shape([1, 16, 16])
-        .shard_shape([2, 32, 32])
-        .build()
-        .unwrap();
+    let spec = rows_of_two();
     let reserved = zarrstream::store::ShardLayout::new(&spec)
         .unwrap()
         .file_size();
@@ -191,12 +196,7 @@ fn every_publication_counts_written_and_dropped_frames_exactly() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.zarr");
-        let spec = ArraySpec::builder()
-            .shape([0, 32, 32])
-            .chunk_shape([1, 16, 16])
-            .shard_shape([2, 32, 32])
-            .build()
-            .unwrap();
+        let spec = rows_of_two();
         let opts = WriterOptions::default().durability(durability).threads(1);
         let mut w = Writer::create(&path, spec, opts).unwrap();
         let frame = vec![9u16; 32 * 32];

@@ -9,10 +9,13 @@
 //! directory it is about to use. The long form, with 100,000 shards and per-second
 //! samples, is the `longrun` bench (BENCHMARKS.md).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+
+#[path = "support/mover.rs"]
+mod mover;
 
 use zarrstream::{ArraySpec, Codec, Durability, SinkChoice, Writer, WriterOptions};
 
@@ -71,37 +74,6 @@ fn assert_nothing_held(store: &Path, what: &str) {
     );
 }
 
-/// Deletes every shard under `c/` as soon as it is seen, and the directories that
-/// leaves empty; counts the shards.
-fn mover(store: PathBuf, done: Arc<AtomicBool>, moved: Arc<AtomicU64>) {
-    let chunks = store.join("c");
-    loop {
-        let last = done.load(Ordering::Acquire);
-        let mut stack = vec![chunks.clone()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push(p);
-                } else if std::fs::remove_file(&p).is_ok() {
-                    moved.fetch_add(1, Ordering::Relaxed);
-                    let mut dir = p.parent();
-                    while let Some(d) = dir.filter(|d| *d != chunks.as_path()) {
-                        if std::fs::remove_dir(d).is_err() {
-                            break;
-                        }
-                        dir = d.parent();
-                    }
-                }
-            }
-        }
-        if last {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 fn run(name: &str, durability: Durability, sink: SinkChoice) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("a.zarr");
@@ -119,9 +91,9 @@ fn run(name: &str, durability: Durability, sink: SinkChoice) {
     let mut w = Writer::create(&store, spec, opts).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let moved = Arc::new(AtomicU64::new(0));
-    let mover = {
+    let mover_thread = {
         let (store, done, moved) = (store.clone(), done.clone(), moved.clone());
-        std::thread::spawn(move || mover(store, done, moved))
+        std::thread::spawn(move || mover::run(&store, Duration::ZERO, &done, &moved))
     };
     let mut frame = vec![0u16; 64 * 64];
     for k in 0..SHARDS {
@@ -148,7 +120,7 @@ fn run(name: &str, durability: Durability, sink: SinkChoice) {
         .finish()
         .unwrap_or_else(|e| panic!("[{name}] finish: {e}"));
     done.store(true, Ordering::Release);
-    mover.join().unwrap();
+    mover_thread.join().unwrap();
     assert_eq!(stats.shards, SHARDS, "[{name}] one shard per frame");
     assert_eq!(
         moved.load(Ordering::Relaxed),

@@ -34,6 +34,18 @@
  *
  * No panic crosses this API: an internal failure returns ZS_E_INTERNAL (the library
  * must not be built with panic = "abort"). NULL pointers return ZS_E_INVALID_ARGUMENT.
+ *
+ * Signals: hosts should ignore SIGXFSZ (signal(SIGXFSZ, SIG_IGN)) before recording.
+ * When a file would grow past RLIMIT_FSIZE (ulimit -f) the kernel sends SIGXFSZ, whose
+ * default action kills the process; ignored, the write fails with EFBIG, which the
+ * library returns as ZS_E_IO naming the file, with every shard finished before it
+ * intact. A library cannot change a process-wide disposition for its host, so this is
+ * left to the program. SIGBUS: the first shard the library maps (mmap and direct sinks)
+ * installs a SIGBUS handler, once per process, that catches faults in the library's own
+ * shard mappings only (another process truncating a shard file: ZS_E_SHARD_TRUNCATED)
+ * and passes every other SIGBUS to the handler installed before it (or the default
+ * action). A host that installs its own SIGBUS handler after that must chain to the
+ * previous one.
  */
 
 #ifndef ZARRSTREAM_H
@@ -165,6 +177,14 @@ typedef enum zs_code {
      * second coordinator published the shared `zarr.json` in between.
      */
     ZS_E_REMOTE = -20,
+    /**
+     * Another process truncated a shard file while the writer was filling it. The
+     * shards published before stay valid; the cut shard is kept in
+     * `.zarrstream-partial/` for `zarrstream recover`; the writer is closed. (With the
+     * mmap and direct sinks the cut raises SIGBUS, which the library catches for its
+     * own mappings; see "Signals" at the top of this header.)
+     */
+    ZS_E_SHARD_TRUNCATED = -21,
 } zs_code;
 
 /**

@@ -85,6 +85,12 @@ pub enum ZsCode {
     /// destination's data or data not yet uploaded (`zarrstream upload` it first), or a
     /// second coordinator published the shared `zarr.json` in between.
     ZS_E_REMOTE = -20,
+    /// Another process truncated a shard file while the writer was filling it. The
+    /// shards published before stay valid; the cut shard is kept in
+    /// `.zarrstream-partial/` for `zarrstream recover`; the writer is closed. (With the
+    /// mmap and direct sinks the cut raises SIGBUS, which the library catches for its
+    /// own mappings; see "Signals" at the top of this header.)
+    ZS_E_SHARD_TRUNCATED = -21,
 }
 
 use ZsCode::*;
@@ -141,6 +147,7 @@ impl CapiError {
                 E::UnknownArray { .. } => ZS_E_NO_ARRAY,
                 E::ResumeMismatch { .. } => ZS_E_SPEC_MISMATCH,
                 E::NeedsRecovery { .. } => ZS_E_NEEDS_RECOVERY,
+                E::ShardTruncated { .. } => ZS_E_SHARD_TRUNCATED,
                 E::ResumeUnsupported(_) => ZS_E_UNSUPPORTED,
                 E::Plate(_) => ZS_E_INVALID_PLATE,
                 E::Attribute { .. } | E::NotAnImage(_) | E::FrameMeta { .. } => {
@@ -353,6 +360,13 @@ mod tests {
                     reason: "temporary shards".into(),
                 },
                 ZS_E_NEEDS_RECOVERY,
+            ),
+            (
+                Error::ShardTruncated {
+                    path: PathBuf::from("a/.zarrstream-partial/c.0.0.0.partial"),
+                    reason: "it is 0 bytes long, 4096 were reserved".into(),
+                },
+                ZS_E_SHARD_TRUNCATED,
             ),
             (
                 Error::ResumeUnsupported("an OME-Zarr image with a pyramid"),

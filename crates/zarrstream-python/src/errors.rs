@@ -45,6 +45,8 @@ pub(crate) enum Kind {
     ResumeMismatch,
     /// A store left unfinished by a dead writer (run `recover` first): `OSError`.
     NeedsRecovery,
+    /// Another process truncated a shard file while it was written: `OSError`.
+    ShardTruncated,
     /// Something this version cannot do (resume of an OME image, …):
     /// `NotImplementedError`.
     Unsupported,
@@ -86,6 +88,7 @@ impl Kind {
             Kind::NotOwned => "not_owned",
             Kind::ResumeMismatch => "resume_mismatch",
             Kind::NeedsRecovery => "needs_recovery",
+            Kind::ShardTruncated => "shard_truncated",
             Kind::Unsupported => "unsupported",
             Kind::RemoteUrl => "remote_url",
             Kind::RemoteCredentials => "remote_credentials",
@@ -196,6 +199,9 @@ impl From<Error> for Failure {
             }
             Error::NeedsRecovery { path, .. } => {
                 Failure::new(Kind::NeedsRecovery, message).at(&path)
+            }
+            Error::ShardTruncated { path, .. } => {
+                Failure::new(Kind::ShardTruncated, message).at(&path)
             }
             Error::ResumeUnsupported(_) => Failure::new(Kind::Unsupported, message),
             Error::Plate(_) => Failure::new(Kind::Plate, message),

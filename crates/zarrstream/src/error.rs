@@ -354,6 +354,24 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// Another process cut (truncated) a shard file while the writer was filling it.
+    /// The writer never truncates its own temporary shards, so the chunks written before
+    /// the cut may be gone: the shard is not finished, the writer stops (the shards
+    /// published before stay valid), and the file is kept in `.zarrstream-partial/` for
+    /// `zarrstream recover`, which keeps whatever chunks still verify. With the mmap and
+    /// direct sinks, which write through a mapping of the file, the access that met the
+    /// cut raised SIGBUS; the writer's SIGBUS guard caught it, so no process dies.
+    #[error(
+        "{path}: the shard file was truncated by another process while it was written \
+         ({reason}); it is kept for `zarrstream recover`"
+    )]
+    ShardTruncated {
+        /// The temporary shard file.
+        path: PathBuf,
+        /// How the cut was seen (the file's length against its reservation, a write
+        /// through the mapping that met it, lost working-index entries).
+        reason: String,
+    },
     /// The array's append axis is bounded and every frame has been pushed.
     #[error("the array is full: it holds {frames} frames")]
     ArrayFull {

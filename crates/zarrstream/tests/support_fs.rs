@@ -14,7 +14,7 @@
 //! privilege, no loop device, no `mkfs.ext4`) exits with [`UNSUPPORTED`]; the parent then
 //! fails under `CI=true` and skips with a loud message otherwise.
 //!
-//! Used as a module (`mod support_fs;`) by `full_disk.rs` and `bad_input.rs`; cargo also
+//! Used as a module (`mod support_fs;`) by `full_disk.rs`, `bad_input.rs` and `hostile.rs`; cargo also
 //! builds it as a test target of its own, which holds no tests.
 
 #![allow(dead_code)]
@@ -69,7 +69,7 @@ pub(crate) struct ChildRun {
     pub stderr: String,
 }
 
-fn signal_name(sig: i32) -> &'static str {
+pub(crate) fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGBUS => "SIGBUS",
         libc::SIGXFSZ => "SIGXFSZ",
@@ -81,12 +81,17 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// Runs `scenario` in a child process (the test `entry` of this binary, in a new mount
-/// namespace) and checks that it exited normally with status 0.
+/// namespace) and returns how it ended, without judging it, with the scenario directory
+/// (a directory of the parent's filesystem, outside the child's mounts; removed when the
+/// returned `TempDir` is dropped), so that the parent can look at what a child that was
+/// killed left there. `Err` when `unshare` cannot be run.
 ///
-/// Panics if the child was killed by a signal, timed out or failed. Returns `None` when
-/// the environment cannot run the scenario, after saying so loudly, unless `CI=true`,
-/// where that panics too.
-pub(crate) fn run_child(entry: &str, scenario: &str, timeout: Duration) -> Option<ChildRun> {
+/// Panics if the child does not end within `timeout` (it is killed first).
+pub(crate) fn spawn_child(
+    entry: &str,
+    scenario: &str,
+    timeout: Duration,
+) -> Result<(ChildRun, tempfile::TempDir), String> {
     let exe = std::env::current_exe().expect("the test binary's path");
     let dir = tempfile::Builder::new()
         .prefix("zarrstream-fs-")
@@ -107,7 +112,7 @@ pub(crate) fn run_child(entry: &str, scenario: &str, timeout: Duration) -> Optio
         .stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return not_supported(scenario, &format!("cannot run `unshare`: {e}")),
+        Err(e) => return Err(format!("cannot run `unshare`: {e}")),
     };
     let mut out = child.stdout.take().expect("piped stdout");
     let mut err = child.stderr.take().expect("piped stderr");
@@ -142,6 +147,31 @@ pub(crate) fn run_child(entry: &str, scenario: &str, timeout: Duration) -> Optio
         status,
         stdout: t_out.join().unwrap(),
         stderr: t_err.join().unwrap(),
+    };
+    Ok((run, dir))
+}
+
+/// Whether the child's scenario started (it printed the start line).
+pub(crate) fn started(run: &ChildRun) -> bool {
+    run.stdout.contains(STARTED)
+}
+
+/// Says loudly that the environment cannot run `scenario` (see [`UNSUPPORTED`]); panics
+/// under `CI=true`.
+pub(crate) fn skip(scenario: &str, why: &str) {
+    let _ = not_supported(scenario, why);
+}
+
+/// Runs `scenario` in a child process (the test `entry` of this binary, in a new mount
+/// namespace) and checks that it exited normally with status 0.
+///
+/// Panics if the child was killed by a signal, timed out or failed. Returns `None` when
+/// the environment cannot run the scenario, after saying so loudly, unless `CI=true`,
+/// where that panics too.
+pub(crate) fn run_child(entry: &str, scenario: &str, timeout: Duration) -> Option<ChildRun> {
+    let (run, dir) = match spawn_child(entry, scenario, timeout) {
+        Ok(r) => r,
+        Err(why) => return not_supported(scenario, &why),
     };
     drop(dir);
     if let Some(sig) = run.status.signal() {

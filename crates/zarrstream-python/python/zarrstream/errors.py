@@ -28,6 +28,7 @@ __all__ = [
     "RemoteUnreachableError",
     "ResumeMismatchError",
     "ResumeUnsupportedError",
+    "ShardTruncatedError",
     "StoreExistsError",
     "StoreIOError",
     "StoreLockedError",
@@ -132,6 +133,12 @@ class NeedsRecoveryError(StoreIOError):
     :func:`zarrstream.recover` on it first."""
 
 
+class ShardTruncatedError(StoreIOError):
+    """Another process truncated a shard file while the writer was filling it
+    (:attr:`filename` names it). The shards published before stay readable; the cut
+    shard is kept for :func:`zarrstream.recover`; the writer is closed."""
+
+
 class RemoteStoreError(ZarrstreamError):
     """Base class of the failures of an object-store destination (``s3://…``); each
     subclass also derives from the built-in class that fits it. The message names the
@@ -206,6 +213,8 @@ def _from_native(kind: str, message: str, code: int | None,
         return _os_error(NotOwnedError, _errno.EEXIST, message, path)
     if kind == "needs_recovery":
         return _os_error(NeedsRecoveryError, None, message, path)
+    if kind == "shard_truncated":
+        return _os_error(ShardTruncatedError, None, message, path)
     if kind.startswith("remote_"):
         return _remote(kind, message, path)
     if kind == "invalid":

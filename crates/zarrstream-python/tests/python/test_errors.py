@@ -257,3 +257,17 @@ def test_full_disk_inside_a_with_block_raises_the_disk_error(small_disk: Path, r
                 w.append(frames)
     assert info.value.errno == errno.ENOSPC
     assert isinstance(info.value, zarrstream.DiskFullError)
+
+
+def test_a_truncated_shard_is_an_oserror_naming_the_file() -> None:
+    """The Python half of `Error::ShardTruncated` (another process cut a shard file; the
+    Rust tests in crates/zarrstream/tests/hostile.rs provoke it)."""
+    from zarrstream.errors import _from_native
+
+    path = "/data/run.zarr/.zarrstream-partial/c.2.0.0.partial"
+    message = f"{path}: the shard file was truncated by another process while it was written"
+    e = _from_native("shard_truncated", message, None, path)
+    assert type(e) is zarrstream.ShardTruncatedError
+    assert isinstance(e, OSError) and isinstance(e, zarrstream.ZarrstreamError)
+    assert e.filename == path
+    assert str(e) == message

@@ -24,11 +24,11 @@ use std::sync::Mutex;
 use memmap2::MmapMut;
 use rustix::fs::{AtFlags, OFlags, StatxFlags};
 
-use super::{Scratch, SlotSink, TempShard, internal};
+use super::{Scratch, SlotSink, TempShard, intact, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, page_span};
 use crate::shard::{FinalLayout, ShardLayout, store_entry};
-use crate::slots::map_reserved_file;
+use crate::slots::{GuardedMap, map_reserved_file};
 
 /// The alignment of every direct write's offset, length and buffer: the largest logical
 /// block size of common devices, a multiple of the 512-byte sectors of others.
@@ -90,7 +90,7 @@ pub(crate) struct DirectSink {
     /// disjoint blocks run in parallel.
     next: Mutex<u64>,
     /// The file, mapped for its working index; `None` once finishing.
-    index: Mutex<Option<MmapMut>>,
+    index: Mutex<Option<GuardedMap>>,
     /// Offset of entry 0.
     index_first: usize,
     /// The working index's mapped pages, counted until unmapped.
@@ -214,8 +214,16 @@ impl SlotSink for DirectSink {
             return Err(internal("direct sink: a packed shard has nothing to move"));
         }
         // Unmapped before the file is cut below it.
-        drop(self.index.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let map = self.index.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mapping_cut = map.as_ref().is_some_and(GuardedMap::truncated);
+        drop(map);
         drop(self.held.take());
+        let seen = intact::Seen {
+            mapping_cut,
+            mapped: true,
+            working_index: true,
+        };
+        intact::check(&self.temp, seen)?;
         // Buffered: the final index starts where the last chunk ends, mid-block.
         self.temp.finish(fin)
     }

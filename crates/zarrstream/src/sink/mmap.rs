@@ -3,17 +3,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use memmap2::MmapMut;
-
-use super::{Scratch, SlotSink, TempShard, internal};
+use super::{Scratch, SlotSink, TempShard, intact, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, PAGE, page_span};
 use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, store_entry};
-use crate::slots::{SlotGeometry, SlotRegion, map_reserved_file};
+use crate::slots::{GuardedMap, SlotGeometry, SlotRegion, map_reserved_file};
 
 pub(crate) struct MmapSink {
     temp: TempShard,
-    region: SlotRegion<MmapMut>,
+    region: SlotRegion<GuardedMap>,
     /// The mapped pages made resident: the working index's from the start, the slots'
     /// as they are prefaulted; released when the file is unmapped.
     held: Held,
@@ -104,8 +102,17 @@ impl SlotSink for MmapSink {
         // Unmap here, on the finisher thread, before the file is finished: cutting
         // mapped pages would fault any later access, and munmap interrupts every core we
         // run on. The chunks stay in the page cache, where `finish` reads them.
-        drop(region.into_backing());
+        let map = region.into_backing();
+        let mapping_cut = map.truncated();
+        drop(map);
         drop(held);
+        // A file another process cut is left as it is for `recover`, not finished.
+        let seen = intact::Seen {
+            mapping_cut,
+            mapped: true,
+            working_index: true,
+        };
+        intact::check(&temp, seen)?;
         temp.finish(fin)
     }
 }

@@ -2,6 +2,7 @@
 //! preallocated file and the same [`ShardLayout`]; they differ in how bytes get there.
 
 mod direct;
+mod intact;
 mod mmap;
 mod pwrite;
 mod temp;

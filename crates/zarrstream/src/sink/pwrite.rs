@@ -7,7 +7,7 @@
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-use super::{Scratch, SlotSink, TempShard};
+use super::{Scratch, SlotSink, TempShard, intact};
 use crate::error::{Error, Result};
 use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, entry_bytes};
 use crate::spec::IndexLocation;
@@ -108,6 +108,13 @@ impl SlotSink for PwriteSink {
     }
 
     fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
+        // A file another process cut is left as it is for `recover`, not finished.
+        let seen = intact::Seen {
+            mapping_cut: false,
+            mapped: false,
+            working_index: true,
+        };
+        intact::check(&self.temp, seen)?;
         self.temp.finish(fin)
     }
 }

@@ -80,7 +80,12 @@ pub(crate) fn create_dirs(dir: &Path, changed: &mut BTreeSet<PathBuf>) -> Result
 /// is then the one synced.
 pub(crate) fn create_dirs_durably(dir: &Path) -> Result<(), IoError> {
     let mut changed = BTreeSet::new();
-    create_dirs(dir, &mut changed)?;
+    // Named for the directory asked for, whichever ancestor failed: that is the path
+    // the caller knows.
+    create_dirs(dir, &mut changed).map_err(|e| IoError {
+        path: dir.to_path_buf(),
+        ..e
+    })?;
     for d in &changed {
         let d = if d.as_os_str().is_empty() {
             Path::new(".")

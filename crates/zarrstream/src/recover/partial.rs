@@ -112,6 +112,21 @@ fn read_entries(file: &File, len: u64, layout: &ShardLayout) -> std::io::Result<
         Ok(buf)
     };
     let start = layout.location == IndexLocation::Start;
+    if !start && len > layout.file_size && len <= layout.file_size + size {
+        // The finisher put the final index right after the working index (it would
+        // have covered its start): whole, it is the shard's; cut short by a kill, the
+        // working index before it is untouched.
+        if len == layout.file_size + size
+            && let Ok(entries) = parse_index(&read(layout.file_size)?, n)
+        {
+            return Ok(Entries::final_index(&entries, (0, layout.index_offset)));
+        }
+        return Ok(Entries {
+            source: IndexSource::Working,
+            raw: raw_entries(&read(layout.index_offset)?).collect(),
+            data: (layout.data_start, layout.index_offset),
+        });
+    }
     if len == layout.file_size {
         let buf = read(layout.index_offset)?;
         // With the index at the start, the finisher writes the final index over the

@@ -564,3 +564,48 @@ fn a_damaged_chunk_is_never_taken_from_another_chunks_place() {
     );
     assert_eq!(got[1].as_deref(), Some(&chunk_data(0, 1)[..]));
 }
+
+#[test]
+fn a_final_index_after_the_working_index_is_read_and_a_cut_one_ignored() {
+    let chunks: Vec<usize> = (0..16).collect();
+    for extra in [None, Some(7u64)] {
+        let s = crashed(spec(Codec::blosc_lz4(1), true, IndexLocation::End), &chunks);
+        let l = s.layout;
+        let f = OpenOptions::new()
+            .write(true)
+            .open(partial(&s.path))
+            .unwrap();
+        match extra {
+            // The finisher wrote the final index right after the working index.
+            None => {
+                let entries: Vec<Option<(u64, u64)>> = chunks
+                    .iter()
+                    .map(|&i| Some((l.slot_offset(i as u64), encoded(&s.spec, 0, i).len() as u64)))
+                    .collect();
+                let mut index = vec![0u8; l.index_size as usize];
+                encode_index(&entries, &mut index);
+                f.write_all_at(&index, l.file_size).unwrap();
+            }
+            // A kill cut that write short: the working index before it is whole.
+            Some(n) => f
+                .write_all_at(&vec![0xab; n as usize], l.file_size)
+                .unwrap(),
+        }
+        let r = recover_store(&s.path).unwrap();
+        assert_eq!((r.chunks_kept, r.chunks_rejected), (16, 0), "{extra:?}");
+        let source = if extra.is_none() {
+            IndexSource::Final
+        } else {
+            IndexSource::Working
+        };
+        assert_eq!(r.shards[0].index, source, "{extra:?}");
+        let got = read_back(&s);
+        for (i, c) in got.iter().enumerate() {
+            assert_eq!(
+                c.as_deref(),
+                Some(&chunk_data(0, i)[..]),
+                "{extra:?} chunk {i}"
+            );
+        }
+    }
+}

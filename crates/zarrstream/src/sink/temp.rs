@@ -9,6 +9,7 @@ use rustix::fs::FallocateFlags;
 
 use crate::error::{Error, Result};
 use crate::shard::{FinalLayout, ShardLayout, encode_index, entry_bytes, packed};
+use crate::spec::IndexLocation;
 use crate::store::{self, COMPACTING_EXTENSION, CREATING_EXTENSION, VANISHED_TRIES};
 
 /// Free space a reservation must leave behind, so that publishing `zarr.json` and
@@ -37,6 +38,8 @@ pub(crate) struct TempShard {
     pub layout: ShardLayout,
     /// Whether `fallocate` reserved the whole file (false where it is unsupported).
     pub reserved: bool,
+    /// The finished shard's length (once [`finish`](Self::finish) returned).
+    pub len: u64,
     committed: bool,
     /// Left in place on drop, for `recover` (set when the writer fails).
     keep: std::sync::atomic::AtomicBool,
@@ -61,6 +64,7 @@ impl TempShard {
             path: creating,
             layout,
             reserved: true,
+            len: 0,
             committed: false,
             keep: std::sync::atomic::AtomicBool::new(false),
         };
@@ -92,16 +96,29 @@ impl TempShard {
     /// untouched (and `recover` removes the fresh one), afterwards the temporary shard is
     /// the finished one. If the disk has no room for the copy, the chunks stay where
     /// they are (the shard keeps its slot gaps).
+    ///
+    /// On any error the file is kept for `recover`.
     pub(crate) fn finish(mut self, fin: &FinalLayout) -> Result<Self> {
+        match self.finish_shard(fin) {
+            Ok(()) => Ok(self),
+            Err(e) => {
+                self.keep();
+                Err(e)
+            }
+        }
+    }
+
+    fn finish_shard(&mut self, fin: &FinalLayout) -> Result<()> {
         if fin.moves.is_empty() {
-            self.finish_in_place(fin)?;
-            return Ok(self);
+            return self.finish_in_place(fin);
         }
         match self.compact_fresh(fin) {
-            Ok(()) => Ok(self),
+            Ok(()) => {
+                self.len = fin.len;
+                Ok(())
+            }
             Err(Error::DiskFull { .. }) => {
-                self.finish_in_place(&packed(&self.layout, &fin.written()))?;
-                Ok(self)
+                self.finish_in_place(&packed(&self.layout, &fin.written()))
             }
             Err(e) => Err(e),
         }
@@ -109,16 +126,32 @@ impl TempShard {
 
     /// Writes the final index over unused bytes (after the last chunk, or over the
     /// working index at the start), punches the holes and cuts the file: a kill before
-    /// the cut leaves the working index whole.
-    fn finish_in_place(&self, fin: &FinalLayout) -> Result<()> {
+    /// the cut leaves the working index whole. An end index that would cover the start
+    /// of the working index (chunks filling their slots to less than an index's length
+    /// from the end) goes right after the working index instead: the shard then keeps
+    /// the old working index as a gap of `16 n + 4` bytes, and a kill at any point
+    /// leaves one whole index.
+    fn finish_in_place(&mut self, fin: &FinalLayout) -> Result<()> {
         debug_assert!(fin.moves.is_empty());
-        let mut index = vec![0u8; self.layout.index_size as usize];
+        let l = self.layout;
+        let covers_working = l.location == IndexLocation::End
+            && fin.index_at < l.index_offset
+            && fin.index_at + l.index_size > l.index_offset;
+        let (at, len) = if covers_working {
+            let at = l.index_offset + l.index_size;
+            (at, at + l.index_size)
+        } else {
+            (fin.index_at, fin.len)
+        };
+        let mut index = vec![0u8; l.index_size as usize];
         encode_index(&fin.entries, &mut index);
         self.file
-            .write_all_at(&index, fin.index_at)
+            .write_all_at(&index, at)
             .map_err(|e| Error::io("write", &self.path, e, index.len() as u64))?;
         self.punch(&fin.holes)?;
-        self.set_len(fin.len)
+        self.set_len(len)?;
+        self.len = len;
+        Ok(())
     }
 
     /// Copies every chunk to its final place in a fresh `.compacting` file, adds the
@@ -239,7 +272,12 @@ fn copy_range(src: &File, dst: &File, from: u64, to: u64, len: u64) -> std::io::
         match rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), chunk) {
             Ok(0) => break,
             Ok(n) => left -= n as u64,
-            Err(rustix::io::Errno::XDEV | rustix::io::Errno::NOSYS | rustix::io::Errno::INVAL) => {
+            Err(
+                rustix::io::Errno::XDEV
+                | rustix::io::Errno::NOSYS
+                | rustix::io::Errno::INVAL
+                | rustix::io::Errno::OPNOTSUPP,
+            ) => {
                 break;
             }
             Err(e) => return Err(e.into()),
@@ -251,4 +289,58 @@ fn copy_range(src: &File, dst: &File, from: u64, to: u64, len: u64) -> std::io::
         dst.write_all_at(&buf, off_out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::index::parse_index;
+
+    #[test]
+    fn an_end_index_never_covers_the_working_index_before_the_cut() {
+        // 256 chunks of 64-byte slots: the index (4100 bytes) is longer than the 10
+        // bytes the last chunk leaves free in its slot.
+        let layout = ShardLayout {
+            n: 256,
+            slot_size: 64,
+            data_start: 0,
+            index_offset: 256 * 64,
+            index_size: 16 * 256 + 4,
+            file_size: 256 * 64 + 16 * 256 + 4,
+            location: IndexLocation::End,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let temp = TempShard::create(&dir.path().join("c.0.partial"), layout).unwrap();
+        let written: Vec<Option<(u64, u64)>> = (0..256u64)
+            .map(|i| Some((i * 64, if i == 255 { 54 } else { 64 })))
+            .collect();
+        for (i, e) in written.iter().enumerate() {
+            let (at, n) = e.unwrap();
+            temp.file
+                .write_all_at(&vec![i as u8; n as usize], at)
+                .unwrap();
+            temp.file
+                .write_all_at(&entry_bytes(at, n), layout.index_offset + 16 * i as u64)
+                .unwrap();
+        }
+        let working_before = std::fs::read(&temp.path).unwrap()
+            [layout.index_offset as usize..layout.file_size as usize]
+            .to_vec();
+        let fin = packed(&layout, &written);
+        assert!(
+            fin.index_at < layout.index_offset,
+            "the case this test is about"
+        );
+        let temp = temp.finish(&fin).unwrap();
+        let bytes = std::fs::read(&temp.path).unwrap();
+        assert_eq!(temp.len, layout.file_size + layout.index_size);
+        assert_eq!(bytes.len() as u64, temp.len);
+        // The working index is untouched, and the final index ends the file.
+        assert_eq!(
+            &bytes[layout.index_offset as usize..layout.file_size as usize],
+            &working_before[..]
+        );
+        let entries = parse_index(&bytes[layout.file_size as usize..], 256).unwrap();
+        assert_eq!(entries, written);
+    }
 }

@@ -282,8 +282,11 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         plan(&shared.layout, &written, shared.packing, &shared.order)
     };
     let temp = s.sink.finalize(&fin)?;
+    // From here on an error leaves the finished shard for `recover`; a rename into
+    // place makes it the store's.
+    temp.keep();
     let dst = shared.dir.join(&s.key);
-    let len = fin.len;
+    let len = temp.len;
     match shared.durability {
         Durability::Periodic { .. } => {
             // Start the writeback now, so the commit's flush finds little left to write;

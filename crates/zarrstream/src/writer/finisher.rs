@@ -282,9 +282,6 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         plan(&shared.layout, &written, shared.packing, &shared.order)
     };
     let temp = s.sink.finalize(&fin)?;
-    // From here on an error leaves the finished shard for `recover`; a rename into
-    // place makes it the store's.
-    temp.keep();
     let dst = shared.dir.join(&s.key);
     let len = temp.len;
     match shared.durability {
@@ -303,6 +300,10 @@ fn finish_shard(shared: &Shared, s: OpenShard, pending: &mut Pending) -> Result<
         }
         Durability::None => {}
     }
+    // A shard whose flush failed was dropped above: its pages may be gone, so it is not
+    // trusted. From here on an error (its directory, the rename) leaves the finished
+    // shard for `recover`; the rename makes it the store's.
+    temp.keep();
     let parent = shard_dir(&dst)?;
     let mut new_entries = BTreeSet::new();
     store::create_dirs(&parent, &mut new_entries)?;

@@ -4,9 +4,7 @@
 //! (and a `zs_recording` into shared references, which several threads may hold at once).
 //! Every body runs inside `guard`, so no panic crosses into C.
 
-use std::ffi::{CStr, CString, OsStr, c_char, c_int, c_void};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::ptr;
 
 use crate::error::ZsCode;
@@ -141,9 +139,9 @@ pub unsafe extern "C" fn zs_writer_create(
         if path.is_empty() {
             return Err(CapiError::Argument("store_path is empty"));
         }
-        let path = Path::new(OsStr::from_bytes(path.to_bytes()));
+        let path = crate::path::from_c(path, "store_path")?;
         let config = config.to_str().map_err(ConfigError::from)?;
-        let writer = Config::parse(config)?.into_parsed()?.create(path)?;
+        let writer = Config::parse(config)?.into_parsed()?.create(&path)?;
         let handle = Box::into_raw(Box::new(ZsWriter::new(writer)));
         // SAFETY: as above; the caller now owns the handle.
         unsafe { out.write(handle) };
@@ -421,9 +419,9 @@ pub unsafe extern "C" fn zs_recording_create(
         if path.is_empty() {
             return Err(CapiError::Argument("root is empty"));
         }
-        let path = Path::new(OsStr::from_bytes(path.to_bytes()));
+        let path = crate::path::from_c(path, "root")?;
         let config = config.to_str().map_err(ConfigError::from)?;
-        let recording = RecordingConfig::parse(config)?.create(path)?;
+        let recording = RecordingConfig::parse(config)?.create(&path)?;
         let handle = Box::into_raw(Box::new(ZsRecording::new(recording)?));
         // SAFETY: as above; the caller now owns the handle.
         unsafe { out.write(handle) };

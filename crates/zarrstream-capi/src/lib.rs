@@ -19,4 +19,5 @@ pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod handle;
+mod path;
 pub mod stats;

@@ -22,6 +22,8 @@
 mod args;
 #[path = "record/camera.rs"]
 mod camera;
+#[path = "record/os.rs"]
+mod os;
 #[path = "record/report.rs"]
 mod report;
 
@@ -118,21 +120,8 @@ fn exists_message(path: &Path) -> String {
     )
 }
 
-/// A file growing past `RLIMIT_FSIZE` (`ulimit -f`) makes the kernel send SIGXFSZ, whose
-/// default action kills the process mid-recording. Ignored, the write fails with `EFBIG`
-/// instead, and the writer returns it as `Error::Io` naming the shard, with every shard
-/// finished before it intact. A process-wide disposition is the program's to set, not
-/// the library's, so the program does it.
-fn ignore_sigxfsz() {
-    // SAFETY: `signal` with SIG_IGN only changes the disposition of SIGXFSZ; it runs
-    // before any thread of ours exists and no handler code is involved.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-    }
-}
-
 fn main() -> ExitCode {
-    ignore_sigxfsz();
+    os::ignore_sigxfsz();
     match run(std::env::args().skip(1)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(msg)) => {

@@ -486,8 +486,8 @@ impl Error {
         Error::Internal(format!("{context} panicked: {message}"))
     }
 
-    /// Wraps an I/O error with its operation and path, turning `ENOSPC`/`EDQUOT`
-    /// into [`Error::DiskFull`] so callers can match on one variant.
+    /// Wraps an I/O error with its operation and path, turning a full disk or quota
+    /// (`ENOSPC`, `EDQUOT`, `ERROR_DISK_FULL`, …) into [`Error::DiskFull`] so callers can match on one variant.
     pub(crate) fn io(
         op: &'static str,
         path: impl Into<PathBuf>,
@@ -495,8 +495,12 @@ impl Error {
         needed: u64,
     ) -> Self {
         let path = path.into();
-        match source.raw_os_error() {
-            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { op, path, needed },
+        // `std` classifies `ENOSPC` and Windows' `ERROR_DISK_FULL`/`ERROR_HANDLE_DISK_FULL`
+        // as `StorageFull`, `EDQUOT` and `ERROR_DISK_QUOTA_EXCEEDED` as `QuotaExceeded`.
+        match source.kind() {
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+                Error::DiskFull { op, path, needed }
+            }
             _ => Error::Io { op, path, source },
         }
     }

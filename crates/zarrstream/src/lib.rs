@@ -39,6 +39,8 @@ mod frame_meta;
 mod metadata;
 mod meter;
 mod ome;
+#[allow(unsafe_code)]
+mod platform;
 mod pyramid;
 pub mod read;
 pub mod recover;

@@ -3,8 +3,7 @@
 //! valid and no chunk is decoded or recompressed).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::FileExt;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use zarrstream::IoError;
 
@@ -78,8 +77,9 @@ fn read_index(src: &Path, len: u64, n: u64) -> Result<Vec<u8>, ConvertError> {
         ));
     }
     let mut index = vec![0u8; index_len as usize];
-    let file = File::open(src).map_err(IoError::with("open", src))?;
-    file.read_exact_at(&mut index, len - index_len)
+    let mut file = File::open(src).map_err(IoError::with("open", src))?;
+    file.seek(SeekFrom::Start(len - index_len))
+        .and_then(|_| file.read_exact(&mut index))
         .map_err(IoError::with("read", src))?;
     Ok(index)
 }

@@ -34,7 +34,6 @@ pub(crate) struct DiskUsage {
 
 /// Walks `dir` (without following symbolic links) and sums the sizes of its files.
 pub(crate) fn disk_usage(dir: &Path) -> io::Result<DiskUsage> {
-    use std::os::unix::fs::MetadataExt;
     let mut total = DiskUsage::default();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -45,7 +44,8 @@ pub(crate) fn disk_usage(dir: &Path) -> io::Result<DiskUsage> {
                 stack.push(entry.path());
             } else {
                 total.bytes += meta.len();
-                total.allocated += meta.blocks() * 512;
+                total.allocated +=
+                    zarrstream::store::allocated_bytes(&entry.path()).map_err(io::Error::other)?;
                 total.files += 1;
             }
         }
@@ -53,20 +53,7 @@ pub(crate) fn disk_usage(dir: &Path) -> io::Result<DiskUsage> {
     Ok(total)
 }
 
-/// A `/proc/self/status` field in KiB (`VmHWM`, `VmRSS`), if available.
-pub(crate) fn proc_status_kib(key: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Resets the peak resident set size (`VmHWM`) to the current one, so the peak reported
-/// later is the peak of the acquisition rather than of frame preparation.
-pub(crate) fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
+pub(crate) use super::os::{proc_status_kib, reset_peak_rss};
 
 pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64

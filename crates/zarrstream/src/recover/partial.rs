@@ -1,8 +1,8 @@
 //! Rebuilding the temporary shards a dead writer left in `.zarrstream-partial/`.
 
+use crate::platform::FileExt;
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::report::{IndexSource, RejectReason, RejectedChunk, ShardOutcome, ShardRecovery};

@@ -1,8 +1,8 @@
 //! Recovery of hand-made crashed stores: damaged entries, stores without crc32c,
 //! shards the finisher was finishing, finished shards and strangers.
 
+use crate::platform::FileExt;
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};

@@ -16,19 +16,17 @@
 //! in flight; writing the entry's block with `O_DIRECT`, before the chunk counts as
 //! written, costs a third of the throughput (measured in BENCHMARKS.md §9).
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::File;
 use std::path::Path;
 use std::sync::Mutex;
 
 use memmap2::MmapMut;
-use rustix::fs::{AtFlags, OFlags, StatxFlags};
 
 use super::{Scratch, SlotSink, TempShard, intact, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, page_span};
+use crate::platform::{FileExt, GuardedMap, map_reserved_file, open_direct};
 use crate::shard::{FinalLayout, ShardLayout, store_entry};
-use crate::slots::{GuardedMap, map_reserved_file};
 
 /// The alignment of every direct write's offset, length and buffer: the largest logical
 /// block size of common devices, a multiple of the 512-byte sectors of others.
@@ -58,27 +56,14 @@ fn probe(dir: &Path) -> std::io::Result<()> {
     let path = dir.join(".direct-probe");
     let result = (|| {
         let file = open_direct(&path, true)?;
-        if let Ok(st) = rustix::fs::statx(&file, "", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN)
-            && st.stx_mask & StatxFlags::DIOALIGN.bits() != 0
-        {
-            let fits = |a: u32| a != 0 && ALIGN.is_multiple_of(u64::from(a));
-            if !fits(st.stx_dio_offset_align) || !fits(st.stx_dio_mem_align) {
-                return Err(std::io::Error::from(std::io::ErrorKind::Unsupported));
-            }
+        if !crate::platform::direct_alignment_fits(&file, ALIGN) {
+            return Err(std::io::Error::from(std::io::ErrorKind::Unsupported));
         }
         let page = MmapMut::map_anon(ALIGN as usize)?;
         file.write_all_at(&page, 0)
     })();
     let _ = std::fs::remove_file(&path);
     result
-}
-
-fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create(create)
-        .custom_flags(OFlags::DIRECT.bits() as i32)
-        .open(path)
 }
 
 pub(crate) struct DirectSink {
@@ -231,7 +216,7 @@ impl SlotSink for DirectSink {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::FileExt;
+    use crate::platform::FileExt;
 
     use super::*;
     use crate::read::index::{parse_index, raw_entries};

@@ -7,10 +7,9 @@
 //! SIGBUS, which the guard in `slots.rs` caught and flagged; the `pwrite` and direct
 //! sinks' writes into a cut file just extend it again, so only the file shows it.
 
-use std::os::unix::fs::{FileExt, MetadataExt};
-
 use super::TempShard;
 use crate::error::{Error, Result};
+use crate::platform::{FileExt, allocated_bytes};
 
 /// What a sink knows about its shard when it finishes it.
 pub(crate) struct Seen {
@@ -59,12 +58,15 @@ fn why_cut(temp: &TempShard, seen: &Seen) -> Result<Option<String>> {
             meta.len(),
             l.file_size
         ));
-    } else if seen.mapped && temp.reserved && meta.blocks() * 512 < l.file_size {
-        reasons.push(format!(
-            "{} bytes are allocated to it, {} were reserved",
-            meta.blocks() * 512,
-            l.file_size
-        ));
+    } else if seen.mapped && temp.reserved {
+        let allocated =
+            allocated_bytes(&temp.file).map_err(|e| Error::io("stat", &temp.path, e, 0))?;
+        if allocated < l.file_size {
+            reasons.push(format!(
+                "{allocated} bytes are allocated to it, {} were reserved",
+                l.file_size
+            ));
+        }
     }
     if seen.working_index && reasons.is_empty() {
         // Entries start as all ones and are written whole by the sinks; zero bytes are

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::{Scratch, SlotSink, TempShard, intact, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, PAGE, page_span};
+use crate::platform::{GuardedMap, map_reserved_file};
 use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, store_entry};
-use crate::slots::{GuardedMap, SlotGeometry, SlotRegion, map_reserved_file};
+use crate::slots::{SlotGeometry, SlotRegion};
 
 pub(crate) struct MmapSink {
     temp: TempShard,

@@ -106,16 +106,16 @@ impl SinkChoice {
     pub(crate) fn resolve(self, dir: &Path, layout: &ShardLayout, order: ChunkOrder) -> SinkKind {
         let slots = order != ChunkOrder::C;
         match self {
-            SinkChoice::Mmap if mapping_is_safe(dir) => SinkKind::Mmap,
+            SinkChoice::Mmap if crate::platform::mapping_is_safe(dir) => SinkKind::Mmap,
             SinkChoice::Auto | SinkChoice::Direct if slots => {
-                if mapping_is_safe(dir) {
+                if crate::platform::mapping_is_safe(dir) {
                     SinkKind::Mmap
                 } else {
                     SinkKind::Pwrite
                 }
             }
             SinkChoice::Auto | SinkChoice::Direct
-                if mapping_is_safe(dir) && direct::supported(dir, layout) =>
+                if crate::platform::mapping_is_safe(dir) && direct::supported(dir, layout) =>
             {
                 SinkKind::Direct
             }
@@ -150,24 +150,6 @@ impl fmt::Display for SinkChoice {
 impl fmt::Display for SinkKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// Filesystems where `fallocate` does not guarantee that writing a mapped page succeeds
-/// (copy-on-write or remote), so a full disk would raise SIGBUS instead of an error.
-fn mapping_is_safe(dir: &Path) -> bool {
-    const UNSAFE_FS: [u64; 7] = [
-        0x9123_683e, // btrfs
-        0x2fc1_2fc1, // zfs
-        0x6969,      // nfs
-        0xff53_4d42, // cifs
-        0xfe53_4d42, // smb2
-        0x6573_5546, // fuse
-        0x5346_414f, // afs
-    ];
-    match rustix::fs::statfs(dir) {
-        Ok(st) => !UNSAFE_FS.contains(&(st.f_type as u64)),
-        Err(_) => false,
     }
 }
 

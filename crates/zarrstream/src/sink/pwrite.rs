@@ -4,7 +4,7 @@
 //! than C (Morton), each chunk is written into its fixed slot instead, as the mmap sink
 //! does, and finishing the shard compacts the slots in their order.
 
-use std::os::unix::fs::FileExt;
+use crate::platform::FileExt;
 use std::sync::Mutex;
 
 use super::{Scratch, SlotSink, TempShard, intact};

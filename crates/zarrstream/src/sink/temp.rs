@@ -2,12 +2,10 @@
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::FallocateFlags;
-
 use crate::error::{Error, Result};
+use crate::platform::{self, FileExt};
 use crate::shard::{FinalLayout, ShardLayout, encode_index, entry_bytes, packed};
 use crate::spec::IndexLocation;
 use crate::store::{self, COMPACTING_EXTENSION, CREATING_EXTENSION, VANISHED_TRIES};
@@ -20,8 +18,7 @@ const HEADROOM: u64 = 1 << 20;
 /// [`HEADROOM`] free (a full disk is then refused before any frame is accepted for it).
 fn ensure_headroom(path: &Path, needed: u64) -> Result<()> {
     let dir = path.parent().unwrap_or(path);
-    let st = rustix::fs::statvfs(dir).map_err(|e| Error::io("statvfs", dir, e.into(), 0))?;
-    let free = st.f_bavail.saturating_mul(st.f_frsize);
+    let free = platform::free_space(dir).map_err(|e| Error::io("statvfs", dir, e, 0))?;
     if free < needed.saturating_add(HEADROOM) {
         return Err(Error::DiskFull {
             op: "reserve",
@@ -68,15 +65,15 @@ impl TempShard {
             committed: false,
             keep: std::sync::atomic::AtomicBool::new(false),
         };
-        match rustix::fs::fallocate(&temp.file, FallocateFlags::empty(), 0, layout.file_size) {
-            Ok(()) => {}
-            Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
+        match platform::reserve(&temp.file, layout.file_size) {
+            Ok(true) => {}
+            Ok(false) => {
                 temp.reserved = false;
                 temp.file
                     .set_len(layout.file_size)
                     .map_err(|e| Error::io("truncate", path, e, 0))?;
             }
-            Err(e) => return Err(Error::io("fallocate", path, e.into(), layout.file_size)),
+            Err(e) => return Err(Error::io("fallocate", path, e, layout.file_size)),
         }
         let empty = entry_bytes(u64::MAX, u64::MAX).repeat(layout.n as usize);
         temp.file
@@ -181,10 +178,7 @@ impl TempShard {
             .open(path)
             .map_err(|e| Error::io("create", path, e, fin.len))?;
         // Allocate first: a full disk fails here, before anything is copied.
-        match rustix::fs::fallocate(&out, FallocateFlags::empty(), 0, fin.len) {
-            Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => {}
-            Err(e) => return Err(Error::io("fallocate", path, e.into(), fin.len)),
-        }
+        platform::reserve(&out, fin.len).map_err(|e| Error::io("fallocate", path, e, fin.len))?;
         for c in fin.copies() {
             copy_range(&self.file, &out, c.from, c.to, c.len)
                 .map_err(|e| Error::io("copy", path, e, c.len))?;
@@ -203,13 +197,9 @@ impl TempShard {
 
     /// Punches `(offset, len)` ranges out of the file (sparse packing).
     pub(crate) fn punch(&self, holes: &[(u64, u64)]) -> Result<()> {
-        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
         for &(off, len) in holes {
-            match rustix::fs::fallocate(&self.file, flags, off, len) {
-                // A filesystem without hole punching keeps the bytes; still valid.
-                Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => {}
-                Err(e) => return Err(Error::io("punch hole", &self.path, e.into(), 0)),
-            }
+            platform::punch_hole(&self.file, off, len)
+                .map_err(|e| Error::io("punch hole", &self.path, e, 0))?;
         }
         Ok(())
     }
@@ -263,26 +253,11 @@ impl Drop for TempShard {
 }
 
 /// Copies `len` bytes at `from` in `src` to `to` in `dst`, in the kernel where it can
-/// (`copy_file_range`: no copy through user space, and a reflink on file systems that
-/// share extents), else through a buffer.
+/// (no copy through user space, and a reflink on file systems that share extents), else
+/// through a buffer.
 fn copy_range(src: &File, dst: &File, from: u64, to: u64, len: u64) -> std::io::Result<()> {
-    let (mut off_in, mut off_out, mut left) = (from, to, len);
-    while left > 0 {
-        let chunk = usize::try_from(left).unwrap_or(usize::MAX);
-        match rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), chunk) {
-            Ok(0) => break,
-            Ok(n) => left -= n as u64,
-            Err(
-                rustix::io::Errno::XDEV
-                | rustix::io::Errno::NOSYS
-                | rustix::io::Errno::INVAL
-                | rustix::io::Errno::OPNOTSUPP,
-            ) => {
-                break;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let (mut off_in, mut off_out) = (from, to);
+    let left = len - platform::copy_in_kernel(src, dst, &mut off_in, &mut off_out, len)?;
     if left > 0 {
         let mut buf = vec![0u8; left as usize];
         src.read_exact_at(&mut buf, off_in)?;

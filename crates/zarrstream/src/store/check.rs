@@ -1,8 +1,8 @@
 //! Checks of what a shard holds: its index entries against the file, and each chunk's
 //! bytes by crc32c or by decoding.
 
+use crate::platform::FileExt;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 use super::reader::{Shard, StoreReader};
 use crate::codec::Codec;

@@ -1,12 +1,10 @@
 //! The lock a writer holds on its store while recording, so that `recover` (or another
 //! writer asked to overwrite the store) never takes the temporary shards of a live writer.
-//! An `flock` is released by the kernel when the process dies, so a crash never leaves a
-//! stale lock behind.
+//! The lock is `std`'s file lock (`flock` on Linux, `LockFileEx` on Windows), which the
+//! system releases when the process dies, so a crash never leaves a stale lock behind.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
-
-use rustix::fs::{FlockOperation, flock};
 
 use super::contract::{CHUNK_DIR, LOCK_FILE, PARTIAL_DIR};
 use crate::error::{Error, Result};
@@ -32,10 +30,10 @@ impl StoreLock {
             .write(true)
             .open(&path)
             .map_err(|e| Error::io("create", &path, e, 0))?;
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        match file.try_lock() {
             Ok(()) => Ok(StoreLock { _file: file, path }),
-            Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Locked { path }),
-            Err(e) => Err(Error::io("lock", &path, e.into(), 0)),
+            Err(TryLockError::WouldBlock) => Err(Error::Locked { path }),
+            Err(TryLockError::Error(e)) => Err(Error::io("lock", &path, e, 0)),
         }
     }
 
@@ -112,7 +110,7 @@ mod tests {
     fn a_held_lock_refuses_a_second_holder_until_released() {
         let dir = tempfile::tempdir().unwrap();
         let a = StoreLock::acquire(dir.path()).unwrap();
-        // flock locks belong to the open file description: a second open conflicts
+        // File locks belong to the open file (description): a second open conflicts
         // even within one process.
         assert!(matches!(
             StoreLock::acquire(dir.path()),

@@ -1,7 +1,7 @@
 //! [`StoreReader`]: an opened array, its shard files and their indexes.
 
+use crate::platform::FileExt;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;

@@ -2,7 +2,6 @@
 //! (never chunk data; checking chunks is [`verify`](super::verify)'s job): the data
 //! behind `zarrstream inspect`, for the tool and the bindings alike.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -235,12 +234,11 @@ pub fn summarise(
     })
 }
 
-/// Bytes the filesystem has allocated for the file at `path` (`st_blocks`; less than
-/// its length when it is sparse, e.g. a shard written with sparse packing).
+/// Bytes the filesystem has allocated for the file at `path` (less than its length when
+/// it is sparse, e.g. a shard written with sparse packing on Linux).
 pub fn allocated_bytes(path: &Path) -> Result<u64, IoError> {
-    let meta = std::fs::metadata(path).map_err(IoError::with("stat", path))?;
-    // st_blocks counts 512-byte units whatever the filesystem's block size.
-    Ok(meta.blocks() * 512)
+    let file = std::fs::File::open(path).map_err(IoError::with("open", path))?;
+    crate::platform::allocated_bytes(&file).map_err(IoError::with("stat", path))
 }
 
 /// One shard's sizes, and how many of its empty chunks lie inside the array. An

@@ -1,8 +1,8 @@
 //! [`summarise`], [`shard_index`], [`verify`] and [`allocated_bytes`] on stores written
 //! by the [`Writer`](crate::Writer), sound and then damaged.
 
+use crate::platform::FileExt;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::*;

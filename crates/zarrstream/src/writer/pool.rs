@@ -4,7 +4,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use memmap2::{Advice, MmapMut};
+use memmap2::MmapMut;
 
 use crate::meter::{Held, Meter, page_span};
 
@@ -47,7 +47,7 @@ impl Pool {
         for _ in 0..count {
             let mut buf = MmapMut::map_anon(len)?;
             // Advice only: without huge pages, 4 KiB pages serve the same bytes.
-            let _ = buf.advise(Advice::HugePage);
+            crate::platform::advise_huge_pages(&buf);
             // Anonymous memory reads as zeros until written; a store makes it resident.
             buf.iter_mut().step_by(4096).for_each(|b| *b = 1);
             let block = Block {

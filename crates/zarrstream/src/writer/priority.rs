@@ -3,31 +3,14 @@
 
 /// Makes the calling thread background work (see [`WriterOptions::background_nice`]):
 /// on Linux the `SCHED_BATCH` policy, so that waking it (a job for a worker, a shard for
-/// the finisher) never preempts the thread that pushes frames, and `nice` steps nicer.
-/// Best effort: neither needs privileges, and a failure only costs latency.
+/// the finisher) never preempts the thread that pushes frames, and `nice` steps nicer; on
+/// Windows a priority below normal. Best effort: neither needs privileges, and a failure
+/// only costs latency.
 pub(crate) fn lower_priority(nice: u8) {
     if nice == 0 {
         return;
     }
-    #[cfg(target_os = "linux")]
-    {
-        use thread_priority::{
-            NormalThreadSchedulePolicy, ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy,
-            set_thread_priority_and_policy, thread_native_id,
-        };
-        // The crate sets a niceness along with the policy; 48 of its 0..=99 scale maps to
-        // nice 0, which the `setpriority` below then raises (raising needs no privilege).
-        if let Ok(p) = ThreadPriorityValue::try_from(48u8) {
-            let batch = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch);
-            let _ = set_thread_priority_and_policy(
-                thread_native_id(),
-                ThreadPriority::Crossplatform(p),
-                batch,
-            );
-        }
-    }
-    // On Linux `setpriority(PRIO_PROCESS, 0)` applies to the calling thread only.
-    let _ = rustix::process::setpriority_process(None, i32::from(nice));
+    crate::platform::lower_thread_priority(nice);
 }
 
 #[cfg(all(test, target_os = "linux"))]

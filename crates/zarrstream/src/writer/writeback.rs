@@ -6,7 +6,7 @@
 //! dirty pages (like `sync_file_range(SYNC_FILE_RANGE_WRITE)`), then drops the pages that
 //! are clean. So one call when a shard is finished starts its writeback without waiting,
 //! and a second call a few shards later, when that writeback has had time to complete,
-//! drops the shard from the cache. `rustix` offers `fadvise` safely; `sync_file_range`
+//! drops the shard from the cache. the platform layer offers it (`platform::drop_cached`); `sync_file_range`
 //! would need `unsafe` FFI outside the slot module.
 
 use std::collections::VecDeque;
@@ -63,7 +63,7 @@ fn release_path(path: &Path) {
 
 /// Starts writeback of dirty pages and drops clean ones; advisory, so errors are ignored.
 pub(crate) fn release(file: &File) {
-    let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
+    crate::platform::drop_cached(file);
 }
 
 #[cfg(test)]

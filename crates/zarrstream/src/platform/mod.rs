@@ -1,0 +1,35 @@
+//! The platform layer: everything the writer asks of the operating system beyond what
+//! `std` offers portably, one module per platform with the same items, as `std::sys`
+//! and crossbeam do. The writer's logic imports these and never `#[cfg]`s on a platform.
+//!
+//! | item | Linux (`linux.rs`) | Windows (`windows.rs`) |
+//! |---|---|---|
+//! | [`FileExt`] positional I/O | `pread`/`pwrite` (std's unix `FileExt`) | `seek_read`/`seek_write` in a loop |
+//! | [`open_direct`] unbuffered writes | `O_DIRECT` | `FILE_FLAG_NO_BUFFERING \| FILE_FLAG_WRITE_THROUGH` |
+//! | [`direct_alignment_fits`] | `statx(STATX_DIOALIGN)` | `FileStorageInfo` sector sizes |
+//! | [`free_space`] | `statvfs` | `GetDiskFreeSpaceExW` |
+//! | [`reserve`] a shard's bytes | `fallocate` | `FileAllocationInfo`, then the length; checked allocated |
+//! | [`punch_hole`] | `fallocate(PUNCH_HOLE)` | none: shards are not sparse files there, the bytes stay |
+//! | [`copy_in_kernel`] | `copy_file_range` | none: ranges are copied through a buffer |
+//! | [`allocated_bytes`] | `st_blocks` × 512 | `FileStandardInfo.AllocationSize` |
+//! | [`mapping_is_safe`] | not btrfs, ZFS, NFS, CIFS, FUSE, AFS (`statfs`) | a fixed or RAM disk (`GetDriveTypeW`), not a network share |
+//! | [`drop_cached`] | `posix_fadvise(DONTNEED)` | nothing: the cache manager writes back and trims itself |
+//! | [`lower_thread_priority`] | `SCHED_BATCH` + nice | `THREAD_PRIORITY_BELOW_NORMAL` / `LOWEST` |
+//! | [`advise_huge_pages`], [`populate_write`] | `madvise` | nothing (large pages need a privilege and are chosen at allocation) |
+//! | [`GuardedMap`], [`map_reserved_file`] | a mapping under the SIGBUS guard | a plain view: a mapped file cannot be cut |
+//!
+//! Disk-full errors need no platform code: `std` gives `ENOSPC` and `ERROR_DISK_FULL` /
+//! `ERROR_HANDLE_DISK_FULL` the same [`std::io::ErrorKind::StorageFull`].
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::*;
+
+#[cfg(not(any(target_os = "linux", windows)))]
+compile_error!("zarrstream runs on Linux and Windows; its platform layer has no other module");

@@ -12,6 +12,10 @@
 //! `cargo test --test full_disk -- --nocapture` prints one `REPORT` line per scenario
 //! (frames accepted before the error and its text).
 
+// Linux only: it mounts small tmpfs volumes in a private mount namespace. Under Wine the
+// full disk is tested from Linux instead (tests/windows.rs: record.exe on a full tmpfs).
+#![cfg(target_os = "linux")]
+
 mod common;
 mod support_fs;
 

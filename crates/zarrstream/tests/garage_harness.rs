@@ -17,6 +17,9 @@
 //! readers' lines). Without Garage or the Python environment the tests skip loudly, except
 //! with `CI=true`, where that is a failure.
 
+// Linux only: Garage runs as a Linux child process of the test (support/garage.rs).
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

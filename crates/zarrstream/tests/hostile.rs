@@ -15,6 +15,9 @@
 //! `cargo test --test hostile -- --nocapture` prints one `REPORT` line per scenario with
 //! the error the writer returned.
 
+// Linux only: resource limits, signals and errno values of a hostile Linux host.
+#![cfg(target_os = "linux")]
+
 mod common;
 mod support_fs;
 

@@ -28,6 +28,9 @@
 //! `ZARRSTREAM_POWER_SEED=S` replays a run. `cargo test -p zarrstream --test power_loss
 //! -- --nocapture` prints one `REPORT` line per mode.
 
+// Linux only: the power-loss file system is FUSE (zarrstream-testfs), which Windows lacks.
+#![cfg(target_os = "linux")]
+
 mod support_fs;
 
 use std::path::Path;

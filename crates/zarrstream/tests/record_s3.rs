@@ -10,6 +10,9 @@
 //!
 //! Run with `cargo test -p zarrstream --test record_s3`.
 
+// Linux only: Garage runs as a Linux child process of the test (support/garage.rs).
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -22,6 +22,9 @@
 //! Run with `cargo test -p zarrstream --test s3`. Without Garage or the Python
 //! environment the tests skip loudly, except with `CI=true`, where that is a failure.
 
+// Linux only: Garage runs as a Linux child process of the test (support/garage.rs).
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -17,6 +17,9 @@
 //! Used as a module (`mod support_fs;`) by `full_disk.rs`, `bad_input.rs` and `hostile.rs`; cargo also
 //! builds it as a test target of its own, which holds no tests.
 
+// Linux only: helpers for tmpfs, loop devices and mount namespaces.
+#![cfg(target_os = "linux")]
+
 #![allow(dead_code)]
 
 use std::ffi::CString;

@@ -13,6 +13,12 @@ pub(crate) use guard::{GuardedMap, map_reserved_file};
 /// Positional reads and writes that leave the file cursor alone (`pread`, `pwrite`).
 pub(crate) use std::os::unix::fs::FileExt;
 
+/// Flushes the entries of directory `dir` (names created, renamed or removed in it) to
+/// the device: `fsync` of the directory.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
 /// Opens `path` for writes that bypass the page cache (`O_DIRECT`).
 pub(crate) fn open_direct(path: &Path, create: bool) -> io::Result<File> {
     OpenOptions::new()

@@ -5,6 +5,7 @@
 //! | item | Linux (`linux.rs`) | Windows (`windows.rs`) |
 //! |---|---|---|
 //! | [`FileExt`] positional I/O | `pread`/`pwrite` (std's unix `FileExt`) | `seek_read`/`seek_write` in a loop |
+//! | [`sync_dir`] | `fsync` of the directory | `FlushFileBuffers` on the directory's handle (or nothing where refused: NTFS journals renames) |
 //! | [`open_direct`] unbuffered writes | `O_DIRECT` | `FILE_FLAG_NO_BUFFERING \| FILE_FLAG_WRITE_THROUGH` |
 //! | [`direct_alignment_fits`] | `statx(STATX_DIOALIGN)` | `FileStorageInfo` sector sizes |
 //! | [`free_space`] | `statvfs` | `GetDiskFreeSpaceExW` |

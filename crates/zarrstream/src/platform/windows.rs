@@ -14,11 +14,12 @@ use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 
 use windows_sys::Win32::Storage::FileSystem::{
-    DRIVE_FIXED, DRIVE_RAMDISK, FILE_ALLOCATION_INFO, FILE_FLAG_NO_BUFFERING,
-    FILE_FLAG_WRITE_THROUGH, FILE_STANDARD_INFO, FILE_STORAGE_INFO, FileAllocationInfo,
-    FileStandardInfo, FileStorageInfo, GetDiskFreeSpaceExW, GetDriveTypeW,
-    GetFileInformationByHandleEx, GetVolumePathNameW, SetFileInformationByHandle,
+    FILE_ALLOCATION_INFO, FILE_FLAG_NO_BUFFERING, FILE_FLAG_WRITE_THROUGH, FILE_STANDARD_INFO,
+    FILE_STORAGE_INFO, FileAllocationInfo, FileStandardInfo, FileStorageInfo, GetDiskFreeSpaceExW,
+    GetDriveTypeW, GetFileInformationByHandleEx, GetVolumePathNameW, SetFileInformationByHandle,
 };
+
+use windows_sys::Win32::System::WindowsProgramming::{DRIVE_FIXED, DRIVE_RAMDISK};
 
 use crate::slots::Backing;
 
@@ -66,6 +67,30 @@ impl FileExt for File {
             }
         }
         Ok(())
+    }
+}
+
+/// Flushes the entries of directory `dir` to the device: `FlushFileBuffers` on a handle
+/// of the directory itself (opened with `FILE_FLAG_BACKUP_SEMANTICS`, the only way to
+/// open one), which NTFS honours by flushing its metadata. A file system that refuses to
+/// flush a directory (`ERROR_ACCESS_DENIED`, `ERROR_INVALID_FUNCTION`) counts as done:
+/// there the rename is as durable as the system makes it (NTFS journals it). A
+/// directory that is gone is still `NotFound`.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, ERROR_INVALID_FUNCTION};
+    use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_BACKUP_SEMANTICS;
+    let refused = |e: &io::Error| {
+        e.raw_os_error()
+            .is_some_and(|c| c == ERROR_ACCESS_DENIED as i32 || c == ERROR_INVALID_FUNCTION as i32)
+    };
+    let handle = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(dir);
+    match handle.and_then(|d| d.sync_all()) {
+        Err(e) if refused(&e) => Ok(()),
+        other => other,
     }
 }
 

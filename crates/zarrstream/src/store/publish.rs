@@ -10,16 +10,14 @@ use crate::error::IoError;
 
 /// fsyncs a directory so renames and new entries in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(IoError::with("fsync", dir))
+    crate::platform::sync_dir(dir).map_err(IoError::with("fsync", dir))
 }
 
 /// [`sync_dir`] for a shard directory that another process may have removed: a data
 /// mover that took the shard and pruned its directory leaves no entry of ours to flush.
 pub(crate) fn sync_shard_dir(dir: &Path) -> Result<(), IoError> {
-    match File::open(dir) {
-        Ok(d) => d.sync_all().map_err(IoError::with("fsync", dir)),
+    match crate::platform::sync_dir(dir) {
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(IoError::new("fsync", dir, e)),
     }

@@ -503,6 +503,9 @@ fn bad_options_are_typed_errors_and_leave_nothing() {
 /// full disk does: level 0 still finishes and publishes every frame it accepted, and the
 /// level publishes what it had finished; both read back with `zarrs`.
 #[test]
+// Linux only: the level fails because its temporary directory is removed under it, which
+// Windows refuses while the writer has files open there.
+#[cfg(target_os = "linux")]
 fn a_failing_level_refuses_the_next_frame_and_level_0_keeps_its_frames() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("failing.ome.zarr");

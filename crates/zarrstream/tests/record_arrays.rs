@@ -2,6 +2,10 @@
 //! records is read back with the `zarrs` crate and compared with the synthetic camera's
 //! frames (as `--save-frames` writes them) or with an uninterrupted recording.
 
+// Linux only: these tests build and run the `record` example with cargo; the Windows
+// build of `record` (record.exe) is run under Wine from Linux by tests/windows.rs.
+#![cfg(target_os = "linux")]
+
 #[path = "support/record.rs"]
 mod record_example;
 

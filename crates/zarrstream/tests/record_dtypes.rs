@@ -2,6 +2,10 @@
 //! of each type (`--input`) and of its synthetic camera, and the `zarrs` crate reads back
 //! exactly the input's bytes, with the data type and fill value in `zarr.json`.
 
+// Linux only: these tests build and run the `record` example with cargo; the Windows
+// build of `record` (record.exe) is run under Wine from Linux by tests/windows.rs.
+#![cfg(target_os = "linux")]
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;

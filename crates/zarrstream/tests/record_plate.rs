@@ -5,6 +5,10 @@
 //! the ome-zarr reader and zarr-python (`tests/interop/ome_check.py plate`); a field
 //! count of 0 and an empty plate are usage errors that write nothing.
 
+// Linux only: these tests build and run the `record` example with cargo; the Windows
+// build of `record` (record.exe) is run under Wine from Linux by tests/windows.rs.
+#![cfg(target_os = "linux")]
+
 #[path = "support/python.rs"]
 mod pyenv;
 #[path = "support/record.rs"]

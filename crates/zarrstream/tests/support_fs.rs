@@ -19,7 +19,6 @@
 
 // Linux only: helpers for tmpfs, loop devices and mount namespaces.
 #![cfg(target_os = "linux")]
-
 #![allow(dead_code)]
 
 use std::ffi::CString;

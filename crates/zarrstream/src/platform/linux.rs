@@ -13,6 +13,19 @@ pub(crate) use guard::{GuardedMap, map_reserved_file};
 /// Positional reads and writes that leave the file cursor alone (`pread`, `pwrite`).
 pub(crate) use std::os::unix::fs::FileExt;
 
+/// Renames `from` to `to`, replacing `to` atomically if it exists (`rename`).
+pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::rename(from, to)
+}
+
+/// Removes the lock file at `path`, then releases the lock `file` holds: never the other
+/// way round, or another process could lock the file just before it is removed and hold
+/// a lock on a file nobody else can find. Best effort.
+pub(crate) fn remove_lock_file(file: File, path: &Path) {
+    let _ = std::fs::remove_file(path);
+    drop(file);
+}
+
 /// Flushes the entries of directory `dir` (names created, renamed or removed in it) to
 /// the device: `fsync` of the directory.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {

@@ -5,6 +5,8 @@
 //! | item | Linux (`linux.rs`) | Windows (`windows.rs`) |
 //! |---|---|---|
 //! | [`FileExt`] positional I/O | `pread`/`pwrite` (std's unix `FileExt`) | `seek_read`/`seek_write` in a loop |
+//! | [`rename`] replacing a file | `rename` | `std`'s rename, retried for 2 s while a reader holds the target |
+//! | [`remove_lock_file`] | remove, then unlock | unlock and close, then remove (an open file's name stays) |
 //! | [`sync_dir`] | `fsync` of the directory | `FlushFileBuffers` on the directory's handle (or nothing where refused: NTFS journals renames) |
 //! | [`open_direct`] unbuffered writes | `O_DIRECT` | `FILE_FLAG_NO_BUFFERING \| FILE_FLAG_WRITE_THROUGH` |
 //! | [`direct_alignment_fits`] | `statx(STATX_DIOALIGN)` | `FileStorageInfo` sector sizes |

@@ -70,6 +70,44 @@ impl FileExt for File {
     }
 }
 
+/// Releases the lock `file` holds and closes it, then removes the lock file at `path`:
+/// Windows removes an open file only when its last handle closes, and until then the name
+/// stays and its directory cannot be removed. A process that locks the file between the
+/// two steps keeps its lock; its removal then waits for that process's handle. Best
+/// effort.
+pub(crate) fn remove_lock_file(file: File, path: &Path) {
+    drop(file);
+    let _ = std::fs::remove_file(path);
+}
+
+/// How long [`rename`] keeps trying while another handle holds the file it replaces.
+const RENAME_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Renames `from` to `to`, replacing `to` if it exists. `std` asks for POSIX semantics
+/// (NTFS on Windows 10 1809 and later), which replace a file that a reader holds open
+/// with `FILE_SHARE_DELETE`; elsewhere, and under Wine, a file open in any process cannot
+/// be replaced (`ERROR_ACCESS_DENIED`, `ERROR_SHARING_VIOLATION`). Readers of `zarr.json`
+/// hold it for one read, and virus scanners and indexers open new files as briefly, so
+/// the rename is tried again, with growing pauses, for up to [`RENAME_PATIENCE`].
+pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION};
+    let deadline = std::time::Instant::now() + RENAME_PATIENCE;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match std::fs::rename(from, to) {
+            Err(e)
+                if e.raw_os_error().is_some_and(|c| {
+                    c == ERROR_ACCESS_DENIED as i32 || c == ERROR_SHARING_VIOLATION as i32
+                }) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Flushes the entries of directory `dir` to the device: `FlushFileBuffers` on a handle
 /// of the directory itself (opened with `FILE_FLAG_BACKUP_SEMANTICS`, the only way to
 /// open one), which NTFS honours by flushing its metadata. A file system that refuses to

@@ -249,7 +249,7 @@ fn recover_partial(
     }
     if entries.source == IndexSource::None {
         let aside = tmp_dir.join(format!("{name}{UNRECOVERABLE_SUFFIX}"));
-        fs::rename(&path, &aside).map_err(IoError::with("rename", &aside))?;
+        crate::platform::rename(&path, &aside).map_err(IoError::with("rename", &aside))?;
         recovery.outcome = ShardOutcome::Unrecoverable;
         return Ok(nothing(recovery));
     }
@@ -281,6 +281,10 @@ fn recover_partial(
             sources.iter().flatten().count() as u64 - kept.iter().flatten().count() as u64;
         let rebuilt = tmp_dir.join(format!("{name}{REBUILD_SUFFIX}"));
         recovery.bytes = write_shard(&rebuilt, layout, &order, &sources)?;
+        // The finished shard is closed before the rebuilt one replaces it: Windows does
+        // not replace a file that is open.
+        drop(sources);
+        drop(finished);
         install(&rebuilt, &store.root().join(key))?;
         recovery.outcome = ShardOutcome::Rebuilt;
     }
@@ -423,7 +427,7 @@ fn install(rebuilt: &Path, dst: &Path) -> Result<(), RecoverError> {
         create_dirs(parent, &mut changed)?;
         changed.insert(parent.to_path_buf());
     }
-    fs::rename(rebuilt, dst).map_err(IoError::with("rename", dst))?;
+    crate::platform::rename(rebuilt, dst).map_err(IoError::with("rename", dst))?;
     for d in &changed {
         sync_dir(d)?;
     }

@@ -161,6 +161,8 @@ fn rebuilds_verified_chunks_and_rejects_damaged_entries() {
         set_entry(&s.path, &l, 11, l.slot_offset(11), 0xdead_beef_dead_beef);
         // Chunk 12: torn the other way round (offset still empty).
         set_entry(&s.path, &l, 12, EMPTY, 77);
+        // Closed first: on Windows a file open elsewhere is not removed until it closes.
+        drop(f);
 
         let r = recover_store(&s.path).unwrap();
         assert_eq!(r.validation, Validation::Crc32c);
@@ -401,6 +403,7 @@ fn unreadable_partial_is_set_aside_and_empty_one_removed() {
             .unwrap();
         f.set_len(0).unwrap();
         f.set_len(len).unwrap();
+        drop(f);
         let r = recover_store(&s.path).unwrap();
         assert_eq!(r.shards[0].outcome, ShardOutcome::Empty, "length {len}");
         assert_eq!(r.chunks_rejected, 0, "length {len}: {:?}", r.rejected);

@@ -79,7 +79,7 @@ impl TempShard {
         temp.file
             .write_all_at(&empty, layout.index_offset)
             .map_err(|e| Error::io("write", path, e, empty.len() as u64))?;
-        std::fs::rename(&temp.path, path).map_err(|e| Error::io("rename", path, e, 0))?;
+        platform::rename(&temp.path, path).map_err(|e| Error::io("rename", path, e, 0))?;
         temp.path = path.to_path_buf();
         Ok(temp)
     }
@@ -155,18 +155,22 @@ impl TempShard {
     /// index, and renames that file over this one.
     fn compact_fresh(&mut self, fin: &FinalLayout) -> Result<()> {
         let path = self.path.with_extension(COMPACTING_EXTENSION);
-        let result = self.write_compacted(&path, fin);
-        match result {
-            Ok(file) => {
-                self.file = file;
-                Ok(())
-            }
-            Err(e) => {
-                // Best effort: `recover` removes a leftover `.compacting` too.
-                let _ = std::fs::remove_file(&path);
-                Err(e)
-            }
+        let result = self.write_compacted(&path, fin).and_then(|out| {
+            // Our own handle of the temporary shard is closed first: Windows does not
+            // replace a file that is open. Until the rename the temporary shard is
+            // intact under its name, for `recover`.
+            drop(std::mem::replace(&mut self.file, out));
+            platform::rename(&path, &self.path).map_err(|source| Error::Io {
+                op: "rename",
+                path: self.path.clone(),
+                source,
+            })
+        });
+        if result.is_err() {
+            // Best effort: `recover` removes a leftover `.compacting` too.
+            let _ = std::fs::remove_file(&path);
         }
+        result
     }
 
     fn write_compacted(&self, path: &Path, fin: &FinalLayout) -> Result<File> {
@@ -191,7 +195,6 @@ impl TempShard {
             .map_err(|e| Error::io("write", path, e, index.len() as u64))?;
         out.set_len(fin.len)
             .map_err(|e| Error::io("truncate", path, e, 0))?;
-        std::fs::rename(path, &self.path).map_err(|e| Error::io("rename", &self.path, e, 0))?;
         Ok(out)
     }
 
@@ -226,7 +229,7 @@ impl TempShard {
             .map_err(|e| Error::io("dup", &self.path, e, 0))?;
         let mut tries = 0;
         loop {
-            match std::fs::rename(&self.path, to) {
+            match platform::rename(&self.path, to) {
                 Ok(()) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < VANISHED_TRIES => {
                     tries += 1;

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 /// can refuse a store a live writer holds, and keep writers out while they work.
 #[derive(Debug)]
 pub struct StoreLock {
-    _file: File,
+    file: File,
     path: PathBuf,
 }
 
@@ -31,15 +31,16 @@ impl StoreLock {
             .open(&path)
             .map_err(|e| Error::io("create", &path, e, 0))?;
         match file.try_lock() {
-            Ok(()) => Ok(StoreLock { _file: file, path }),
+            Ok(()) => Ok(StoreLock { file, path }),
             Err(TryLockError::WouldBlock) => Err(Error::Locked { path }),
             Err(TryLockError::Error(e)) => Err(Error::io("lock", &path, e, 0)),
         }
     }
 
-    /// Removes the lock file, then releases the lock.
+    /// Removes the lock file and releases the lock, in the order the platform needs
+    /// (`platform::remove_lock_file`).
     pub fn release(self) {
-        let _ = std::fs::remove_file(&self.path);
+        crate::platform::remove_lock_file(self.file, &self.path);
     }
 }
 

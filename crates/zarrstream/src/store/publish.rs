@@ -38,7 +38,7 @@ pub fn publish_bytes(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), IoError
         let _ = fs::remove_file(&tmp);
         IoError::new("write", &tmp, e)
     })?;
-    fs::rename(&tmp, &dst).map_err(IoError::with("rename", &dst))?;
+    crate::platform::rename(&tmp, &dst).map_err(IoError::with("rename", &dst))?;
     sync_dir(dir)
 }
 

@@ -760,8 +760,14 @@ pub(crate) fn check_files(case: &Case, m: &Model, path: &Path, es: usize) -> (u6
         for entry in std::fs::read_dir(&dir).unwrap() {
             let entry = entry.unwrap();
             let p = entry.path();
-            let rel = p.strip_prefix(path).unwrap().to_string_lossy().into_owned();
-            let parts: Vec<&str> = rel.split('/').collect();
+            // The key's parts, whatever the platform's separator.
+            let parts: Vec<String> = p
+                .strip_prefix(path)
+                .unwrap()
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let rel = parts.join("/");
             let ty = entry.file_type().unwrap();
             if ty.is_file() && rel == "zarr.json" {
                 continue;

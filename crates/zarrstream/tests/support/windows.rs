@@ -61,7 +61,11 @@ impl Win {
     pub(crate) fn cargo(&self, args: &[&str], deadline: Duration) -> Output {
         let mut cmd = Command::new(repo().join("tools/windows/cargo"));
         cmd.args(args).current_dir(repo());
-        run(&mut cmd, deadline, &format!("tools/windows/cargo {}", args.join(" ")))
+        run(
+            &mut cmd,
+            deadline,
+            &format!("tools/windows/cargo {}", args.join(" ")),
+        )
     }
 
     /// Builds `args` (cargo build arguments) for Windows, panicking with cargo's output
@@ -146,7 +150,12 @@ fn setup() -> Result<Win, String> {
         // `printf %q` quotes only what needs it; these values are plain paths and words.
         env.insert(k.to_string(), v.trim_matches('\'').to_string());
     }
-    for k in ["CARGO_TARGET_DIR", "ZARRSTREAM_WINE", "WINEPREFIX", "WINEDEBUG"] {
+    for k in [
+        "CARGO_TARGET_DIR",
+        "ZARRSTREAM_WINE",
+        "WINEPREFIX",
+        "WINEDEBUG",
+    ] {
         if !env.contains_key(k) {
             return Err(format!("tools/windows/cargo --env did not set {k}"));
         }

@@ -13,8 +13,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
-#include <ftw.h>
-#include <pthread.h>
+#include <pthread.h> /* on Windows: mingw-w64's winpthreads, linked statically */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +21,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#ifdef _WIN32 /* no nftw, mkdir without a mode, no nanosleep in the C runtime */
+#define WIN32_LEAN_AND_MEAN
+#include <direct.h>
+#include <windows.h>
+#else
+#include <ftw.h>
 #include <unistd.h>
+#endif
 
 #include "zarrstream.h"
 
@@ -99,6 +105,44 @@ static char *read_file(const char *p)
     return buf;
 }
 
+#ifdef _WIN32
+/* Best effort, like nftw below: what cannot be removed (a file another handle holds
+ * without delete sharing) stays. A directory link is removed, never followed. */
+static void remove_tree(const char *p)
+{
+    char pattern[4200];
+    snprintf(pattern, sizeof pattern, "%s\\*", p);
+    WIN32_FIND_DATAA fd;
+    HANDLE h = FindFirstFileA(pattern, &fd);
+    if (h != INVALID_HANDLE_VALUE) {
+        do {
+            if (strcmp(fd.cFileName, ".") == 0 || strcmp(fd.cFileName, "..") == 0)
+                continue;
+            char child[4200];
+            snprintf(child, sizeof child, "%s\\%s", p, fd.cFileName);
+            DWORD a = fd.dwFileAttributes;
+            if ((a & FILE_ATTRIBUTE_DIRECTORY) && !(a & FILE_ATTRIBUTE_REPARSE_POINT))
+                remove_tree(child);
+            else if (a & FILE_ATTRIBUTE_DIRECTORY)
+                RemoveDirectoryA(child);
+            else
+                DeleteFileA(child);
+        } while (FindNextFileA(h, &fd));
+        FindClose(h);
+    }
+    RemoveDirectoryA(p);
+}
+
+static int make_dir(const char *p)
+{
+    return _mkdir(p); /* the new directory inherits its parent's ACL */
+}
+
+static void sleep_1ms(void)
+{
+    Sleep(1);
+}
+#else
 static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
@@ -109,6 +153,17 @@ static void remove_tree(const char *p)
 {
     nftw(p, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+static int make_dir(const char *p)
+{
+    return mkdir(p, 0755);
+}
+
+static void sleep_1ms(void)
+{
+    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+}
+#endif
 
 /* The number after "key": in a stats JSON object, or -1. */
 static long stat_of(const char *json, const char *key)
@@ -272,7 +327,7 @@ static void memory(void)
 static void existing_and_locked(void)
 {
     const char *store = path("exists.zarr");
-    CHECK(mkdir(store, 0755) == 0, "mkdir %s: %s", store, strerror(errno));
+    CHECK(make_dir(store) == 0, "mkdir %s: %s", store, strerror(errno));
     zs_writer *w = NULL;
     EXPECT(zs_writer_create(store, config(""), &w), ZS_E_EXISTS,
            "exists.zarr: already exists (set overwrite to replace it)");
@@ -312,20 +367,37 @@ static void array_full(void)
     finish_ok(w, 3);
 }
 
-/* The store vanishes under a running writer: the next shard cannot be created (I/O
- * error), after which the writer is closed. */
+/* The store vanishes under a running writer (on Windows: its chunk directory becomes a
+ * file): the next shard cannot be created (I/O error), after which the writer is closed. */
 static void io_error_then_closed(void)
 {
     const char *store = path("vanishing.zarr");
     zs_writer *w = create_ok(store, "{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32],"
                                     " \"shard_shape\": [1, 64, 64], \"threads\": 1}");
     push_ok(w, 1);
+#ifdef _WIN32
+    /* Windows deletes a file that is still open only when its last handle closes, so the
+     * store of a live writer cannot vanish (its lock file stays, and the writer would go
+     * on making directories in it). What stops it is a file where its chunk directory
+     * was: the next shard's directory cannot be made. */
+    const char *chunks = path("vanishing.zarr/c");
+    FILE *blocker = NULL;
+    for (int tries = 0; blocker == NULL && tries < 100; tries++) {
+        remove_tree(chunks);
+        blocker = fopen(chunks, "wb"); /* fails while the writer recreates the directory */
+        if (blocker == NULL)
+            sleep_1ms();
+    }
+    CHECK(blocker != NULL, "a file replaced %s", chunks);
+    fclose(blocker);
+#else
     /* The writer's threads may be creating files in it meanwhile. */
     for (int tries = 0; exists(store) && tries < 100; tries++) {
         remove_tree(store);
-        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        sleep_1ms();
     }
     CHECK(!exists(store), "the store was removed");
+#endif
     int rc = ZS_OK, pushed = 1;
     while (rc == ZS_OK && pushed < 100) {
         rc = zs_writer_push(w, frame, FRAME_BYTES);
@@ -417,18 +489,33 @@ static void last_error_is_per_thread(void)
     CHECK(strcmp(zs_last_error(), "w is NULL") == 0, "a success keeps the last error");
 }
 
+/* Says why a writer of writers_in_parallel failed: zs_last_error is per thread, so the
+ * main thread's CHECK cannot. */
+static void *thread_failed(const char *store)
+{
+    fprintf(stderr, "errors.c: %s: %s\n", store, zs_last_error());
+    return NULL;
+}
+
 static void *record_in_thread(void *name)
 {
+    /* Not path(): its buffers are shared, and the two threads would race for them. */
+    char store[4200];
+    snprintf(store, sizeof store, "%s/%s", dir, (const char *)name);
     zs_writer *w = NULL;
-    if (zs_writer_create(path(name), config(""), &w) != ZS_OK)
-        return NULL;
+    /* Nor config(), for the same reason. */
+    const char *cfg = "{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32],"
+                      " \"shard_shape\": [4, 64, 64], \"threads\": 1}";
+    if (zs_writer_create(store, cfg, &w) != ZS_OK)
+        return thread_failed(store);
     uint16_t own[H * W] = {0};
     for (int i = 0; i < 20; i++)
         if (zs_writer_push(w, own, sizeof own) != ZS_OK) {
+            void *failed = thread_failed(store);
             zs_writer_abort(w);
-            return NULL;
+            return failed;
         }
-    return zs_writer_finish(w, NULL) == ZS_OK ? name : NULL;
+    return zs_writer_finish(w, NULL) == ZS_OK ? name : thread_failed(store);
 }
 
 static void writers_in_parallel(void)

@@ -48,10 +48,12 @@ static void camera_frame(uint32_t t, uint16_t *frame)
 
 int main(int argc, char **argv)
 {
+#ifdef SIGXFSZ /* Windows has no file size limit signal (nor RLIMIT_FSIZE) */
     /* A file growing past RLIMIT_FSIZE (ulimit -f) makes the kernel send SIGXFSZ, whose
      * default action kills the process; ignored, the library returns ZS_E_IO (EFBIG) and
      * every shard finished before stays intact. The program owns this disposition. */
     signal(SIGXFSZ, SIG_IGN);
+#endif
     if (argc < 2 || argc > 3) {
         fprintf(stderr, "usage: %s STORE [FRAMES]\n", argv[0]);
         return 2;

@@ -29,13 +29,16 @@
  * The first check that fails prints where and why and exits 1.
  */
 #define _XOPEN_SOURCE 700
-#include <pthread.h>
+#include <pthread.h> /* on Windows: mingw-w64's winpthreads, linked statically */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef _WIN32 /* the C runtime's mkdir is _mkdir, without a mode */
+#include <direct.h>
+#endif
 
 #include "zarrstream.h"
 
@@ -118,6 +121,15 @@ static int exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0;
+}
+
+static int make_dir(const char *p)
+{
+#ifdef _WIN32
+    return _mkdir(p); /* the new directory inherits its parent's ACL */
+#else
+    return mkdir(p, 0777);
+#endif
 }
 
 static char *read_file(const char *p)
@@ -339,7 +351,7 @@ static void bad_configs(void)
 static void foreign_group(void)
 {
     const char *root = path("foreign.zarr");
-    CHECK(mkdir(root, 0777) == 0, "mkdir %s", root);
+    CHECK(make_dir(root) == 0, "mkdir %s", root);
     FILE *f = fopen(path("foreign.zarr/zarr.json"), "w");
     CHECK(f != NULL, "create zarr.json");
     fputs("{\"zarr_format\": 3, \"node_type\": \"group\", \"attributes\": {\"lab\": 1}}", f);

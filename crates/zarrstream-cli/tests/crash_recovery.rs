@@ -9,7 +9,8 @@
 //! the complete frames; no temporary shard is left. Run with `--nocapture` for the
 //! table of frames recovered against frames encoded per case.
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,8 @@ const CHUNK: usize = 32;
 const SHARD_FRAMES: u64 = 8;
 const FRAMES: u64 = 80;
 const FPS: u32 = 120;
+/// How long one run of `record` (unpaced) or `zarrstream recover` may take.
+const PROGRAM_DEADLINE: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, Copy)]
 struct Case {
@@ -57,6 +60,8 @@ impl Case {
 mod crash;
 #[path = "../../zarrstream/tests/support/record.rs"]
 mod record_example;
+#[path = "../../zarrstream/tests/support/windows.rs"]
+mod windows;
 
 use crash::{Recorder, Wait, partial_files, sample};
 
@@ -64,13 +69,66 @@ fn write_input(path: &Path) {
     crash::write_input(path, FRAMES, Y * X);
 }
 
+/// The programs a case runs: this machine's builds, or the Windows builds under Wine.
+struct Tools {
+    record: PathBuf,
+    zarrstream: PathBuf,
+    /// Wine, for the Windows builds.
+    win: Option<windows::Win>,
+}
+
+impl Tools {
+    fn native() -> Tools {
+        Tools {
+            record: record_example::binary().unwrap_or_else(|e| panic!("record example: {e}")),
+            zarrstream: PathBuf::from(env!("CARGO_BIN_EXE_zarrstream")),
+            win: None,
+        }
+    }
+
+    /// `record.exe` and `zarrstream.exe`, built (dev profile) for Windows.
+    fn windows(win: windows::Win) -> Tools {
+        win.build(&["-p", "zarrstream", "--example", "record"]);
+        win.build(&["-p", "zarrstream-cli", "--bin", "zarrstream"]);
+        let dir = win.profile_dir(false);
+        Tools {
+            record: dir.join("examples/record.exe"),
+            zarrstream: dir.join("zarrstream.exe"),
+            win: Some(win),
+        }
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        match &self.win {
+            Some(w) => w.command(program),
+            None => Command::new(program),
+        }
+    }
+
+    fn record(&self) -> Command {
+        self.command(&self.record)
+    }
+
+    fn zarrstream(&self) -> Command {
+        self.command(&self.zarrstream)
+    }
+
+    /// `p` as the programs name it.
+    fn path(&self, p: &Path) -> OsString {
+        match &self.win {
+            Some(_) => windows::wine_path(p).into(),
+            None => p.as_os_str().to_owned(),
+        }
+    }
+}
+
 /// Runs the recording until it reports `kill_at` frames encoded, kills it with SIGKILL
 /// and returns the largest encoded count it reported (lines read after the decision
 /// count too: those frames were encoded before the kill).
-fn record_and_kill(record: &Path, case: &Case, input: &Path, store: &Path) -> u64 {
-    let mut cmd = Command::new(record);
+fn record_and_kill(tools: &Tools, case: &Case, input: &Path, store: &Path) -> u64 {
+    let mut cmd = tools.record();
     cmd.args(["--out"])
-        .arg(store)
+        .arg(tools.path(store))
         .args(["--shape", &format!("0,{Y},{X}")])
         .args([
             "--chunk",
@@ -80,7 +138,7 @@ fn record_and_kill(record: &Path, case: &Case, input: &Path, store: &Path) -> u6
         .args(["--dtype", "u16", "--codec", case.codec])
         .args(["--index-location", case.index, "--sink", case.sink])
         .arg("--input")
-        .arg(input)
+        .arg(tools.path(input))
         .args(["--frames", &FRAMES.to_string(), "--fps", &FPS.to_string()])
         .args(["--threads", "2", "--no-pin", "--quiet", "--progress"]);
     if !case.crc32c {
@@ -110,12 +168,12 @@ fn record_and_kill(record: &Path, case: &Case, input: &Path, store: &Path) -> u6
 }
 
 /// The sink a recording of `case` uses, from a short run's report.
-fn sink_in_use(record: &Path, case: &Case, input: &Path, dir: &Path) -> String {
+fn sink_in_use(tools: &Tools, case: &Case, input: &Path, dir: &Path) -> String {
     let store = dir.join("sink-check.zarr");
     let report = dir.join("sink-check.json");
-    let status = Command::new(record)
-        .arg("--out")
-        .arg(&store)
+    let mut cmd = tools.record();
+    cmd.arg("--out")
+        .arg(tools.path(&store))
         .args(["--shape", &format!("0,{Y},{X}")])
         .args([
             "--chunk",
@@ -124,12 +182,15 @@ fn sink_in_use(record: &Path, case: &Case, input: &Path, dir: &Path) -> String {
         .args(["--shard", &format!("{},{Y},{X}", case.shard_t)])
         .args(["--codec", case.codec, "--sink", case.sink, "--quiet"])
         .arg("--input")
-        .arg(input)
+        .arg(tools.path(input))
         .arg("--report")
-        .arg(&report)
-        .status()
-        .expect("run record");
-    assert!(status.success(), "record for the sink check: {status}");
+        .arg(tools.path(&report));
+    let out = windows::run(&mut cmd, PROGRAM_DEADLINE, "record for the sink check");
+    assert!(
+        out.status.success(),
+        "record for the sink check: {}",
+        out.status
+    );
     let doc: Value =
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("report parses");
     doc["sink"].as_str().unwrap_or_default().to_string()
@@ -144,22 +205,19 @@ struct Outcome {
     rejected: u64,
 }
 
-fn run_case(record: &Path, case: &Case, input: &Path, dir: &Path) -> Outcome {
+fn run_case(tools: &Tools, case: &Case, input: &Path, dir: &Path) -> Outcome {
     let name = case.name();
     let store = dir.join(format!("{name}.zarr"));
-    let encoded = record_and_kill(record, case, input, &store);
+    let encoded = record_and_kill(tools, case, input, &store);
     let partials = partial_files(&store);
     assert!(
         !partials.is_empty(),
         "[{name}] the kill left no temporary shard, so nothing was tested"
     );
 
-    let out = Command::new(env!("CARGO_BIN_EXE_zarrstream"))
-        .arg("recover")
-        .arg(&store)
-        .arg("--json")
-        .output()
-        .expect("run zarrstream recover");
+    let mut cmd = tools.zarrstream();
+    cmd.arg("recover").arg(tools.path(&store)).arg("--json");
+    let out = windows::run(&mut cmd, PROGRAM_DEADLINE, "zarrstream recover");
     assert!(
         out.status.success(),
         "[{name}] zarrstream recover failed ({}):\n{}",
@@ -260,11 +318,9 @@ fn run_case(record: &Path, case: &Case, input: &Path, dir: &Path) -> Outcome {
     );
 
     // A second run finds nothing to do, says so, and changes nothing.
-    let again = Command::new(env!("CARGO_BIN_EXE_zarrstream"))
-        .arg("recover")
-        .arg(&store)
-        .output()
-        .expect("run zarrstream recover again");
+    let mut cmd = tools.zarrstream();
+    cmd.arg("recover").arg(tools.path(&store));
+    let again = windows::run(&mut cmd, PROGRAM_DEADLINE, "zarrstream recover again");
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(
         again.status.success() && text.contains("nothing to recover"),
@@ -287,11 +343,69 @@ fn run_case(record: &Path, case: &Case, input: &Path, dir: &Path) -> Outcome {
 
 #[test]
 fn killed_recordings_are_recovered() {
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
+    run_all(&Tools::native(), &cases());
+}
+
+/// The same with the Windows builds under Wine: `record.exe` killed mid-shard (the Wine
+/// process, as a power cut or Task Manager's "End task" would), `zarrstream.exe recover`,
+/// and zarrs reading the result on Linux. One case per sink and index place, both
+/// validations. What it proves of Windows rests on Wine's file semantics.
+#[test]
+fn killed_windows_recordings_are_recovered() {
+    let Some(win) = windows::require("WINDOWS CRASH RECOVERY") else {
+        return;
+    };
+    let picked: Vec<Case> = cases()
+        .into_iter()
+        .filter(|c| {
+            matches!(
+                (c.sink, c.codec, c.index, c.kill_at, c.crc32c),
+                ("pwrite", "lz4:1", "end", 5, true)
+                    | ("mmap", "zstd:1", "start", 13, true)
+                    | ("pwrite", "zstd:1", "start", 16, true)
+                    | ("pwrite", "lz4:1", "end", 13, false)
+                    | ("direct", "lz4:1", "end", 8, true)
+                    | ("direct", "lz4:1", "start", 40, true)
+            )
+        })
+        .collect();
+    assert_eq!(picked.len(), 6, "the picked cases exist");
+    run_all(&Tools::windows(win), &picked);
+}
+
+fn run_all(tools: &Tools, cases: &[Case]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = dir.path().join("frames.raw");
     write_input(&input);
+    if let Some(direct) = cases.iter().find(|c| c.sink == "direct") {
+        assert_eq!(
+            sink_in_use(tools, direct, &input, dir.path()),
+            "direct",
+            "the direct cases' geometry must not fall back to pwrite"
+        );
+    }
 
+    eprintln!(
+        "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
+        "case", "encoded", "recovered", "shape0", "rejected", "relocated", "final-index"
+    );
+    for case in cases {
+        let o = run_case(tools, case, &input, dir.path());
+        eprintln!(
+            "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
+            case.name(),
+            o.encoded,
+            o.complete,
+            o.shape0,
+            o.rejected,
+            o.relocated,
+            o.final_index
+        );
+    }
+}
+
+/// Every case of the campaign.
+fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for codec in ["lz4:1", "zstd:1"] {
         for index in ["end", "start"] {
@@ -372,31 +486,5 @@ fn killed_recordings_are_recovered() {
             shard_t: 16,
         });
     }
-    let direct = cases
-        .iter()
-        .find(|c| c.sink == "direct")
-        .expect("a direct case");
-    assert_eq!(
-        sink_in_use(&record, direct, &input, dir.path()),
-        "direct",
-        "the direct cases' geometry must not fall back to pwrite"
-    );
-
-    eprintln!(
-        "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
-        "case", "encoded", "recovered", "shape0", "rejected", "relocated", "final-index"
-    );
-    for case in &cases {
-        let o = run_case(&record, case, &input, dir.path());
-        eprintln!(
-            "{:<38} {:>8} {:>10} {:>8} {:>9} {:>10} {:>12}",
-            case.name(),
-            o.encoded,
-            o.complete,
-            o.shape0,
-            o.rejected,
-            o.relocated,
-            o.final_index
-        );
-    }
+    cases
 }

@@ -42,12 +42,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `printf %q` (how `tools/windows/cargo --env` quotes) escapes characters such as `,`
-/// with a backslash; the values hold no backslash of their own.
-fn unquote(v: &str) -> String {
-    v.replace('\\', "")
-}
-
 /// Builds the Windows wheel into `out` with the venv's maturin; the wheel.
 fn build_wheel(win: &windows::Win, py: &Path, out: &Path) -> PathBuf {
     let _ = std::fs::remove_dir_all(out);
@@ -72,7 +66,7 @@ fn build_wheel(win: &windows::Win, py: &Path, out: &Path) -> PathBuf {
         cmd.env_remove(k);
     }
     for (k, v) in &win.env {
-        cmd.env(k, unquote(v));
+        cmd.env(k, v);
     }
     cmd.env("CARGO", "/usr/bin/cargo");
     let started = Instant::now();

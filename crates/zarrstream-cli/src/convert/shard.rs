@@ -44,7 +44,10 @@ pub(super) fn convert_shard(
     }
     let index = read_index(src, meta.len(), n)?;
     let chunks = check_entries(src, &index, meta.len() - index.len() as u64)?;
-    let copied = fs::copy(src, dst).map_err(IoError::with("copy to", dst))?;
+    fs::copy(src, dst).map_err(IoError::with("copy to", dst))?;
+    // The copy's length as the file system has it: on Windows `fs::copy`'s count comes
+    // from CopyFileExW's progress callback, which Wine never calls (it returns 0).
+    let copied = fs::metadata(dst).map_err(IoError::with("stat", dst))?.len();
     if copied != meta.len() {
         return Err(corrupt(
             src,

@@ -147,8 +147,7 @@ fn setup() -> Result<Win, String> {
         let Some((k, v)) = rest.split_once('=') else {
             continue;
         };
-        // `printf %q` quotes only what needs it; these values are plain paths and words.
-        env.insert(k.to_string(), v.trim_matches('\'').to_string());
+        env.insert(k.to_string(), unquote(v));
     }
     for k in [
         "CARGO_TARGET_DIR",
@@ -161,6 +160,23 @@ fn setup() -> Result<Win, String> {
         }
     }
     Ok(Win { env })
+}
+
+/// A value as bash's `printf %q` wrote it: backslash escapes (`std\,panic_abort`) or single
+/// quotes; the script's values are paths and words, never `$'…'` strings.
+fn unquote(v: &str) -> String {
+    if let Some(inner) = v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+        return inner.to_string();
+    }
+    let mut out = String::new();
+    let mut chars = v.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Runs `cmd` with piped output under `deadline`; a child past it is killed and the

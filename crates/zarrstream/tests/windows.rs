@@ -1,0 +1,335 @@
+//! The Windows build, run under Wine from Linux: the library's own tests cross-compiled for
+//! `x86_64-pc-windows-gnu` and run under Wine, and `record.exe` recording through every
+//! sink and codec into arrays that zarrs (here, in Rust), zarr-python, tensorstore and
+//! zarrs-python (`tests/interop/check.py`) read back exactly on Linux, and onto a full
+//! volume. The toolchain, its cache and the Wine prefix are `tools/windows/cargo`'s
+//! (`support/windows.rs`).
+//!
+//! What this proves rests on Wine 8 over Linux's file system: sharing modes, unbuffered
+//! writes and mappings behave as Wine emulates them, not necessarily as Windows does.
+//!
+//! `cargo test --test windows -- --nocapture` prints the Wine test counts.
+
+// The driver runs on Linux; the Windows build of this package leaves it out.
+#![cfg(target_os = "linux")]
+
+#[path = "support/python.rs"]
+mod python;
+#[path = "support/record.rs"]
+mod record_example;
+#[path = "support/windows.rs"]
+mod windows;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use zarrs::array::{Array, ArraySubset};
+use zarrs::filesystem::FilesystemStore;
+
+use windows::{Win, wine_path};
+
+/// How long one run of `record.exe` may take under Wine (seconds of work, with a wide
+/// margin for a machine busy compiling).
+const RUN: Duration = Duration::from_secs(300);
+
+/// The frames of the round trips: 512 × 512 `uint16`, in inner chunks of 256 × 256 (slots
+/// large enough for the direct sink) and shards of 4 frames.
+const GEOMETRY: [&str; 8] = [
+    "--shape",
+    "0,512,512",
+    "--chunk",
+    "1,256,256",
+    "--shard",
+    "4,512,512",
+    "--dim-names",
+    "t,y,x",
+];
+const PLANE: usize = 512 * 512;
+
+/// `record.exe`, built once per process (dev profile).
+fn record_exe(win: &Win) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            win.build(&["-p", "zarrstream", "--example", "record"]);
+            win.profile_dir(false).join("examples/record.exe")
+        })
+        .clone()
+}
+
+/// The synthetic camera's first `frames` frames, as the Linux build of `record` saves
+/// them: the same camera code, so a Windows recording must hold exactly these.
+fn camera_frames(dir: &Path, frames: u64) -> (PathBuf, Vec<u16>) {
+    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
+    let raw = dir.join(format!("camera-{frames}.raw"));
+    let out = Command::new(record)
+        .args(GEOMETRY)
+        .args(["--frames", &frames.to_string(), "--quiet", "--save-frames"])
+        .arg(&raw)
+        .output()
+        .expect("run record");
+    assert!(
+        out.status.success(),
+        "record --save-frames: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&raw).expect("saved frames");
+    assert_eq!(bytes.len(), frames as usize * PLANE * 2);
+    let px = bytes
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    (raw, px)
+}
+
+/// Every element of the array at `root`, read with zarrs, and its shape.
+fn read_zarrs(root: &Path) -> (Vec<u64>, Vec<u16>) {
+    let store = Arc::new(FilesystemStore::new(root).expect("store"));
+    let array = Array::open(store, "/").expect("zarrs opens the array");
+    let shape = array.shape().to_vec();
+    let data = array
+        .retrieve_array_subset::<Vec<u16>>(&ArraySubset::new_with_shape(shape.clone()))
+        .expect("zarrs reads it");
+    (shape, data)
+}
+
+fn zarr_json(root: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(root.join("zarr.json")).expect("zarr.json"))
+        .expect("zarr.json parses")
+}
+
+/// `record.exe` (from Linux's point of view) with the round trips' geometry and `args`.
+fn record_cmd(win: &Win, out: &Path, args: &[&str]) -> Command {
+    let mut cmd = win.command(&record_exe(win));
+    cmd.args(GEOMETRY)
+        .args(["--threads", "2", "--no-pin", "--quiet", "--out"])
+        .arg(wine_path(out))
+        .args(args);
+    cmd
+}
+
+/// The library's tests, built for Windows and run under Wine (the test files that need
+/// Linux compile to nothing there, each saying why). Counts are printed; any failure
+/// fails this test with the Wine run's output.
+#[test]
+fn the_library_tests_pass_under_wine() {
+    let Some(win) = windows::require("WINDOWS LIBRARY TESTS") else {
+        return;
+    };
+    let mut total = (0, 0, 0, 0);
+    for args in [
+        &["test", "--locked", "-p", "zarrstream", "--no-fail-fast"][..],
+        &[
+            "test",
+            "--locked",
+            "-p",
+            "zarrstream-cli",
+            "--bins",
+            "--no-fail-fast",
+        ][..],
+    ] {
+        let out = win.cargo(args, windows::BUILD_DEADLINE);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let counts = windows::test_counts(&text);
+        assert!(
+            out.status.success() && counts.1 == 0,
+            "tools/windows/cargo {} failed ({}): {counts:?}\n{text}",
+            args.join(" "),
+            out.status
+        );
+        total = (
+            total.0 + counts.0,
+            total.1 + counts.1,
+            total.2 + counts.2,
+            total.3 + counts.3,
+        );
+    }
+    windows::shout(&format!(
+        "Windows build under Wine: {} tests passed, {} failed, {} ignored, in {} test \
+         binaries (zarrstream and zarrstream-cli)",
+        total.0, total.1, total.2, total.3
+    ));
+    assert!(total.0 >= 300, "too few tests ran under Wine: {total:?}");
+}
+
+/// `record.exe` through each sink (mmap, pwrite, unbuffered direct) and codec: the
+/// report names the sink asked for, and every reader reads back the camera's frames.
+#[test]
+fn record_exe_round_trips_through_every_sink_and_codec() {
+    let Some(win) = windows::require("WINDOWS RECORD.EXE ROUND TRIPS") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let frames = 16u64;
+    let (raw, camera) = camera_frames(dir.path(), frames);
+    let mut manifest = Vec::new();
+    for sink in ["mmap", "pwrite", "direct"] {
+        for (codec, codec_json) in [
+            (
+                "lz4:1",
+                json!({"name": "blosc", "cname": "lz4", "clevel": 1, "shuffle": "shuffle"}),
+            ),
+            ("zstd:1", json!({"name": "zstd", "level": 1})),
+            ("none", json!({"name": "none"})),
+        ] {
+            let name = format!("{sink}-{}", codec.replace(':', "-"));
+            let store = dir.path().join(format!("{name}.zarr"));
+            let report = dir.path().join(format!("{name}.json"));
+            let mut cmd = record_cmd(
+                &win,
+                &store,
+                &["--frames", &frames.to_string(), "--codec", codec],
+            );
+            cmd.args(["--sink", sink, "--report"])
+                .arg(wine_path(&report));
+            let out = win.run(&mut cmd, RUN, &format!("record.exe {name}"));
+            assert!(
+                out.status.success(),
+                "[{name}] record.exe failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let doc: Value =
+                serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+            assert_eq!(doc["sink"], sink, "[{name}] the sink used: {doc}");
+            assert_eq!(doc["frames_written"], frames, "[{name}]");
+            let (shape, data) = read_zarrs(&store);
+            assert_eq!(shape, [frames, 512, 512], "[{name}]");
+            assert!(data == camera, "[{name}] zarrs reads other pixels");
+            let meta = zarr_json(&store);
+            assert_eq!(
+                meta["attributes"]["zarrstream"]["state"], "finished",
+                "[{name}]"
+            );
+            assert!(
+                !store.join(".zarrstream-partial").exists(),
+                "[{name}] the temporary directory was left"
+            );
+            manifest.push(json!({
+                "name": name,
+                "path": store,
+                "expected": raw,
+                "dtype": "<u2",
+                "shape": [frames, 512, 512],
+                "chunk": [1, 256, 256],
+                "shard": [4, 512, 512],
+                "fill_hex": "0x0000",
+                "fill_display": "0",
+                "codec": codec_json,
+                "crc32c": true,
+                "index_location": "end",
+                "dimension_names": ["t", "y", "x"],
+                "frames": frames,
+            }));
+        }
+    }
+    // zarr-python, zarrs-python and tensorstore, every element and sub-regions.
+    let Some(py) = python::interop("WINDOWS RECORD.EXE READERS") else {
+        return;
+    };
+    let path = dir.path().join("manifest.json");
+    std::fs::write(&path, json!({ "arrays": manifest }).to_string()).expect("manifest");
+    let mut cmd = Command::new(py);
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/check.py"))
+        .args(["matrix"])
+        .arg(&path);
+    let out = windows::run(&mut cmd, RUN, "check.py");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "the Python readers disagree:\n{text}");
+}
+
+/// A tmpfs of 6 MiB, mounted for the life of the value (root only; CI runs as root).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path) -> Result<Tmpfs, String> {
+        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=6m", "tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(Tmpfs(at.to_path_buf()))
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `record.exe` onto a volume that fills up: it exits with the library's disk-full error
+/// (no crash, no access violation), and every shard finished before holds the camera's
+/// frames.
+#[test]
+fn record_exe_on_a_full_volume_fails_cleanly_and_keeps_finished_shards() {
+    let Some(win) = windows::require("WINDOWS FULL DISK") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let frames = 40u64; // 20 MiB of frames for a 6 MiB volume
+    let (_, camera) = camera_frames(dir.path(), frames);
+    let volume = match Tmpfs::mount(&dir.path().join("volume")) {
+        Ok(v) => v,
+        Err(e) if windows::in_ci() => panic!("WINDOWS FULL DISK: cannot mount a tmpfs: {e}"),
+        Err(e) => {
+            windows::shout(&format!(
+                "WINDOWS FULL DISK SKIPPED: cannot mount a tmpfs (not root?): {e}"
+            ));
+            return;
+        }
+    };
+    let store = volume.0.join("full.zarr");
+    let mut cmd = record_cmd(
+        &win,
+        &store,
+        &["--frames", &frames.to_string(), "--codec", "none"],
+    );
+    cmd.args(["--sink", "pwrite", "--durability", "shard"]);
+    let out = win.run(&mut cmd, RUN, "record.exe on a full volume");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "record.exe should fail with its error status, not crash: {stderr}"
+    );
+    assert!(
+        stderr.contains("disk full"),
+        "not a disk-full error: {stderr}"
+    );
+    let meta = zarr_json(&store);
+    let committed = meta["attributes"]["zarrstream"]["frames_committed"]
+        .as_u64()
+        .expect("frames_committed");
+    assert!(
+        committed >= 4,
+        "no shard was finished before the disk filled: {meta}"
+    );
+    let (shape, data) = read_zarrs(&store);
+    assert_eq!(shape[0], committed, "{meta}");
+    assert!(
+        data[..] == camera[..committed as usize * PLANE],
+        "the finished shards hold other pixels"
+    );
+    windows::shout(&format!(
+        "Windows full disk under Wine: {committed} of {frames} frames kept, error: {}",
+        stderr.trim()
+    ));
+}

@@ -238,10 +238,12 @@ impl Failure {
 
 /// The error's errno, or for an error made from a kind alone (the library's "not
 /// found" for a missing store, say) the errno of that kind, so Python picks the
-/// matching `OSError` subclass.
+/// matching `OSError` subclass. On Windows the raw code is a Win32 error, not an errno,
+/// so there the kind decides.
 fn errno_of(e: &std::io::Error) -> Option<i32> {
     use std::io::ErrorKind;
-    e.raw_os_error().or(match e.kind() {
+    let errno = if cfg!(unix) { e.raw_os_error() } else { None };
+    errno.or(match e.kind() {
         ErrorKind::NotFound => Some(2),          // ENOENT
         ErrorKind::PermissionDenied => Some(13), // EACCES
         ErrorKind::AlreadyExists => Some(17),    // EEXIST

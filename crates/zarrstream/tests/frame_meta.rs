@@ -1,6 +1,7 @@
 //! Per-frame metadata: numeric fields as 1-D Zarr arrays aligned with the frames, free
 //! JSON per frame, never published ahead of the frames, read back by zarrs.
 
+#[cfg(target_os = "linux")] // the record example is built with cargo, on Linux
 #[path = "support/record.rs"]
 mod record_example;
 

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, FallocateFlags, OFlags, StatxFlags};
 
-pub(crate) use guard::{GuardedMap, map_reserved_file};
+pub(crate) use guard::{Guard, map_reserved_file};
 /// Positional reads and writes that leave the file cursor alone (`pread`, `pwrite`).
 pub(crate) use std::os::unix::fs::FileExt;
 

@@ -24,6 +24,10 @@
 //! Disk-full errors need no platform code: `std` gives `ENOSPC` and `ERROR_DISK_FULL` /
 //! `ERROR_HANDLE_DISK_FULL` the same [`std::io::ErrorKind::StorageFull`].
 
+use std::ops::{Deref, DerefMut};
+
+use crate::slots::Backing;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
@@ -36,3 +40,44 @@ pub(crate) use windows::*;
 
 #[cfg(not(any(target_os = "linux", windows)))]
 compile_error!("zarrstream runs on Linux and Windows; its platform layer has no other module");
+
+/// A shard file's shared writable mapping with its platform's guard (Linux: an entry of
+/// the SIGBUS guard's table; Windows: none needed), made by [`map_reserved_file`].
+pub(crate) struct GuardedMap {
+    // Declared first: dropped (unregistered) before `map` is unmapped.
+    guard: Guard,
+    map: memmap2::MmapMut,
+}
+
+impl GuardedMap {
+    /// Whether another process cut the file under the mapping and an access met the cut
+    /// (what was written through the mapping since did not reach the file).
+    pub(crate) fn truncated(&self) -> bool {
+        self.guard.truncated()
+    }
+}
+
+impl Deref for GuardedMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl DerefMut for GuardedMap {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+}
+
+// SAFETY: the mapping's address is fixed from map to unmap (Linux's guard replaces its
+// pages in place, keeping address and length), and the region owns the mapping.
+unsafe impl Backing for GuardedMap {
+    fn as_mut_ptr_len(&mut self) -> (*mut u8, usize) {
+        self.map.as_mut_ptr_len()
+    }
+
+    fn prefault(&self, offset: usize, len: usize) {
+        self.map.prefault(offset, len);
+    }
+}

@@ -7,7 +7,6 @@
 use std::ffi::c_void;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::ops::{Deref, DerefMut};
 use std::os::windows::ffi::OsStrExt;
 use std::os::windows::fs::OpenOptionsExt;
 use std::os::windows::io::AsRawHandle;
@@ -21,7 +20,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 
 use windows_sys::Win32::System::WindowsProgramming::{DRIVE_FIXED, DRIVE_RAMDISK};
 
-use crate::slots::Backing;
+use crate::platform::GuardedMap;
 
 /// Positional reads and writes (`seek_read`/`seek_write`, which may transfer less than
 /// asked and move the file cursor, which no caller here uses).
@@ -311,43 +310,16 @@ pub(crate) fn advise_huge_pages(_map: &memmap2::MmapMut) {}
 /// a file's pages, which a fresh shard does not need).
 pub(crate) fn populate_write(_map: &memmap2::MmapMut, _offset: usize, _len: usize) {}
 
-/// A shard file's shared writable view. Unlike Linux, Windows refuses to cut a file while
-/// a view of it is mapped (`SetEndOfFile` fails with `ERROR_USER_MAPPED_FILE`), so no
-/// other process can truncate the shard under the writer and no guard is needed: the
+/// What guards a shard file's view: nothing. Unlike Linux, Windows refuses to cut a file
+/// while a view of it is mapped (`SetEndOfFile` fails with `ERROR_USER_MAPPED_FILE`), so
+/// no other process can truncate the shard under the writer and no guard is needed: the
 /// finisher's checks of the file's length and working index still run.
-pub(crate) struct GuardedMap {
-    map: memmap2::MmapMut,
-}
+pub(crate) struct Guard;
 
-impl GuardedMap {
+impl Guard {
     /// Whether an access met a cut: never on Windows (see the type).
     pub(crate) fn truncated(&self) -> bool {
         false
-    }
-}
-
-impl Deref for GuardedMap {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.map
-    }
-}
-
-impl DerefMut for GuardedMap {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.map
-    }
-}
-
-// SAFETY: a view's address is fixed from MapViewOfFile to UnmapViewOfFile, and the region
-// owns the view.
-unsafe impl Backing for GuardedMap {
-    fn as_mut_ptr_len(&mut self) -> (*mut u8, usize) {
-        self.map.as_mut_ptr_len()
-    }
-
-    fn prefault(&self, offset: usize, len: usize) {
-        self.map.prefault(offset, len);
     }
 }
 
@@ -359,5 +331,5 @@ unsafe impl Backing for GuardedMap {
 pub(crate) fn map_reserved_file(file: &File) -> io::Result<GuardedMap> {
     // SAFETY: see above; the writer unmaps before it sets the file's final length.
     let map = unsafe { memmap2::MmapMut::map_mut(file) }?;
-    Ok(GuardedMap { map })
+    Ok(GuardedMap { guard: Guard, map })
 }

@@ -4,10 +4,9 @@
 //! Linux only: on Windows a file with a mapped view cannot be cut (`SetEndOfFile` fails
 //! with `ERROR_USER_MAPPED_FILE`), so the same fault cannot happen there.
 
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::slots::Backing;
+use crate::platform::GuardedMap;
 
 /// Maps a shard file the writer created itself and reserved at its full size, with its
 /// pages under the SIGBUS guard (see [`GuardedMap`]).
@@ -37,7 +36,7 @@ pub(crate) fn map_reserved_file(file: &std::fs::File) -> std::io::Result<Guarded
         )
     })?;
     Ok(GuardedMap {
-        guard: Registration { entry },
+        guard: Guard { entry },
         map,
     })
 }
@@ -191,54 +190,22 @@ impl<const N: usize> GuardTable<N> {
     }
 }
 
-/// A shard file's shared writable mapping, registered with the SIGBUS guard for as long
-/// as it exists. Dropping it removes the registration, then unmaps.
-pub(crate) struct GuardedMap {
-    // Declared first: dropped (unregistered) before `map` is unmapped.
-    guard: Registration,
-    map: memmap2::MmapMut,
+/// A mapping's entry in the guard table, removed on drop (before the mapping it guards is
+/// unmapped: see [`GuardedMap`]'s field order).
+pub(crate) struct Guard {
+    entry: usize,
 }
 
-impl GuardedMap {
+impl Guard {
     /// Whether another process cut the file under the mapping and an access met the cut
     /// (the guard then replaced the mapping's pages with zeros: what was written through
     /// it since did not reach the file).
     pub(crate) fn truncated(&self) -> bool {
-        GUARDS.truncated(self.guard.entry)
+        GUARDS.truncated(self.entry)
     }
 }
 
-impl Deref for GuardedMap {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.map
-    }
-}
-
-impl DerefMut for GuardedMap {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.map
-    }
-}
-
-// SAFETY: the mapping's address is fixed from mmap to munmap (the guard's replacement
-// pages keep the address and length), and the region owns the mapping.
-unsafe impl Backing for GuardedMap {
-    fn as_mut_ptr_len(&mut self) -> (*mut u8, usize) {
-        self.map.as_mut_ptr_len()
-    }
-
-    fn prefault(&self, offset: usize, len: usize) {
-        self.map.prefault(offset, len);
-    }
-}
-
-/// A guard table entry, removed on drop.
-struct Registration {
-    entry: usize,
-}
-
-impl Drop for Registration {
+impl Drop for Guard {
     fn drop(&mut self) {
         GUARDS.unregister(self.entry);
     }

@@ -61,14 +61,14 @@ pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
-/// Allocates the first `len` bytes of `file` (`fallocate`), so that writing them later,
-/// through a mapping too, cannot fail for lack of space: `Ok(true)`. `Ok(false)` where
-/// the file system cannot reserve (the caller then only sets the length); a full disk is
-/// an error here.
+/// Makes `file` `len` bytes long with those bytes allocated (`fallocate`), so that
+/// writing them later, through a mapping too, cannot fail for lack of space: `Ok(true)`.
+/// `Ok(false)` where the file system cannot reserve: the length is set all the same. A
+/// full disk is an error here.
 pub(crate) fn reserve(file: &File, len: u64) -> io::Result<bool> {
     match rustix::fs::fallocate(file, FallocateFlags::empty(), 0, len) {
         Ok(()) => Ok(true),
-        Err(rustix::io::Errno::OPNOTSUPP) => Ok(false),
+        Err(rustix::io::Errno::OPNOTSUPP) => file.set_len(len).map(|()| false),
         Err(e) => Err(e.into()),
     }
 }

@@ -11,7 +11,7 @@
 //! | [`open_direct`] unbuffered writes | `O_DIRECT` | `FILE_FLAG_NO_BUFFERING \| FILE_FLAG_WRITE_THROUGH` |
 //! | [`direct_alignment_fits`] | `statx(STATX_DIOALIGN)` | `FileStorageInfo` sector sizes |
 //! | [`free_space`] | `statvfs` | `GetDiskFreeSpaceExW` |
-//! | [`reserve`] a shard's bytes | `fallocate` | `FileAllocationInfo`, then the length; checked allocated |
+//! | [`reserve`] a shard's length and bytes | `fallocate` (else only the length) | `FileAllocationInfo`, then the length; checked allocated |
 //! | [`punch_hole`] | `fallocate(PUNCH_HOLE)` | none: shards are not sparse files there, the bytes stay |
 //! | [`copy_in_kernel`] | `copy_file_range` | none: ranges are copied through a buffer |
 //! | [`allocated_bytes`] | `st_blocks` × 512 | `FileStandardInfo.AllocationSize` |

@@ -65,16 +65,9 @@ impl TempShard {
             committed: false,
             keep: std::sync::atomic::AtomicBool::new(false),
         };
-        match platform::reserve(&temp.file, layout.file_size) {
-            Ok(true) => {}
-            Ok(false) => {
-                temp.reserved = false;
-                temp.file
-                    .set_len(layout.file_size)
-                    .map_err(|e| Error::io("truncate", path, e, 0))?;
-            }
-            Err(e) => return Err(Error::io("fallocate", path, e, layout.file_size)),
-        }
+        // The length is set either way; `reserved` says whether its blocks are too.
+        temp.reserved = platform::reserve(&temp.file, layout.file_size)
+            .map_err(|e| Error::io("fallocate", path, e, layout.file_size))?;
         let empty = entry_bytes(u64::MAX, u64::MAX).repeat(layout.n as usize);
         temp.file
             .write_all_at(&empty, layout.index_offset)

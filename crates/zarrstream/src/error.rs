@@ -136,6 +136,90 @@ pub enum SpecError {
     ChunkTooLargeForBlosc(u64),
 }
 
+/// Why an [`AcquisitionOrder`](crate::AcquisitionOrder) does not fit the array.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OrderError {
+    /// Not one entry per leading axis.
+    #[error("the acquisition order has {got} axes but the array has {lead} leading axes")]
+    Rank {
+        /// Entries given.
+        got: usize,
+        /// The array's leading axes (all but y, x).
+        lead: usize,
+    },
+    /// An axis number past the leading axes.
+    #[error(
+        "the acquisition order names axis {axis} but the array has no axis {axis} before y, x (it has {lead} leading axes)"
+    )]
+    NoAxis {
+        /// The axis given.
+        axis: usize,
+        /// The array's leading axes.
+        lead: usize,
+    },
+    /// An axis given twice.
+    #[error("the acquisition order lists axis {0} twice")]
+    Repeated(usize),
+    /// A dimension name the array does not have.
+    #[error("the acquisition order names {0:?}, which is not a leading dimension of the array")]
+    UnknownName(String),
+    /// An unbounded axis 0 inside another loop: that loop would never move on.
+    #[error("an unbounded axis 0 must be the outermost loop of the acquisition order")]
+    UnboundedInside,
+}
+
+/// Why [`Writer::write_frame`](crate::Writer::write_frame) refused a frame index; the
+/// frame was not taken and nothing written before is touched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameIndexError {
+    /// Not one coordinate per leading axis.
+    #[error("has {got} coordinates but the array has {lead} leading axes (all but y, x)")]
+    Rank {
+        /// Coordinates given.
+        got: usize,
+        /// The array's leading axes.
+        lead: usize,
+    },
+    /// A coordinate past the axis' size.
+    #[error("coordinate {value} on axis {axis} is out of bounds (the axis has size {size})")]
+    OutOfBounds {
+        /// The axis.
+        axis: usize,
+        /// The coordinate given.
+        value: u64,
+        /// The axis' size.
+        size: u64,
+    },
+    /// An unbounded axis 0 coordinate outside the window of rows that may be open.
+    #[error(
+        "axis 0 coordinate {value} is outside the window {low}..{high} of the unbounded axis 0"
+    )]
+    OutsideWindow {
+        /// The coordinate given.
+        value: u64,
+        /// The first coordinate still open (everything before is finished).
+        low: u64,
+        /// The first coordinate past the window.
+        high: u64,
+    },
+    /// A frame at this index was already taken (written or dropped).
+    #[error("was already written")]
+    Duplicate,
+    /// `write_frame` on a writer that `push` appended to.
+    #[error(
+        "this writer was appended to with push; a writer takes either appended or indexed frames"
+    )]
+    Appending,
+    /// `push` on a writer that `write_frame` wrote to.
+    #[error("this writer was written by index; a writer takes either appended or indexed frames")]
+    Indexed,
+    /// A writer whose frames must come in storage order.
+    #[error("indexed writes are not supported with {0}")]
+    Unsupported(&'static str),
+}
+
 /// Why the options of an OME-Zarr image ([`Ome`](crate::Ome)) were rejected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -298,6 +382,35 @@ pub enum Error {
     /// Resume was asked for an array this version cannot continue.
     #[error("resume is not supported for {0}")]
     ResumeUnsupported(&'static str),
+    /// The acquisition order does not fit the array.
+    #[error("invalid acquisition order: {0}")]
+    Order(#[from] OrderError),
+    /// [`Writer::write_frame`](crate::Writer::write_frame) was given an index it cannot
+    /// take (see [`FrameIndexError`]), or `push` was called on a writer written by index.
+    #[error("frame index {index:?}: {problem}")]
+    FrameIndex {
+        /// The index given (empty for a `push` on an indexed writer).
+        index: Vec<u64>,
+        /// What is wrong with it.
+        problem: FrameIndexError,
+    },
+    /// The acquisition order keeps more open at once than a budget allows: shard files
+    /// reserved and unfinished, or staging memory.
+    #[error(
+        "the acquisition order keeps {needed} {what} open at once but {limit} allows {budget}; {advice}"
+    )]
+    WorkingSet {
+        /// What is open (`"shards"`).
+        what: &'static str,
+        /// How many the order needs.
+        needed: u64,
+        /// What bounds it (`"max_open_shards"`).
+        limit: &'static str,
+        /// The bound.
+        budget: u64,
+        /// What to do about it.
+        advice: &'static str,
+    },
     /// Two writer options that exclude each other were both set.
     #[error("writer options {0} and {1} cannot be combined")]
     ConflictingOptions(&'static str, &'static str),

@@ -57,7 +57,10 @@ mod writer;
 
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
-pub use error::{Error, IoError, OmeError, ParseError, PlateError, RemoteError, Result, SpecError};
+pub use error::{
+    Error, FrameIndexError, IoError, OmeError, OrderError, ParseError, PlateError, RemoteError,
+    Result, SpecError,
+};
 pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};
 pub use meter::MemoryUsage;
 pub use ome::{
@@ -70,6 +73,7 @@ pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::{LatencySummary, Stats};
 pub use writer::{
-    ArrayConfig, ArrayId, Backpressure, Durability, MemoryEstimate, PoolBuf, PushOutcome,
-    Recording, RecordingStats, Writer, WriterOptions, estimate_memory, estimate_memory_ome,
+    AcquisitionOrder, ArrayConfig, ArrayId, Backpressure, Durability, MemoryEstimate, PoolBuf,
+    PushOutcome, Recording, RecordingStats, WINDOW_ROWS, Writer, WriterOptions, estimate_memory,
+    estimate_memory_ome,
 };

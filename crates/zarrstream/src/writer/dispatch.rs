@@ -5,9 +5,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crossbeam_channel::TryRecvError;
+
 use super::grid::Grid;
 use super::job::{Batch, Job};
 use super::level::{Group, Level};
+use super::preparer::max_unfinished;
 use super::shared::{FinisherMsg, OpenShard};
 use crate::error::{Error, Result};
 
@@ -49,18 +52,42 @@ impl Level {
     }
 
     /// Opens the shard set at shard coordinates `sc`, taking it from the preparer.
+    ///
+    /// Appended frames need sets in exactly the preparer's order. Indexed frames may
+    /// need one further on: the sets before it are taken too and kept open for the
+    /// frames that will come to them, as long as the preparer may make more (it stops at
+    /// the open-shard bound of the order it prepares for); past that, the frame is
+    /// refused with [`Error::WorkingSet`] rather than waiting for frames that cannot come
+    /// while the caller waits.
     pub(super) fn ensure_set(&mut self, sc: &[u64]) -> Result<&Vec<Arc<OpenShard>>> {
-        if !self.open_sets.contains_key(sc) {
+        while !self.open_sets.contains_key(sc) {
             let rx = self.prepared.as_ref().ok_or(Error::Closed)?;
-            let set = rx
-                .recv()
-                .map_err(|_| Error::Internal("shard preparer stopped".into()))??;
-            if set.coords.as_slice() != sc {
+            let received = match rx.try_recv() {
+                Ok(r) => Ok(r),
+                Err(TryRecvError::Empty) => {
+                    let g = &self.shared.grid;
+                    let held = self.open_sets.len().saturating_mul(g.shard_tiles);
+                    let bound = max_unfinished(g);
+                    if self.indexed() && held >= bound {
+                        return Err(Error::WorkingSet {
+                            what: "shards",
+                            needed: (held + g.shard_tiles) as u64,
+                            limit: "the order the writer prepares shards in",
+                            budget: bound as u64,
+                            advice: "declare the acquisition order (WriterOptions::acquisition_order)",
+                        });
+                    }
+                    rx.recv().map_err(|_| ())
+                }
+                Err(TryRecvError::Disconnected) => Err(()),
+            };
+            let set = received.map_err(|()| Error::Internal("shard preparer stopped".into()))??;
+            if !self.indexed() && set.coords.as_slice() != sc {
                 let msg = format!("prepared shard set {:?}, needed {sc:?}", set.coords);
                 return Err(Error::Internal(msg));
             }
-            *self.row_shards.entry(sc[0]).or_default() += set.shards.len();
-            self.open_sets.insert(sc.to_vec(), set.shards);
+            *self.row_shards.entry(set.coords[0]).or_default() += set.shards.len();
+            self.open_sets.insert(set.coords, set.shards);
         }
         self.open_sets
             .get(sc)

@@ -5,7 +5,9 @@
 //! chunk covers a box of leading points (a *group* of frames, one frame for shallow
 //! chunks) times a `(cy, cx)` tile of the plane.
 
+use super::order::{self, AcquisitionOrder};
 use crate::dtype::FillPattern;
+use crate::error::{Error, OrderError, Result};
 use crate::spec::ArraySpec;
 use crate::tile::ChunkSource;
 
@@ -36,9 +38,33 @@ pub(crate) struct Grid {
     /// Frames in one full inner chunk (product of the leading chunk sizes).
     pub group_frames: usize,
     pub fill: FillPattern,
+    /// The loop order frames arrive in (storage order when appending).
+    pub order: Vec<usize>,
+    /// Shard sets and staging groups that can be open at once in that order.
+    pub open_sets: usize,
+    pub open_groups: usize,
 }
 
 impl Grid {
+    /// The grid of `spec`, with frames arriving in `order` (storage order if `None`).
+    pub(crate) fn with_order(spec: &ArraySpec, order: Option<&AcquisitionOrder>) -> Result<Self> {
+        let mut grid = Grid::new(spec);
+        if let Some(order) = order {
+            order::validate(order, &grid.extent)?;
+            let open = |size: &[u64]| order::max_open_boxes(&grid.extent, size, order.axes());
+            // `validate` put an unbounded axis 0 outermost, where its boxes close in turn.
+            let (Some(sets), Some(groups)) = (open(&grid.shard_lead), open(&grid.chunk_lead))
+            else {
+                return Err(Error::Order(OrderError::UnboundedInside));
+            };
+            grid.order = order.axes().to_vec();
+            grid.open_sets = sets;
+            grid.open_groups = groups;
+        }
+        Ok(grid)
+    }
+
+    /// The grid of `spec`, with frames arriving in storage order.
     pub(crate) fn new(spec: &ArraySpec) -> Self {
         let r = spec.rank();
         let lead = r - 2;
@@ -74,7 +100,15 @@ impl Grid {
             fill: spec.fill,
             tiles_per_shard: Vec::new(),
             row_box,
+            order: (0..lead).collect(),
+            open_sets: 1,
+            open_groups: 1,
         };
+        let storage = |size: &[u64]| {
+            order::max_open_boxes(&grid.extent, size, &grid.order).unwrap_or(usize::MAX)
+        };
+        grid.open_sets = storage(&grid.shard_lead);
+        grid.open_groups = storage(&grid.chunk_lead);
         let mut per = vec![0; grid.shard_tiles];
         for t in 0..grid.tiles {
             per[grid.shard_of_tile(t)] += 1;
@@ -106,18 +140,6 @@ impl Grid {
             let end = (ci / s).saturating_add(1).saturating_mul(s).min(e);
             ci + 1 == end
         })
-    }
-
-    /// How many boxes of `size` (chunk groups, shard sets) can have received some but
-    /// not all of their frames at once: every combination of the leading axes after the
-    /// outermost one where a box is more than one frame deep.
-    pub(crate) fn max_open_boxes(&self, size: &[u64]) -> usize {
-        match size.iter().position(|&s| s > 1) {
-            None => 1,
-            Some(outer) => (outer + 1..self.extent.len())
-                .map(|i| self.extent[i].div_ceil(size[i]) as usize)
-                .product(),
-        }
     }
 
     /// Box coordinates of `c` for boxes of `size`.
@@ -231,12 +253,26 @@ mod tests {
     }
 
     #[test]
-    fn open_boxes_count_the_axes_after_the_outermost_deep_one() {
+    fn open_boxes_count_the_axes_inside_the_outermost_deep_loop() {
         let g = grid(&[0, 5, 3, 8, 8], &[1, 1, 1, 8, 8], &[4, 2, 1, 8, 8]);
-        assert_eq!(g.max_open_boxes(&[1, 1, 1]), 1);
-        assert_eq!(g.max_open_boxes(&[4, 2, 1]), 3 * 3);
-        assert_eq!(g.max_open_boxes(&[1, 2, 1]), 3);
-        assert_eq!(g.max_open_boxes(&[1, 1, 2]), 1);
+        assert_eq!((g.open_sets, g.open_groups), (3 * 3, 1));
+        let g = grid(&[0, 5, 3, 8, 8], &[1, 1, 1, 8, 8], &[1, 2, 1, 8, 8]);
+        assert_eq!(g.open_sets, 3);
+        let g = grid(&[0, 5, 3, 8, 8], &[1, 1, 2, 8, 8], &[1, 1, 2, 8, 8]);
+        assert_eq!((g.open_sets, g.open_groups), (1, 1));
+        // Bounded t, acquired z-first: sets 4 deep on t stay open for every c inside z.
+        let spec = ArraySpec::builder()
+            .shape([8, 5, 3, 8, 8])
+            .chunk_shape([1, 1, 1, 8, 8])
+            .shard_shape([4, 1, 1, 8, 8])
+            .build()
+            .unwrap();
+        let order = AcquisitionOrder::new([2, 0, 1]);
+        let g = Grid::with_order(&spec, Some(&order)).unwrap();
+        assert_eq!(
+            (g.open_sets, g.open_groups, g.order.clone()),
+            (5, 1, vec![2, 0, 1])
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::outcome::PushOutcome;
 use super::pool::PoolBuf;
 use super::reduction::NextReduction;
 use crate::dtype::DataType;
-use crate::error::{Error, Result};
+use crate::error::{Error, FrameIndexError, Result};
 use crate::metadata::State;
 
 /// A frame as the caller handed it over.
@@ -95,9 +95,49 @@ impl Level {
         Ok(())
     }
 
+    /// Writes one frame at leading coordinates `c` (bytes copied, or a pooled buffer
+    /// moved in); see [`Writer::write_frame`](super::Writer::write_frame).
+    pub(super) fn write_frame_at(
+        &mut self,
+        c: &[u64],
+        dtype: DataType,
+        frame: Frame<'_>,
+        scheduled: Instant,
+    ) -> Result<PushOutcome> {
+        self.check_index(c)?;
+        let nbytes = match &frame {
+            Frame::Borrowed(b) => b.len(),
+            Frame::Owned(b) => b.len(),
+            Frame::Skipped => 0,
+        };
+        if matches!(frame, Frame::Skipped) {
+            self.check_capacity()?;
+        } else {
+            self.check_frame(dtype, nbytes)?;
+        }
+        self.accept_at(frame, scheduled, c.to_vec())
+    }
+
     /// Any failure while accepting a frame closes the writer: finished shards stay
     /// published, the metadata records the abort, and the first error is returned.
     fn accept(&mut self, frame: Frame<'_>, scheduled: Instant) -> Result<PushOutcome> {
+        if self.indexed() {
+            return Err(Error::FrameIndex {
+                index: Vec::new(),
+                problem: FrameIndexError::Indexed,
+            });
+        }
+        let c = self.shared.grid.coords(self.next_frame);
+        self.accept_at(frame, scheduled, c)
+    }
+
+    /// Accepts a frame at leading coordinates `c` (the next in C order when appending).
+    fn accept_at(
+        &mut self,
+        frame: Frame<'_>,
+        scheduled: Instant,
+        c: Vec<u64>,
+    ) -> Result<PushOutcome> {
         // Push latency includes waiting for the next shard set at shard boundaries.
         let t0 = Instant::now();
         self.started.get_or_insert(t0);
@@ -109,12 +149,16 @@ impl Level {
             self.shutdown(State::Aborted, Some(e.to_string()));
             return Err(e);
         }
-        let c = shared.grid.coords(self.next_frame);
         // Every frame position opens its shard set, dropped or not, so sets are taken
         // from the preparer in exactly the order it makes them. If the next set cannot
         // be made (e.g. the disk is full), this frame is refused, and everything
         // accepted before it, whose space is already reserved, is finished and published.
         if let Err(e) = self.ensure_set(&Grid::box_of(&c, &shared.grid.shard_lead)) {
+            // An indexed frame too far from the prepared order is refused before
+            // anything was taken: the writer goes on.
+            if matches!(e, Error::WorkingSet { .. }) {
+                return Err(e);
+            }
             // An earlier failure of another thread explains more than this one.
             let e = shared.take_error().unwrap_or(e);
             self.closed = true;
@@ -242,7 +286,11 @@ impl Level {
                 p.skip();
             }
         }
-        self.seal_completed(c)?;
+        if self.indexed() {
+            self.seal_counted(c)?;
+        } else {
+            self.seal_completed(c)?;
+        }
         let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let _ = self.push_latency.record(ns);
         Ok(accepted)

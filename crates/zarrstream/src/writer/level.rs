@@ -18,6 +18,7 @@ use super::feed::Feed;
 use super::finisher::FinisherReport;
 use super::job::Job;
 use super::options::Backpressure;
+use super::placement::Placement;
 use super::pool::{Pool, PoolBuf};
 use super::preparer::PreparedSet;
 use super::shared::{FrameCount, OpenShard, Shared};
@@ -56,6 +57,8 @@ pub(super) struct Level {
     pub(super) pyramid: Option<Feed>,
     /// A level below that failed while this writer finished normally.
     pub(super) level_error: Option<Error>,
+    /// Frames written by index: `Some` from the first one on.
+    pub(super) placement: Option<Placement>,
 }
 
 /// A frame being staged for a deep inner chunk.

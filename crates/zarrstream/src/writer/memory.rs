@@ -262,7 +262,7 @@ struct LevelPlan {
 
 impl LevelPlan {
     fn new(spec: &ArraySpec, options: &WriterOptions, keep_frames: bool) -> Result<LevelPlan> {
-        let grid = Grid::new(spec);
+        let grid = Grid::with_order(spec, options.acquisition_order.as_ref())?;
         let layout =
             ShardLayout::new(spec).map_err(|_| Error::Internal("layout overflow".into()))?;
         let pools = PoolSizes::new(

@@ -23,7 +23,9 @@ mod level;
 mod levels;
 mod memory;
 mod options;
+mod order;
 mod outcome;
+mod placement;
 mod pool;
 mod preparer;
 mod priority;
@@ -43,7 +45,9 @@ use std::time::Instant;
 
 pub use memory::{MemoryEstimate, estimate_memory, estimate_memory_ome};
 pub use options::{Backpressure, Durability, WriterOptions};
+pub use order::AcquisitionOrder;
 pub use outcome::PushOutcome;
+pub use placement::WINDOW_ROWS;
 pub use pool::PoolBuf;
 pub use recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
 
@@ -255,6 +259,12 @@ impl Writer {
         Ok(PushOutcome::Dropped)
     }
 
+    /// Drops an indexed frame the staging budget did not admit (its place reads as fill).
+    fn refused_at(&mut self, index: &[u64]) -> Result<PushOutcome> {
+        self.skip_frame(index)?;
+        Ok(PushOutcome::Dropped)
+    }
+
     /// The array specification.
     pub fn spec(&self) -> &ArraySpec {
         &self.level.shared.spec
@@ -374,6 +384,118 @@ impl Writer {
             .level
             .push_frame(dtype, Frame::Borrowed(frame), scheduled);
         self.sent(pushed, |_| row)
+    }
+
+    /// Writes one frame at `index`, its coordinates on the leading axes (every axis but
+    /// `y, x`), in any order: a chunk is encoded as soon as all its frames are in, a
+    /// shard finished (index, rename, `zarr.json`) as soon as all its chunks are, and
+    /// [`finish`](Self::finish) finishes the rest, with empty entries (read as the fill
+    /// value) for frames that never came.
+    ///
+    /// A writer takes either appended frames ([`push`](Self::push)) or frames written
+    /// by index, not both. Where frames come in an order other than storage order,
+    /// declare it up front ([`WriterOptions::acquisition_order`]): shard files are then
+    /// prepared in the order the acquisition reaches them, and the shards and staging
+    /// groups it keeps open at once are sized (and budgeted) for it. An undeclared order
+    /// may stray from storage order only as far as appending keeps shards open
+    /// ([`Error::WorkingSet`] beyond that).
+    ///
+    /// An unbounded axis 0 (`shape[0] == 0`) takes indices within a window of
+    /// [`WINDOW_ROWS`](crate::WINDOW_ROWS) rows of shard sets along it: the lowest row
+    /// not yet complete and the next one.
+    ///
+    /// Refused with [`Error::FrameIndex`], the frame not taken and nothing written
+    /// touched: an index of the wrong rank, a coordinate out of bounds or outside the
+    /// window, an index written before, a writer appended to, and images with pyramid
+    /// levels or writers with frame metadata (both take appended frames only).
+    ///
+    /// ```no_run
+    /// use zarrstream::{AcquisitionOrder, ArraySpec, Writer, WriterOptions};
+    /// // t, c, y, x acquired channel-first: every time point of channel 0, then channel 1.
+    /// let spec = ArraySpec::builder()
+    ///     .shape([100, 2, 512, 512])
+    ///     .chunk_shape([1, 1, 256, 256])
+    ///     .shard_shape([10, 1, 512, 512])
+    ///     .build()?;
+    /// let options = WriterOptions::default().acquisition_order(AcquisitionOrder::new([1, 0]));
+    /// let mut writer = Writer::create("run.zarr", spec, options)?;
+    /// let frame = vec![0u16; 512 * 512];
+    /// for c in 0..2 {
+    ///     for t in 0..100 {
+    ///         writer.write_frame(&[t, c], &frame)?;
+    ///     }
+    /// }
+    /// writer.finish()?;
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn write_frame<T: Element>(&mut self, index: &[u64], frame: &[T]) -> Result<PushOutcome> {
+        let bytes = bytemuck::cast_slice(frame);
+        self.write_frame_with(index, T::DTYPE, Frame::Borrowed(bytes), Instant::now())
+    }
+
+    /// Marks the frame at `index` as one that will not come (its place reads as the fill
+    /// value), so that the chunks and shards waiting for it can be finished now rather
+    /// than at [`finish`](Self::finish); counted as dropped. The index is checked as
+    /// [`write_frame`](Self::write_frame) checks it.
+    pub fn skip_frame(&mut self, index: &[u64]) -> Result<()> {
+        self.check_no_meta(index)?;
+        let dtype = self.level.shared.spec.dtype;
+        self.level
+            .write_frame_at(index, dtype, Frame::Skipped, Instant::now())
+            .map(|_| ())
+    }
+
+    /// Like [`write_frame`](Self::write_frame), with raw little-endian bytes and the
+    /// frame's scheduled camera time (from which frame latency is measured).
+    pub fn write_frame_bytes(
+        &mut self,
+        index: &[u64],
+        frame: &[u8],
+        scheduled: Instant,
+    ) -> Result<PushOutcome> {
+        let dtype = self.level.shared.spec.dtype;
+        self.write_frame_with(index, dtype, Frame::Borrowed(frame), scheduled)
+    }
+
+    /// Like [`write_frame`](Self::write_frame), with a buffer from
+    /// [`buffer`](Self::buffer), moved in without a copy.
+    pub fn write_frame_buffer(
+        &mut self,
+        index: &[u64],
+        buf: PoolBuf,
+        scheduled: Instant,
+    ) -> Result<PushOutcome> {
+        let dtype = self.level.shared.spec.dtype;
+        self.write_frame_with(index, dtype, Frame::Owned(buf), scheduled)
+    }
+
+    /// Frame metadata rows follow the appended frames: a writer with them is not
+    /// written by index.
+    fn check_no_meta(&self, index: &[u64]) -> Result<()> {
+        if self.meta.is_some() {
+            return Err(Error::FrameIndex {
+                index: index.to_vec(),
+                problem: crate::FrameIndexError::Unsupported(
+                    "frame metadata (its rows follow the appended frames)",
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn write_frame_with(
+        &mut self,
+        index: &[u64],
+        dtype: crate::DataType,
+        frame: Frame<'_>,
+        scheduled: Instant,
+    ) -> Result<PushOutcome> {
+        self.check_no_meta(index)?;
+        if !self.admitted()? {
+            drop(frame);
+            return self.refused_at(index);
+        }
+        self.level.write_frame_at(index, dtype, frame, scheduled)
     }
 
     /// A frame buffer from the writer's pool, for zero-copy pushes: fill it (e.g. from

@@ -3,11 +3,17 @@
 
 use std::time::Duration;
 
+use super::order::AcquisitionOrder;
+
 use crate::error::{Error, Result};
 use crate::frame_meta::FrameMetaSpec;
 use crate::remote::{RemoteOptions, StagingLink};
 use crate::shard::{ChunkOrder, Packing};
 use crate::sink::SinkChoice;
+
+/// [`WriterOptions::max_open_shards`] by default: far above what appending needs (a few
+/// shard sets), and few enough files and reservations for any workstation.
+pub(crate) const DEFAULT_MAX_OPEN_SHARDS: usize = 4096;
 
 /// What `push` does when every frame buffer is in use (the encoders are behind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +111,18 @@ pub struct WriterOptions {
     /// C order only ([`Error::ConflictingOptions`]). A [`Packing::Sparse`] shard has its
     /// chunks in their slots, in this order too.
     pub chunk_order: ChunkOrder,
+    /// The order in which frames will arrive, when they are written by index
+    /// ([`Writer::write_frame`](super::Writer::write_frame)) in an order other than
+    /// storage order: shard files are prepared in the order the acquisition first
+    /// reaches them, and the staging groups and shards it keeps open at once are sized
+    /// (and checked against [`max_open_shards`](Self::max_open_shards)) for it. `None`:
+    /// storage order, as appended; indexed frames may then stray from it only as far as
+    /// the open shards allow ([`Error::WorkingSet`](crate::Error::WorkingSet)).
+    pub acquisition_order: Option<AcquisitionOrder>,
+    /// The most shard files reserved and not yet finished at once (each holds its
+    /// worst-case size on disk and, with the mmap sink, in memory): an acquisition order
+    /// that needs more is refused when the writer is created.
+    pub max_open_shards: usize,
     /// Replace an existing store at the path.
     pub overwrite: bool,
     /// Per-frame metadata to store beside the array (`frame_meta/`), pushed with
@@ -140,6 +158,8 @@ impl Default for WriterOptions {
             durability: Durability::Shard,
             packing: Packing::Compact,
             chunk_order: ChunkOrder::C,
+            acquisition_order: None,
+            max_open_shards: DEFAULT_MAX_OPEN_SHARDS,
             overwrite: false,
             frame_meta: None,
             resume: false,
@@ -153,6 +173,21 @@ impl Default for WriterOptions {
 /// Chainable setters, so that options are built from [`WriterOptions::default`] and new
 /// fields can be added without breaking callers.
 impl WriterOptions {
+    /// Sets [`acquisition_order`](Self::acquisition_order): the loop order of the
+    /// frames written by index.
+    #[must_use]
+    pub fn acquisition_order(mut self, order: AcquisitionOrder) -> Self {
+        self.acquisition_order = Some(order);
+        self
+    }
+
+    /// Sets [`max_open_shards`](Self::max_open_shards).
+    #[must_use]
+    pub fn max_open_shards(mut self, max_open_shards: usize) -> Self {
+        self.max_open_shards = max_open_shards;
+        self
+    }
+
     /// Sets [`threads`](Self::threads): encoding threads (0 = one per core).
     #[must_use]
     pub fn threads(mut self, threads: usize) -> Self {
@@ -281,6 +316,7 @@ impl WriterOptions {
             ("pool_frames", self.pool_frames, 1 << 16),
             ("spare_groups", self.spare_groups, 1 << 16),
             ("background_nice", usize::from(self.background_nice), 19),
+            ("max_open_shards", self.max_open_shards, 1 << 20),
         ] {
             if value > max {
                 return Err(Error::InvalidOption { option, value, max });
@@ -289,6 +325,9 @@ impl WriterOptions {
         self.remote.validate()?;
         if self.resume && self.overwrite {
             return Err(Error::ConflictingOptions("resume", "overwrite"));
+        }
+        if self.resume && self.acquisition_order.is_some() {
+            return Err(Error::ConflictingOptions("resume", "acquisition_order"));
         }
         if self.chunk_order != ChunkOrder::C && self.sink == SinkChoice::Direct {
             return Err(Error::ConflictingOptions(
@@ -324,6 +363,8 @@ mod tests {
             .durability(Durability::None)
             .packing(Packing::Sparse)
             .chunk_order(ChunkOrder::Morton)
+            .acquisition_order(AcquisitionOrder::new([1, 0]))
+            .max_open_shards(9)
             .overwrite(true)
             .frame_meta(FrameMetaSpec::new().field("t", crate::MetaType::Float64))
             .resume(true)
@@ -340,6 +381,8 @@ mod tests {
             durability: Durability::None,
             packing: Packing::Sparse,
             chunk_order: ChunkOrder::Morton,
+            acquisition_order: Some(AcquisitionOrder::new([1, 0])),
+            max_open_shards: 9,
             overwrite: true,
             frame_meta: Some(FrameMetaSpec::new().field("t", crate::MetaType::Float64)),
             resume: true,

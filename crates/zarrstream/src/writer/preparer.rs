@@ -10,8 +10,9 @@ use crossbeam_channel::Sender;
 
 use super::grid::Grid;
 use super::options::Durability;
+use super::order;
 use super::shared::{OpenShard, Shared};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::sink;
 use crate::store;
 
@@ -21,7 +22,25 @@ const SPARE_UNFINISHED_SETS: usize = 3;
 /// The most shards of `grid` that are reserved and not yet finished at once: the
 /// preparer waits before creating more. Each is mapped until finished (mmap, direct).
 pub(super) fn max_unfinished(grid: &Grid) -> usize {
-    (grid.max_open_boxes(&grid.shard_lead) + SPARE_UNFINISHED_SETS) * grid.shard_tiles
+    grid.open_sets
+        .saturating_add(SPARE_UNFINISHED_SETS)
+        .saturating_mul(grid.shard_tiles)
+}
+
+/// Refuses an acquisition order whose shard sets open at once exceed
+/// `max_open_shards` (set when the writer is created, before any file is made).
+pub(super) fn check_open_shards(grid: &Grid, max_open_shards: usize) -> Result<()> {
+    let needed = max_unfinished(grid);
+    if needed > max_open_shards {
+        return Err(Error::WorkingSet {
+            what: "shards",
+            needed: needed as u64,
+            limit: "max_open_shards",
+            budget: max_open_shards as u64,
+            advice: "raise max_open_shards, or acquire in an order closer to storage order",
+        });
+    }
+    Ok(())
 }
 
 /// All shards (one per `(y, x)` shard tile) at one point of the leading shard grid.
@@ -30,8 +49,9 @@ pub(crate) struct PreparedSet {
     pub shards: Vec<Arc<OpenShard>>,
 }
 
-/// Prepares shard sets in the order frames will need them (C order of the leading shard
-/// coordinates): creates and reserves the files and maps them, hands the set over when
+/// Prepares shard sets in the order frames will need them (the acquisition's loop order
+/// over the leading shard coordinates, which is the order of the sets' first frames; C
+/// order when appending): creates and reserves the files and maps them, hands the set over when
 /// the writer needs it, then prefaults it front to back while the workers start filling
 /// it, so that neither the caller nor the workers wait for page population.
 pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
@@ -48,7 +68,8 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
     let first_row = shared.start.first_row(g);
     // Sets that must be open together, plus a few finished ones waiting for the finisher.
     let max_unfinished = max_unfinished(g);
-    while coords[0] < counts[0] {
+    let outer = g.order[0];
+    while coords[outer] < counts[outer] {
         // Bounds the shards that are reserved but not yet finished (e.g. while a slow
         // flush holds the finisher back): beyond it the writer waits here, not in memory.
         while shared.unfinished_shards.load(Ordering::Acquire) >= max_unfinished {
@@ -80,7 +101,7 @@ pub(crate) fn run(shared: Arc<Shared>, tx: Sender<Result<PreparedSet>>) {
                 s.sink.prefault(first, first + step);
             }
         }
-        next_in_c_order(&mut coords, &counts);
+        order::next_in_order(&mut coords, &counts, &g.order);
     }
 }
 
@@ -121,15 +142,4 @@ fn open_set(shared: &Shared, coords: &[u64], first_row: bool) -> Result<Vec<Arc<
             Ok(Arc::new(shard))
         })
         .collect()
-}
-
-/// Advances `coords` to the next point in C order of a grid of `counts`.
-fn next_in_c_order(coords: &mut [u64], counts: &[u64]) {
-    for i in (0..coords.len()).rev() {
-        coords[i] += 1;
-        if i == 0 || coords[i] < counts[i] {
-            break;
-        }
-        coords[i] = 0;
-    }
 }

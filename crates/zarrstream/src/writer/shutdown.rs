@@ -110,7 +110,9 @@ impl Level {
             self.seal_set(&sc);
         }
         // The last, partial row ends at the last frame's append index.
-        let extent0 = if self.next_frame == 0 {
+        let extent0 = if let Some(e) = self.indexed_extent0() {
+            e
+        } else if self.next_frame == 0 {
             0
         } else {
             self.shared.grid.coords(self.next_frame - 1)[0] + 1

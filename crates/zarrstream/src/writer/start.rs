@@ -155,6 +155,7 @@ impl Level {
             closed: false,
             pyramid: None,
             level_error: None,
+            placement: None,
         })
     }
 }
@@ -175,7 +176,8 @@ fn open(
     let tmp_dir = dir.join(PARTIAL_DIR);
     std::fs::create_dir(&tmp_dir).map_err(|e| Error::io("create directory", &tmp_dir, e, 0))?;
     let lock = StoreLock::acquire(&tmp_dir)?;
-    let grid = Grid::new(&spec);
+    let grid = Grid::with_order(&spec, options.acquisition_order.as_ref())?;
+    preparer::check_open_shards(&grid, options.max_open_shards)?;
     let layout = ShardLayout::new(&spec).map_err(|_| Error::Internal("layout overflow".into()))?;
     let sink = options.sink.resolve(&tmp_dir, &layout, options.chunk_order);
     let order = SlotOrder::new(options.chunk_order, &spec);
@@ -224,7 +226,7 @@ impl PoolSizes {
         keep_frames: bool,
     ) -> PoolSizes {
         let groups = grid.deep().then(|| {
-            let n = grid.max_open_boxes(&grid.chunk_lead) + options.spare_groups.max(1);
+            let n = grid.open_groups + options.spare_groups.max(1);
             (n, grid.tiles * grid.chunk_bytes)
         });
         // Deep chunks stage rows and keep 2 frame buffers, unless a pyramid thread reads

@@ -548,3 +548,59 @@ fn resume_and_an_acquisition_order_conflict() {
         "{e}"
     );
 }
+
+#[test]
+fn a_recording_writes_each_array_by_index() {
+    // Two positions, each t=3, c=2 acquired position-outermost then channel-first.
+    let case = Case::new(
+        "positions",
+        &[3, 2, 16, 16],
+        &[1, 1, 8, 8],
+        &[3, 1, 16, 16],
+        0,
+    );
+    let dir = scratch("indexed-recording");
+    let root = dir.path().join("r.zarr");
+    let arrays = ["p0", "p1"].map(|k| zarrstream::ArrayConfig::new(k, case.spec::<u16>()));
+    let options = case
+        .options()
+        .acquisition_order(AcquisitionOrder::new([1, 0]));
+    let rec = zarrstream::Recording::create(&root, arrays.to_vec(), options).unwrap();
+    for (p, key) in ["p0", "p1"].iter().enumerate() {
+        for c in 0..2u64 {
+            for t in 0..3u64 {
+                let k = t * 2 + c;
+                let f = frame::<u16>(k + 100 * p as u64, case.plane());
+                assert!(rec.write_frame(*key, &[t, c], &f).unwrap().is_accepted());
+            }
+        }
+    }
+    let e = rec
+        .write_frame("p1", &[0, 0], &frame::<u16>(0, case.plane()))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::FrameIndex {
+                problem: FrameIndexError::Duplicate,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    rec.finish().unwrap();
+    for (p, key) in ["p0", "p1"].iter().enumerate() {
+        let store = std::sync::Arc::new(zarrs::filesystem::FilesystemStore::new(&root).unwrap());
+        let array = zarrs::array::Array::open(store, &format!("/{key}")).unwrap();
+        let all: Vec<u16> = array
+            .retrieve_array_subset::<Vec<u16>>(&zarrs::array::ArraySubset::new_with_shape(vec![
+                3, 2, 16, 16,
+            ]))
+            .unwrap();
+        for k in 0..6u64 {
+            let want = frame::<u16>(k + 100 * p as u64, case.plane());
+            let got = &all[k as usize * case.plane()..][..case.plane()];
+            assert!(got == want.as_slice(), "{key} frame {k}");
+        }
+    }
+}

@@ -648,6 +648,37 @@ impl Recording {
         self.with(a, |w| w.push_with(frame, scheduled, meta))
     }
 
+    /// Writes one frame into array `a` at `index`, its leading coordinates, in any order
+    /// (see [`Writer::write_frame`]; the options'
+    /// [`acquisition_order`](crate::WriterOptions::acquisition_order) applies to every
+    /// array).
+    pub fn write_frame<T: Element>(
+        &self,
+        a: impl ArrayId,
+        index: &[u64],
+        frame: &[T],
+    ) -> Result<PushOutcome> {
+        self.with(a, |w| w.write_frame(index, frame))
+    }
+
+    /// Writes one frame of raw little-endian bytes into array `a` at `index`, as
+    /// [`Writer::write_frame_bytes`].
+    pub fn write_frame_bytes(
+        &self,
+        a: impl ArrayId,
+        index: &[u64],
+        frame: &[u8],
+        scheduled: Instant,
+    ) -> Result<PushOutcome> {
+        self.with(a, |w| w.write_frame_bytes(index, frame, scheduled))
+    }
+
+    /// Marks the frame of array `a` at `index` as one that will not come, as
+    /// [`Writer::skip_frame`].
+    pub fn skip_frame(&self, a: impl ArrayId, index: &[u64]) -> Result<()> {
+        self.with(a, |w| w.skip_frame(index))
+    }
+
     /// Counts a frame of array `a` the caller could not push as dropped (its place
     /// reads as the fill value).
     pub fn skip(&self, a: impl ArrayId) -> Result<()> {

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use zarrstream::config::ConfigError;
 use zarrstream::recover::RecoverError;
 use zarrstream::store::StoreError;
-use zarrstream::{Error, IoError, RemoteError};
+use zarrstream::{Error, FrameIndexError, IoError, RemoteError};
 
 /// What went wrong, in the words `zarrstream.errors._from_native` understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,18 @@ pub(crate) enum Kind {
     Io,
     /// A bounded append axis has every frame: `IndexError`.
     ArrayFull,
+    /// A frame index the array cannot take (the wrong number of coordinates, out of
+    /// bounds, outside the window of an unbounded axis 0): `IndexError`.
+    FrameIndex,
+    /// A frame index already written, or appended and indexed frames mixed on one
+    /// writer: `ValueError`.
+    FrameConflict,
+    /// Indexed writes into an array that takes appended frames only (pyramid levels,
+    /// frame metadata): `NotImplementedError`.
+    IndexUnsupported,
+    /// The acquisition order keeps more shards open than `max_open_shards` allows:
+    /// `ValueError`.
+    WorkingSet,
     /// The writer was closed: `ValueError`.
     Closed,
     /// Not a store zarrstream can read: `ValueError`.
@@ -82,6 +94,10 @@ impl Kind {
             Kind::DiskFull => "disk_full",
             Kind::Io => "io",
             Kind::ArrayFull => "array_full",
+            Kind::FrameIndex => "frame_index",
+            Kind::FrameConflict => "frame_conflict",
+            Kind::IndexUnsupported => "index_unsupported",
+            Kind::WorkingSet => "working_set",
             Kind::Closed => "closed",
             Kind::NotAStore => "not_a_store",
             Kind::UnknownArray => "unknown_array",
@@ -111,6 +127,9 @@ pub(crate) struct Failure {
     path: Option<String>,
     /// The field a resume found different (`"codec"`, …).
     field: Option<&'static str>,
+    /// Attributes of the exception beyond the message, as a JSON object (a frame
+    /// index error's `index`, a working-set error's `needed`, `limit` and `budget`).
+    extra: Option<serde_json::Value>,
 }
 
 impl Failure {
@@ -121,6 +140,7 @@ impl Failure {
             errno: None,
             path: None,
             field: None,
+            extra: None,
         }
     }
 
@@ -131,6 +151,11 @@ impl Failure {
 
     fn field(mut self, field: &'static str) -> Self {
         self.field = Some(field);
+        self
+    }
+
+    fn extra(mut self, extra: serde_json::Value) -> Self {
+        self.extra = Some(extra);
         self
     }
 
@@ -157,6 +182,7 @@ impl Failure {
                     self.errno,
                     self.path,
                     self.field,
+                    self.extra.map(|v| v.to_string()),
                 ))
             });
         match made {
@@ -189,6 +215,29 @@ impl From<Error> for Failure {
                 .at(&path)
                 .errno(errno_of(&source)),
             Error::ArrayFull { .. } => Failure::new(Kind::ArrayFull, message),
+            // An impossible acquisition order is an impossible option.
+            Error::Order(_) => Failure::new(Kind::Invalid, message),
+            Error::FrameIndex { index, problem } => {
+                let kind = match problem {
+                    FrameIndexError::Duplicate
+                    | FrameIndexError::Appending
+                    | FrameIndexError::Indexed => Kind::FrameConflict,
+                    FrameIndexError::Unsupported(_) => Kind::IndexUnsupported,
+                    // Rank, OutOfBounds, OutsideWindow, and any later variant: the index
+                    // itself is refused, the frame not taken, the writer goes on.
+                    _ => Kind::FrameIndex,
+                };
+                Failure::new(kind, message).extra(serde_json::json!({ "index": index }))
+            }
+            Error::WorkingSet {
+                what,
+                needed,
+                limit,
+                budget,
+                ..
+            } => Failure::new(Kind::WorkingSet, message).extra(serde_json::json!({
+                "what": what, "needed": needed, "limit": limit, "budget": budget,
+            })),
             Error::Closed => Failure::new(Kind::Closed, message),
             Error::UnknownArray { .. } => Failure::new(Kind::UnknownArray, message),
             Error::NotOwned { path, .. } => Failure::new(Kind::NotOwned, message).at(&path),

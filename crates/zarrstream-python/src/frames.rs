@@ -33,6 +33,19 @@ pub(crate) trait Target {
         frames: &Frames,
         f: usize,
     ) -> zarrstream::Result<Option<PushOutcome>>;
+    /// Writes one contiguous frame at `index`.
+    fn write_at(
+        &mut self,
+        index: &[u64],
+        frame: &[u8],
+        scheduled: Instant,
+    ) -> zarrstream::Result<PushOutcome>;
+    /// Writes the one frame of a strided buffer at `index`, gathered.
+    fn write_gathered_at(
+        &mut self,
+        frames: &Frames,
+        index: &[u64],
+    ) -> zarrstream::Result<PushOutcome>;
 }
 
 impl Target for Writer {
@@ -67,6 +80,32 @@ impl Target for Writer {
         };
         frames.gather(f, &mut dest[..frame_bytes]);
         self.push_buffer(dest, scheduled).map(Some)
+    }
+
+    fn write_at(
+        &mut self,
+        index: &[u64],
+        frame: &[u8],
+        scheduled: Instant,
+    ) -> zarrstream::Result<PushOutcome> {
+        self.write_frame_bytes(index, frame, scheduled)
+    }
+
+    /// Gathered straight into a pool buffer; with no free buffer (`Backpressure::Drop`)
+    /// the frame is dropped as `write_frame` would drop it: its place skipped.
+    fn write_gathered_at(
+        &mut self,
+        frames: &Frames,
+        index: &[u64],
+    ) -> zarrstream::Result<PushOutcome> {
+        let scheduled = Instant::now();
+        let frame_bytes = self.spec().frame_bytes();
+        let Some(mut dest) = self.buffer()? else {
+            self.skip_frame(index)?;
+            return Ok(PushOutcome::Dropped);
+        };
+        frames.gather(0, &mut dest[..frame_bytes]);
+        self.write_frame_buffer(index, dest, scheduled)
     }
 }
 
@@ -109,6 +148,28 @@ impl Target for RecordingArray<'_> {
         self.recording
             .push_bytes(self.index, &self.scratch, scheduled)
             .map(Some)
+    }
+
+    fn write_at(
+        &mut self,
+        index: &[u64],
+        frame: &[u8],
+        scheduled: Instant,
+    ) -> zarrstream::Result<PushOutcome> {
+        self.recording
+            .write_frame_bytes(self.index, index, frame, scheduled)
+    }
+
+    fn write_gathered_at(
+        &mut self,
+        frames: &Frames,
+        index: &[u64],
+    ) -> zarrstream::Result<PushOutcome> {
+        let scheduled = Instant::now();
+        self.scratch.resize(self.frame_bytes, 0);
+        frames.gather(0, &mut self.scratch);
+        self.recording
+            .write_frame_bytes(self.index, index, &self.scratch, scheduled)
     }
 }
 
@@ -249,6 +310,29 @@ impl Frames {
         };
         pushed.count(outcome);
         Ok(pushed)
+    }
+
+    /// Writes the one frame of this buffer at `index`, its leading coordinates (call
+    /// with the interpreter lock released); a strided frame is gathered once.
+    pub(crate) fn write_at(
+        &self,
+        target: &mut impl Target,
+        index: &[u64],
+    ) -> Result<PushOutcome, Failure> {
+        if self.frames != 1 {
+            return Err(Failure::new(
+                Kind::Frame,
+                format!(
+                    "write_frame takes one frame, not a stack of {}",
+                    self.frames
+                ),
+            ));
+        }
+        let outcome = match self.contiguous() {
+            Some(bytes) => target.write_at(index, bytes, Instant::now())?,
+            None => target.write_gathered_at(self, index)?,
+        };
+        Ok(outcome)
     }
 
     /// Copies frame `f` of a strided buffer into `dest`, row by row.

@@ -14,6 +14,7 @@
 mod errors;
 #[allow(unsafe_code)]
 mod frames;
+mod indexed;
 mod plate;
 mod recording;
 mod tools;

@@ -13,6 +13,7 @@ use zarrstream::{Error, Recording};
 
 use crate::errors::{Failure, Kind, guarded};
 use crate::frames::{Frames, RecordingArray};
+use crate::indexed;
 
 /// What a push checks a buffer against, per array (known at creation, so checking a
 /// buffer takes no lock).
@@ -108,14 +109,19 @@ impl NativeRecording {
 #[pymethods]
 impl NativeRecording {
     /// Creates the recording at `path` from `config`, the JSON object of
-    /// `zarrstream::config::RecordingConfig`.
+    /// `zarrstream::config::RecordingConfig` with, beside its keys, `acquisition_order`
+    /// (axis numbers, or dimension names resolved in every array) and
+    /// `max_open_shards`.
     #[new]
     fn new(py: Python<'_>, path: PathBuf, config: &str) -> PyResult<Self> {
         let config = config.to_owned();
         let (recording, keys, arrays) = py
             .detach(move || {
                 guarded("creating the recording", || {
-                    let rec = RecordingConfig::parse(&config)?.create(&path)?;
+                    let (config, keys) = indexed::split(&config)?;
+                    let mut parsed = RecordingConfig::parse(&config)?;
+                    keys.apply_recording(&mut parsed)?;
+                    let rec = parsed.create(&path)?;
                     let keys: Vec<String> = rec.keys().map(str::to_owned).collect();
                     let mut arrays = Vec::with_capacity(keys.len());
                     for i in 0..keys.len() {
@@ -175,6 +181,30 @@ impl NativeRecording {
             frames.push_with(&mut self.target(rec, i), &meta)
         })?;
         Ok((pushed.accepted, pushed.dropped))
+    }
+
+    /// Writes one frame of array `key` (a buffer of exactly one frame) at `index`, its
+    /// coordinates on the leading axes; returns whether it was accepted (not dropped).
+    fn write_frame(
+        &self,
+        py: Python<'_>,
+        key: &str,
+        index: Vec<u64>,
+        frame: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let i = self.index(key).map_err(|f| f.into_pyerr(py))?;
+        let frames = self.frames(py, i, frame)?;
+        let outcome = self.with(py, "write_frame", |rec| {
+            frames.write_at(&mut self.target(rec, i), &index)
+        })?;
+        Ok(outcome.is_accepted())
+    }
+
+    /// Marks the frame of array `key` at `index` as one that will not come: it reads
+    /// as the fill value and counts as dropped.
+    fn skip_frame(&self, py: Python<'_>, key: &str, index: Vec<u64>) -> PyResult<()> {
+        let i = self.index(key).map_err(|f| f.into_pyerr(py))?;
+        self.with(py, "skip_frame", |rec| Ok(rec.skip_frame(i, &index)?))
     }
 
     /// Counts `n` frames of array `key` the caller could not deliver as dropped,

@@ -62,7 +62,9 @@ pub(crate) fn verify(py: Python<'_>, path: PathBuf, decode: bool) -> PyResult<St
 pub(crate) fn estimate_memory(py: Python<'_>, config: &str) -> PyResult<String> {
     py.detach(|| {
         guarded("estimating memory", || {
-            let parsed = zarrstream::config::Config::parse(config)?.into_parsed()?;
+            let (config, keys) = crate::indexed::split(config)?;
+            let mut parsed = zarrstream::config::Config::parse(&config)?.into_parsed()?;
+            keys.apply(&mut parsed.options, &[&parsed.spec])?;
             estimate_json(&parsed.estimate_memory()?)
         })
     })
@@ -75,7 +77,9 @@ pub(crate) fn estimate_memory(py: Python<'_>, config: &str) -> PyResult<String> 
 pub(crate) fn estimate_recording_memory(py: Python<'_>, config: &str) -> PyResult<String> {
     py.detach(|| {
         guarded("estimating memory", || {
-            let parsed = zarrstream::config::RecordingConfig::parse(config)?;
+            let (config, keys) = crate::indexed::split(config)?;
+            let mut parsed = zarrstream::config::RecordingConfig::parse(&config)?;
+            keys.apply_recording(&mut parsed)?;
             estimate_json(&parsed.estimate_memory()?)
         })
     })

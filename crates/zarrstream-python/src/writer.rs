@@ -12,6 +12,7 @@ use zarrstream::config::Config;
 
 use crate::errors::{Failure, Kind, guarded};
 use crate::frames::Frames;
+use crate::indexed;
 
 /// The writer; `None` once finished or aborted. A `Mutex`, not the interpreter lock,
 /// guards it, because pushes run with the interpreter lock released.
@@ -63,14 +64,17 @@ impl NativeWriter {
 #[pymethods]
 impl NativeWriter {
     /// Creates the store at `path` from `config`, the JSON object of
-    /// `zarrstream::config` (the C API's `config_json`).
+    /// `zarrstream::config` (the C API's `config_json`) with, beside its keys,
+    /// `acquisition_order` (axis numbers or dimension names) and `max_open_shards`.
     #[new]
     fn new(py: Python<'_>, path: PathBuf, config: &str) -> PyResult<Self> {
         let config = config.to_owned();
         let writer = py
             .detach(move || {
                 guarded("creating the writer", || {
-                    let parsed = Config::parse(&config)?.into_parsed()?;
+                    let (config, keys) = indexed::split(&config)?;
+                    let mut parsed = Config::parse(&config)?.into_parsed()?;
+                    keys.apply(&mut parsed.options, &[&parsed.spec])?;
                     Ok(parsed.create(&path)?)
                 })
             })
@@ -133,6 +137,45 @@ impl NativeWriter {
             })
         })
         .map(|p| (p.accepted, p.dropped))
+        .map_err(|f| f.into_pyerr(py))
+    }
+
+    /// Writes one frame (a buffer of exactly one frame) at `index`, its coordinates on
+    /// the leading axes; returns whether it was accepted (not dropped).
+    fn write_frame(
+        &self,
+        py: Python<'_>,
+        index: Vec<u64>,
+        frame: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let buf = PyUntypedBuffer::get(frame)?;
+        let frames = Frames::new(buf, self.frame_bytes, self.frame_shape, self.item_size)
+            .map_err(|f| f.into_pyerr(py))?;
+        py.detach(|| {
+            guarded("write_frame", || {
+                let mut guard = self.live()?;
+                match guard.as_mut() {
+                    Some(writer) => frames.write_at(writer, &index),
+                    None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                }
+            })
+        })
+        .map(|outcome| outcome.is_accepted())
+        .map_err(|f| f.into_pyerr(py))
+    }
+
+    /// Marks the frame at `index` as one that will not come: it reads as the fill
+    /// value and counts as dropped.
+    fn skip_frame(&self, py: Python<'_>, index: Vec<u64>) -> PyResult<()> {
+        py.detach(|| {
+            guarded("skip_frame", || {
+                let mut guard = self.live()?;
+                match guard.as_mut() {
+                    Some(writer) => Ok(writer.skip_frame(&index)?),
+                    None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                }
+            })
+        })
         .map_err(|f| f.into_pyerr(py))
     }
 

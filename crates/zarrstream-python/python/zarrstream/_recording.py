@@ -21,16 +21,20 @@ from ._writer import (
     MemoryUsage,
     Ome,
     Stats,
+    _REFUSED_FRAME,
     _array_config,
+    _as_frame,
     _as_frames,
     _config_json,
     _meta_text,
     _destination,
+    _frame_index,
     _options_config,
     _remote_config,
 )
 from .errors import (
     ClosedError,
+    FrameConflictError,
     InvalidFrameError,
     InvalidSpecError,
     UnknownArrayError,
@@ -176,6 +180,13 @@ class Recording(_Lifecycle):
             directories only).
         resume: Continue every array where it ended (each array setting must match
             what is on disk, else :class:`ResumeMismatchError`, a ``ValueError``).
+        acquisition_order: For frames written by index (:meth:`write_frame`): the
+            acquisition's loop order over the leading axes, outermost first, shared by
+            every array: dimension names (resolved in each array's
+            ``dimension_names``, which must give the same axes) or storage axis numbers.
+            As for :class:`Writer`.
+        max_open_shards: The most shard files reserved and not yet finished at once,
+            per array (default 4096).
         attributes: Attributes of the root group, set once it is created.
         staging_dir, staging_budget, part_size, uploads_in_flight, upload_timeout,
             store_options: With an object-store URL as ``path`` (``s3://bucket/prefix``):
@@ -210,6 +221,8 @@ class Recording(_Lifecycle):
         durability: str | float | datetime.timedelta | None = None,
         packing: Literal["compact", "sparse"] | None = None,
         chunk_order: Literal["c", "morton"] | None = None,
+        acquisition_order: Sequence[str | int] | None = None,
+        max_open_shards: int | None = None,
         existing_group: bool = False,
         overwrite: bool = False,
         resume: bool = False,
@@ -231,7 +244,8 @@ class Recording(_Lifecycle):
             threads=threads, pin_threads=pin_threads, background_nice=background_nice,
             sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
             backpressure=backpressure, durability=durability, packing=packing,
-            chunk_order=chunk_order, overwrite=overwrite, resume=resume,
+            chunk_order=chunk_order, acquisition_order=acquisition_order,
+            max_open_shards=max_open_shards, overwrite=overwrite, resume=resume,
             existing_group=existing_group)
         config.update(_remote_config(
             staging_dir=staging_dir, staging_budget=staging_budget, part_size=part_size,
@@ -388,12 +402,59 @@ class Recording(_Lifecycle):
                 accepted, _dropped = native.push(key, a)
             else:
                 accepted, _dropped = native.push_with(key, a, text)
-        except (InvalidFrameError, ClosedError):
+        except (InvalidFrameError, ClosedError, FrameConflictError):
             raise
         except ZarrstreamError as e:
             self._failure = self._failure or e
             raise
         return accepted
+
+    def write_frame(self, key: str, index: Sequence[int] | int,
+                    frame: npt.ArrayLike) -> bool:
+        """Writes one frame of array ``key`` at ``index``, its coordinates on the
+        array's leading axes, in any order, as :meth:`Writer.write_frame` (the same
+        frame forms, return value and errors). An array takes either appended or
+        indexed frames; arrays of one recording may differ.
+
+        Raises:
+            UnknownArrayError: (a ``KeyError``) for a key the recording does not have.
+            FrameIndexError: (an ``IndexError``) for an index of the wrong length, out
+                of bounds (negative coordinates included) or outside the window of an
+                unbounded axis 0.
+            FrameConflictError: (a ``ValueError``) for an index written before, or an
+                array appended to.
+            IndexedUnsupportedError: (a ``NotImplementedError``) for an image with
+                pyramid levels or an array with frame metadata.
+            WorkingSetError: (a ``ValueError``) for a frame that strays further from
+                the declared order than ``max_open_shards`` allows.
+            InvalidFrameError: (a ``ValueError``) on a wrong shape or dtype.
+        """
+        geometry = self._array(key)
+        native = self._live()
+        idx = _frame_index(index)
+        a = _as_frame(frame, geometry.frame_shape, geometry.dtype)
+        try:
+            return native.write_frame(key, idx, a)
+        except _REFUSED_FRAME:
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
+
+    def skip_frame(self, key: str, index: Sequence[int] | int) -> None:
+        """Marks the frame of array ``key`` at ``index`` as one that will not come: it
+        reads as the fill value and counts as dropped (see
+        :meth:`Writer.skip_frame`)."""
+        self._array(key)
+        native = self._live()
+        idx = _frame_index(index)
+        try:
+            native.skip_frame(key, idx)
+        except _REFUSED_FRAME:
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
 
     def skip(self, key: str, n: int = 1) -> None:
         """Counts ``n`` frames of array ``key`` that never came as dropped, keeping

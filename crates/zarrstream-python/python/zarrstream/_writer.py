@@ -16,7 +16,16 @@ import numpy.typing as npt
 
 from . import _native
 from ._lifecycle import _Lifecycle
-from .errors import ClosedError, InvalidFrameError, InvalidSpecError, ZarrstreamError
+from .errors import (
+    ClosedError,
+    FrameConflictError,
+    FrameIndexError,
+    IndexedUnsupportedError,
+    InvalidFrameError,
+    InvalidSpecError,
+    WorkingSetError,
+    ZarrstreamError,
+)
 
 __all__ = ["Latency", "MemoryEstimate", "MemoryUsage", "Ome", "Stats", "Writer",
            "estimate_memory"]
@@ -314,11 +323,15 @@ def _options_config(
     durability: str | float | datetime.timedelta | None = None,
     packing: str | None = None,
     chunk_order: str | None = None,
+    acquisition_order: Sequence[str | int] | None = None,
+    max_open_shards: int | None = None,
     overwrite: bool = False,
     resume: bool = False,
     existing_group: bool | None = None,
 ) -> dict[str, Any]:
-    """The writer option keys of the library's JSON configuration."""
+    """The writer option keys of the library's JSON configuration (and the two of
+    indexed frames, ``acquisition_order`` and ``max_open_shards``, which the native
+    module applies)."""
     if backpressure is not None and backpressure not in ("block", "drop"):
         raise InvalidSpecError(f"backpressure {backpressure!r} is not 'block' or 'drop'")
     config: dict[str, Any] = {"overwrite": bool(overwrite)}
@@ -335,7 +348,62 @@ def _options_config(
     config.update({k: v for k, v in optional.items() if v is not None})
     if durability is not None:
         config["durability"] = _durability(durability)
+    if acquisition_order is not None:
+        config["acquisition_order"] = _acquisition_order(acquisition_order)
+    if max_open_shards is not None:
+        if isinstance(max_open_shards, bool) or not isinstance(
+                max_open_shards, (int, np.integer)):
+            raise TypeError(f"max_open_shards must be an int, not {max_open_shards!r}")
+        if max_open_shards < 1:
+            raise InvalidSpecError(f"max_open_shards {max_open_shards} must be at least 1")
+        config["max_open_shards"] = int(max_open_shards)
     return config
+
+
+def _acquisition_order(order: Sequence[str | int]) -> list[str] | list[int]:
+    """``acquisition_order`` as the native module takes it: dimension names or storage
+    axis numbers, outermost loop first."""
+    if isinstance(order, (str, bytes)) or not isinstance(order, Sequence):
+        raise TypeError(
+            "acquisition_order must be a sequence of dimension names or of axis numbers "
+            f"(outermost loop first, e.g. ('c', 't', 'z')), not {order!r}")
+    items = list(order)
+    if all(isinstance(v, str) for v in items):
+        return [str(v) for v in items]
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+        axes = [int(v) for v in items]
+        if any(a < 0 for a in axes):
+            raise InvalidSpecError(
+                f"invalid acquisition order: {tuple(axes)} has a negative axis number")
+        return axes
+    raise TypeError(
+        "acquisition_order must be all dimension names or all axis numbers, not "
+        f"{order!r}")
+
+
+def _frame_index(index: Sequence[int] | int) -> list[int]:
+    """A frame index as the native module takes it: one non-negative int per leading
+    axis. Negative coordinates are refused here (they would wrap around in numpy; a
+    frame written at the wrong place is worse than an error)."""
+    if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+        items: list[Any] = [index]
+    elif isinstance(index, (str, bytes)) or not isinstance(index, (Sequence, np.ndarray)):
+        raise TypeError(f"a frame index is a sequence of ints, not {index!r}")
+    else:
+        items = list(index)
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"frame index {index!r}: {v!r} is not an int")
+        out.append(int(v))
+    for axis, v in enumerate(out):
+        if v < 0:
+            e = FrameIndexError(
+                f"frame index {out}: coordinate {v} on axis {axis} is out of bounds "
+                "(negative coordinates do not wrap around)")
+            e.index = tuple(out)
+            raise e
+    return out
 
 
 def _seconds(name: str, value: float | datetime.timedelta) -> float:
@@ -482,6 +550,22 @@ def _as_frames(frames: Any, frame_shape: tuple[int, int],
     return a
 
 
+def _as_frame(frame: Any, frame_shape: tuple[int, int],
+              dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """``frame`` as an array of exactly one frame (leading axes of size 1 allowed),
+    without copying."""
+    a = _as_frames(frame, frame_shape, dtype)
+    if a.size != frame_shape[0] * frame_shape[1]:
+        raise InvalidFrameError(
+            f"write_frame takes one frame of shape {frame_shape}, not {a.shape}")
+    return a
+
+
+#: Errors of an indexed write that refuse the frame and leave the writer recording.
+_REFUSED_FRAME = (InvalidFrameError, ClosedError, FrameIndexError, FrameConflictError,
+                  IndexedUnsupportedError, WorkingSetError)
+
+
 def _meta_text(meta: Mapping[str, float] | None, meta_json: Any) -> str | None:
     """The JSON of one frame's metadata (``FrameMeta::from_json``), or ``None``."""
     if meta is None and meta_json is None:
@@ -511,6 +595,19 @@ class Writer(_Lifecycle):
     Axis 0 is the append axis (``shape[0] = 0`` or ``None``: unbounded); the last two
     axes are the frame. Frames go in C order over the leading axes: for ``(t, c, y, x)``,
     ``t0 c0``, ``t0 c1``, ``t1 c0``, …
+
+    Frames may also be written by index, in any order (:meth:`write_frame`), declaring
+    the acquisition's loop order with ``acquisition_order``; a writer takes either
+    appended or indexed frames::
+
+        with zarrstream.Writer("run.zarr", shape=(10, 2, 5, 512, 512),
+                               chunks=(1, 1, 1, 512, 512), shards=(10, 1, 1, 512, 512),
+                               dimension_names=("t", "c", "z", "y", "x"),
+                               acquisition_order=("c", "t", "z")) as w:
+            for c in range(2):
+                for t in range(10):
+                    for z in range(5):
+                        w.write_frame((t, c, z), camera.snap())
 
     Every keyword left ``None`` takes the Rust library's default (``dtype="uint16"``,
     ``codec="lz4:1"``, one encoding thread per core, blocking back-pressure, a flush per
@@ -576,6 +673,19 @@ class Writer(_Lifecycle):
             chunks of a spatial block together, so reading a region takes fewer byte
             ranges; the shard index stays in C order and readers need not know.
             ``sink="auto"`` then writes through ``"mmap"``; ``"direct"`` is refused.
+        acquisition_order: For frames written by index (:meth:`write_frame`): the
+            loop order of the acquisition over the leading axes, outermost first, as
+            dimension names (``("c", "t", "z")`` for every time point of channel 0
+            first, a z-stack at each, into storage ``t, c, z``) or as storage axis
+            numbers (``(1, 0, 2)``). Shard files are then prepared in the order the
+            acquisition reaches them and the shards it keeps open at once are budgeted
+            for it (:class:`WorkingSetError` beyond ``max_open_shards``). An unbounded
+            axis 0 must be outermost. Left out: storage order, as :meth:`append` takes
+            frames; indexed frames may then stray from it only as far as appending keeps
+            shards open. An impossible order is an :class:`InvalidSpecError`.
+        max_open_shards: The most shard files reserved and not yet finished at once
+            (default 4096); each holds its worst-case size on disk (and, with the mmap
+            sink, in memory).
         frame_meta: Numeric per-frame fields, ``{"timestamp": "float64", "counter":
             "int64"}``: each becomes a 1-D Zarr array ``<path>/frame_meta/<name>`` with
             one value per frame (``append(frame, meta={...})``), published never ahead
@@ -653,6 +763,8 @@ class Writer(_Lifecycle):
         durability: str | float | datetime.timedelta | None = None,
         packing: Literal["compact", "sparse"] | None = None,
         chunk_order: Literal["c", "morton"] | None = None,
+        acquisition_order: Sequence[str | int] | None = None,
+        max_open_shards: int | None = None,
         frame_meta: Mapping[str, Literal["float64", "int64"]] | None = None,
         frame_meta_json: bool = False,
         overwrite: bool = False,
@@ -681,7 +793,8 @@ class Writer(_Lifecycle):
                 threads=threads, pin_threads=pin_threads, background_nice=background_nice,
                 sink=sink, pool_frames=pool_frames, spare_groups=spare_groups,
                 backpressure=backpressure, durability=durability, packing=packing,
-                chunk_order=chunk_order, overwrite=overwrite, resume=resume),
+                chunk_order=chunk_order, acquisition_order=acquisition_order,
+                max_open_shards=max_open_shards, overwrite=overwrite, resume=resume),
             **_remote_config(
                 staging_dir=staging_dir, staging_budget=staging_budget, part_size=part_size,
                 uploads_in_flight=uploads_in_flight, upload_timeout=upload_timeout,
@@ -821,12 +934,70 @@ class Writer(_Lifecycle):
                 accepted, _dropped = native.push(a)
             else:
                 accepted, _dropped = native.push_with(a, text)
-        except (InvalidFrameError, ClosedError):
+        except (InvalidFrameError, ClosedError, FrameConflictError):
             raise
         except ZarrstreamError as e:
             self._failure = self._failure or e
             raise
         return accepted
+
+    def write_frame(self, index: Sequence[int] | int, frame: npt.ArrayLike) -> bool:
+        """Writes one frame at ``index``, its coordinates on the leading axes (every
+        axis but the frame's two, in storage order: ``(t, c, z)`` for a ``t, c, z, y,
+        x`` array; an int for one leading axis), in any order.
+
+        ``frame`` is one frame as :meth:`append` takes it (a numpy array of
+        :attr:`frame_shape`, leading axes of size 1 allowed, or its raw bytes). A chunk
+        is encoded once all its frames are in, a shard published once all its chunks
+        are; :meth:`close` finishes the rest, frames that never came reading as the fill
+        value. Declare the order frames come in with ``acquisition_order``. An unbounded
+        axis 0 takes indices within a window of two rows of shard sets (the lowest row
+        not yet complete and the next).
+
+        Returns whether the frame was accepted (``False`` only when
+        ``backpressure="drop"`` dropped it).
+
+        Raises:
+            FrameIndexError: (an ``IndexError``) for an index of the wrong length, a
+                coordinate out of bounds (negative ones included: they do not wrap
+                around) or outside the window of an unbounded axis 0.
+            FrameConflictError: (a ``ValueError``) for an index written (or skipped)
+                before, or a writer that :meth:`append` wrote to.
+            IndexedUnsupportedError: (a ``NotImplementedError``) for an image with
+                pyramid levels or a writer with ``frame_meta``.
+            WorkingSetError: (a ``ValueError``) for a frame that strays further from the
+                declared (or storage) order than ``max_open_shards`` allows.
+            InvalidFrameError: (a ``ValueError``) on a wrong shape or dtype.
+
+            After each of these the frame was not taken and the writer goes on.
+        """
+        native = self._live()
+        idx = _frame_index(index)
+        a = _as_frame(frame, self._frame_shape, self._dtype)
+        try:
+            return native.write_frame(idx, a)
+        except _REFUSED_FRAME:
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
+
+    def skip_frame(self, index: Sequence[int] | int) -> None:
+        """Marks the frame at ``index`` (as :meth:`write_frame` takes it) as one that
+        will not come: it reads as the fill value and counts as dropped, and the chunks
+        and shards waiting for it are finished now rather than at :meth:`close`.
+
+        Raises what :meth:`write_frame` raises for the index.
+        """
+        native = self._live()
+        idx = _frame_index(index)
+        try:
+            native.skip_frame(idx)
+        except _REFUSED_FRAME:
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
 
     def skip(self, frames: int = 1) -> None:
         """Counts ``frames`` frames the camera did not deliver as dropped, keeping their

@@ -8,11 +8,15 @@ built-in class a Python programmer would catch for that failure, so both
 from __future__ import annotations
 
 import errno as _errno
+import json as _json
 
 __all__ = [
     "ArrayFullError",
     "ClosedError",
     "DiskFullError",
+    "FrameConflictError",
+    "FrameIndexError",
+    "IndexedUnsupportedError",
     "InternalError",
     "InvalidFrameError",
     "InvalidPlateError",
@@ -37,6 +41,7 @@ __all__ = [
     "StorePermissionError",
     "UnknownArrayError",
     "UploadError",
+    "WorkingSetError",
     "ZarrstreamError",
 ]
 
@@ -65,6 +70,52 @@ class ClosedError(ZarrstreamError, ValueError):
 
 class ArrayFullError(ZarrstreamError, IndexError):
     """The array's append axis is bounded and every frame has been written."""
+
+
+class FrameIndexError(ZarrstreamError, IndexError):
+    """A frame index (``write_frame``, ``skip_frame``) the array cannot take: not one
+    coordinate per leading axis, a coordinate out of bounds (a negative one too: indices
+    do not wrap around as numpy's do), or outside the window of rows an unbounded axis 0
+    keeps open. The frame was not taken; the writer goes on. :attr:`index` is the index
+    given."""
+
+    #: The index given.
+    index: tuple[int, ...] = ()
+
+
+class FrameConflictError(ZarrstreamError, ValueError):
+    """A frame index already written (or skipped), or appended and indexed frames mixed
+    on one writer (a writer takes either :meth:`~zarrstream.Writer.append` or
+    :meth:`~zarrstream.Writer.write_frame`). The frame was not taken; the writer goes
+    on. :attr:`index` is the index given (empty for an ``append``)."""
+
+    #: The index given.
+    index: tuple[int, ...] = ()
+
+
+class IndexedUnsupportedError(ZarrstreamError, NotImplementedError):
+    """Frames written by index into an array that takes appended frames only: an
+    OME-Zarr image with pyramid levels, or a writer with per-frame metadata."""
+
+    #: The index given.
+    index: tuple[int, ...] = ()
+
+
+class WorkingSetError(ZarrstreamError, ValueError):
+    """The acquisition order keeps more shard files open at once than
+    ``max_open_shards`` allows (raised by the constructor for a declared
+    ``acquisition_order``, by ``write_frame`` for frames that stray too far from the
+    declared or storage order; the frame is not taken and the writer goes on). The
+    message names the budget and what to do."""
+
+    #: What is open (``"shards"``).
+    what: str | None = None
+    #: How many the order needs open at once.
+    needed: int | None = None
+    #: The option that bounds it (``"max_open_shards"``).
+    limit: str | None = None
+    #: Its value.
+    budget: int | None = None
 
 
 class NotAStoreError(ZarrstreamError, ValueError):
@@ -198,9 +249,30 @@ def _os_error(cls: type[StoreIOError], code: int | None, message: str,
     return exc
 
 
+_INDEX: dict[str, type[FrameIndexError | FrameConflictError | IndexedUnsupportedError]] = {
+    "frame_index": FrameIndexError,
+    "frame_conflict": FrameConflictError,
+    "index_unsupported": IndexedUnsupportedError,
+}
+
+
 def _from_native(kind: str, message: str, code: int | None,
-                 path: str | None, field: str | None = None) -> ZarrstreamError:
-    """Builds the exception for a failure of the native module (called from Rust)."""
+                 path: str | None, field: str | None = None,
+                 extra: str | None = None) -> ZarrstreamError:
+    """Builds the exception for a failure of the native module (called from Rust);
+    ``extra`` is a JSON object of the exception's attributes beyond the message."""
+    details = _json.loads(extra) if extra else {}
+    if kind in _INDEX:
+        indexed = _INDEX[kind](message)
+        indexed.index = tuple(int(i) for i in details.get("index", ()))
+        return indexed
+    if kind == "working_set":
+        working = WorkingSetError(message)
+        working.what = details.get("what")
+        working.needed = details.get("needed")
+        working.limit = details.get("limit")
+        working.budget = details.get("budget")
+        return working
     if kind == "unknown_array":
         return UnknownArrayError(message)
     if kind == "resume_mismatch":

@@ -46,7 +46,7 @@ impl ParseError {
 #[non_exhaustive]
 pub enum SpecError {
     /// The array needs an append axis plus a 2-D frame.
-    #[error("rank {0} is too small: arrays need at least 3 axes (append axis, y, x)")]
+    #[error("rank {0} is too small: arrays need at least 2 axes (y, x)")]
     RankTooSmall(usize),
     /// Sharded arrays are limited to rank 31 by tensorstore.
     #[error("rank {0} is too large: at most 31 axes are supported")]
@@ -65,7 +65,9 @@ pub enum SpecError {
         rank: usize,
     },
     /// Only axis 0 may be 0 (unbounded).
-    #[error("axis {axis} has size 0; only axis 0 (the append axis) may be 0 (unbounded)")]
+    #[error(
+        "axis {axis} has size 0; only axis 0 of an array of 3 or more axes (the append axis) may be 0 (unbounded)"
+    )]
     ZeroExtent {
         /// The offending axis.
         axis: usize,

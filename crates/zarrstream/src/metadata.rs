@@ -40,8 +40,11 @@ pub(crate) fn array_json_with(
     progress: &Progress,
     attributes: &serde_json::Map<String, Value>,
 ) -> Value {
-    let mut shape = spec.shape.clone();
-    shape[0] = extent0;
+    // A single frame (`y, x`) has no append axis: its shape is fixed.
+    let mut shape = spec.shape().to_vec();
+    if !spec.planar {
+        shape[0] = extent0;
+    }
     let mut attributes = attributes.clone();
     let state = match progress.state {
         State::Running => "running",
@@ -64,13 +67,13 @@ pub(crate) fn array_json_with(
         "node_type": "array",
         "shape": shape,
         "data_type": spec.dtype.zarr_name(),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": spec.shard}},
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": spec.shard_shape()}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": spec.dtype.fill_json(spec.fill_value),
         "codecs": [{
             "name": "sharding_indexed",
             "configuration": {
-                "chunk_shape": spec.chunk,
+                "chunk_shape": spec.chunk_shape(),
                 "codecs": spec.codec.zarr_codecs(spec.dtype, spec.crc32c),
                 "index_codecs": [
                     {"name": "bytes", "configuration": {"endian": "little"}},

@@ -80,6 +80,10 @@ pub struct ArraySpec {
     pub(crate) fill_value: f64,
     pub(crate) fill: FillPattern,
     pub(crate) dimension_names: Option<Vec<String>>,
+    /// A single frame (`y, x`): `shape`, `chunk` and `shard` carry a leading axis of 1
+    /// that the writer's grid needs and the store does not have (it is left out of
+    /// `zarr.json` and of the shard keys).
+    pub(crate) planar: bool,
     pub(crate) codec: Codec,
     pub(crate) crc32c: bool,
     pub(crate) index_location: IndexLocation,
@@ -103,15 +107,26 @@ impl ArraySpec {
 
     /// Array shape; `shape()[0] == 0` means the append axis is unbounded.
     pub fn shape(&self) -> &[u64] {
-        &self.shape
+        &self.shape[self.hidden()..]
     }
     /// Inner chunk shape.
     pub fn chunk_shape(&self) -> &[u64] {
-        &self.chunk
+        &self.chunk[self.hidden()..]
     }
     /// Shard shape.
     pub fn shard_shape(&self) -> &[u64] {
-        &self.shard
+        &self.shard[self.hidden()..]
+    }
+    /// Leading axes the writer adds to the store's: 1 for a single frame (`y, x`).
+    pub(crate) fn hidden(&self) -> usize {
+        usize::from(self.planar)
+    }
+    /// The grid coordinates (with the hidden axis) of a shard key's coordinates.
+    pub(crate) fn key_coords(&self, mut coords: Vec<u64>) -> Vec<u64> {
+        if self.planar {
+            coords.insert(0, 0);
+        }
+        coords
     }
     /// Element type.
     pub fn dtype(&self) -> DataType {
@@ -142,9 +157,9 @@ impl ArraySpec {
     pub fn dimension_names(&self) -> Option<&[String]> {
         self.dimension_names.as_deref()
     }
-    /// Array rank.
+    /// Array rank (2 for a single frame).
     pub fn rank(&self) -> usize {
-        self.shape.len()
+        self.shape.len() - self.hidden()
     }
     /// Bytes of one frame (one y×x plane).
     pub fn frame_bytes(&self) -> usize {
@@ -160,7 +175,7 @@ impl ArraySpec {
     }
     /// Frames per step of the append axis (product of the leading axes after axis 0).
     pub fn frames_per_step(&self) -> u64 {
-        self.shape[1..self.rank() - 2].iter().product()
+        self.shape[1..self.shape.len() - 2].iter().product()
     }
 }
 
@@ -256,6 +271,10 @@ impl ArraySpecBuilder {
         let shard = self.shard.ok_or(SpecError::Missing("shard_shape"))?;
         check_ranks(&shape, &chunk, &shard, self.dimension_names.as_deref())?;
         check_extents(&shape, &chunk, &shard)?;
+        // A single frame gets the leading axis of one frame the writer's grid works on.
+        let planar = shape.len() == 2;
+        let lead = |v: Vec<u64>| if planar { [vec![1], v].concat() } else { v };
+        let (shape, chunk, shard) = (lead(shape), lead(chunk), lead(shard));
         let sizes = Sizes::of(&shape, &chunk, &shard, self.dtype)?;
         if let Codec::Blosc { .. } = self.codec
             && sizes.chunk_bytes > crate::codec::blosc::MAX_NBYTES as u64
@@ -277,6 +296,7 @@ impl ArraySpecBuilder {
             fill_value: self.fill_value,
             fill,
             dimension_names: self.dimension_names,
+            planar,
             codec: self.codec,
             crc32c: self.crc32c,
             index_location: self.index_location,
@@ -289,7 +309,7 @@ impl ArraySpecBuilder {
     }
 }
 
-/// The rank is in 3..=31, and the chunk and shard shapes and the dimension names (which
+/// The rank is in 2..=31, and the chunk and shard shapes and the dimension names (which
 /// must be distinct) have one entry per axis.
 fn check_ranks(
     shape: &[u64],
@@ -298,7 +318,7 @@ fn check_ranks(
     dimension_names: Option<&[String]>,
 ) -> Result<(), SpecError> {
     let rank = shape.len();
-    if rank < 3 {
+    if rank < 2 {
         return Err(SpecError::RankTooSmall(rank));
     }
     if rank > 31 {
@@ -334,7 +354,9 @@ fn check_ranks(
 /// inner chunks tile the shard exactly (the sharding codec requires it). The shapes have
 /// equal ranks ([`check_ranks`]).
 fn check_extents(shape: &[u64], chunk: &[u64], shard: &[u64]) -> Result<(), SpecError> {
-    if let Some(axis) = (1..shape.len()).find(|&a| shape[a] == 0) {
+    // A single frame (`y, x`) has no append axis.
+    let first = usize::from(shape.len() > 2);
+    if let Some(axis) = (first..shape.len()).find(|&a| shape[a] == 0) {
         return Err(SpecError::ZeroExtent { axis });
     }
     for axis in 0..shape.len() {
@@ -402,6 +424,25 @@ mod tests {
     }
 
     #[test]
+    fn a_single_frame_is_a_spec_of_rank_2() {
+        let s = ArraySpec::builder()
+            .shape([40, 64])
+            .chunk_shape([16, 32])
+            .shard_shape([48, 64])
+            .dimension_names(["y", "x"])
+            .build()
+            .unwrap();
+        assert_eq!(
+            (s.rank(), s.shape(), s.chunk_shape()),
+            (2, &[40, 64][..], &[16, 32][..])
+        );
+        assert_eq!(s.shard_shape(), [48, 64]);
+        assert_eq!((s.frame_bytes(), s.frames_per_step()), (40 * 64 * 2, 1));
+        assert_eq!(s.chunks_per_shard(), 3 * 2);
+        assert_eq!(s.key_coords(vec![1, 0]), vec![0, 1, 0]);
+    }
+
+    #[test]
     fn valid_spec_derives_sizes() {
         let s = base().build().unwrap();
         assert_eq!(s.frame_bytes(), 64 * 64 * 2);
@@ -452,10 +493,18 @@ mod tests {
         let cases: Vec<(ArraySpecBuilder, SpecError)> = vec![
             (
                 ArraySpec::builder()
+                    .shape([4])
+                    .chunk_shape([4])
+                    .shard_shape([4]),
+                RankTooSmall(1),
+            ),
+            (
+                // A single frame has no append axis to leave unbounded.
+                ArraySpec::builder()
                     .shape([0, 4])
                     .chunk_shape([1, 4])
                     .shard_shape([1, 4]),
-                RankTooSmall(2),
+                ZeroExtent { axis: 0 },
             ),
             (
                 ArraySpec::builder()

@@ -604,3 +604,81 @@ fn a_recording_writes_each_array_by_index() {
         }
     }
 }
+
+#[test]
+fn a_single_frame_array_of_rank_2() {
+    // 40 × 72 in chunks of 16 × 32 (edge tiles), shards of 32 × 64: 2 × 2 shards.
+    let dir = scratch("indexed-rank2");
+    let spec = |names: bool| {
+        let b = zarrstream::ArraySpec::builder()
+            .shape([40, 72])
+            .chunk_shape([16, 32])
+            .shard_shape([32, 64]);
+        let b = if names {
+            b.dimension_names(["y", "x"])
+        } else {
+            b
+        };
+        b.build().unwrap()
+    };
+    let plane = 40 * 72;
+    let f = frame::<u16>(7, plane);
+    for (name, indexed) in [("pushed.zarr", false), ("indexed.zarr", true)] {
+        let path = dir.path().join(name);
+        let options = WriterOptions::default().threads(1);
+        let mut w = Writer::create(&path, spec(true), options).unwrap();
+        assert_eq!((w.spec().rank(), w.spec().shape()), (2, &[40, 72][..]));
+        if indexed {
+            refused(
+                w.write_frame(&[0], &f).unwrap_err(),
+                &[0],
+                FrameIndexError::Rank { got: 1, lead: 0 },
+            );
+            assert!(w.write_frame(&[], &f).unwrap().is_accepted());
+            refused(
+                w.write_frame(&[], &f).unwrap_err(),
+                &[],
+                FrameIndexError::Duplicate,
+            );
+        } else {
+            assert!(w.push(&f).unwrap().is_accepted());
+            let e = w.push(&f).unwrap_err();
+            assert!(matches!(e, Error::ArrayFull { frames: 1 }), "{e}");
+        }
+        let stats = w.finish().unwrap();
+        assert_eq!((stats.frames_written, stats.shards), (1, 4), "{name}");
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path.join("zarr.json")).unwrap()).unwrap();
+        assert_eq!(meta["shape"], serde_json::json!([40, 72]), "{meta}");
+        assert_eq!(
+            meta["chunk_grid"]["configuration"]["chunk_shape"],
+            serde_json::json!([32, 64])
+        );
+        assert_eq!(
+            meta["codecs"][0]["configuration"]["chunk_shape"],
+            serde_json::json!([16, 32])
+        );
+        assert_eq!(meta["dimension_names"], serde_json::json!(["y", "x"]));
+        assert_eq!(meta["attributes"]["zarrstream"]["state"], "finished");
+        for key in ["c/0/0", "c/0/1", "c/1/0", "c/1/1"] {
+            assert!(path.join(key).is_file(), "{name}: {key}");
+        }
+        let store = std::sync::Arc::new(zarrs::filesystem::FilesystemStore::new(&path).unwrap());
+        let array = zarrs::array::Array::open(store, "/").unwrap();
+        assert_eq!(array.shape(), &[40, 72]);
+        let all: Vec<u16> = array
+            .retrieve_array_subset::<Vec<u16>>(&zarrs::array::ArraySubset::new_with_shape(vec![
+                40, 72,
+            ]))
+            .unwrap();
+        assert!(all == f, "{name}: zarrs reads the frame back");
+    }
+    // A single frame has no append axis to leave unbounded.
+    let e = zarrstream::ArraySpec::builder()
+        .shape([0, 72])
+        .chunk_shape([16, 32])
+        .shard_shape([32, 64])
+        .build()
+        .unwrap_err();
+    assert_eq!(e, zarrstream::SpecError::ZeroExtent { axis: 0 });
+}

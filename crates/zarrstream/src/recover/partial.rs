@@ -63,10 +63,12 @@ pub(super) fn recover_all(
 }
 
 /// Whether `coords` name a shard of this array: one coordinate per axis, inside the
-/// shard grid on every axis but the append axis.
+/// shard grid on every axis but the append axis (a single frame has none).
 fn in_grid(spec: &ArraySpec, coords: &[u64]) -> bool {
+    let (shape, shard) = (spec.shape(), spec.shard_shape());
+    let first = usize::from(spec.rank() > 2);
     coords.len() == spec.rank()
-        && (1..spec.rank()).all(|a| coords[a] < spec.shape[a].div_ceil(spec.shard[a]))
+        && (first..spec.rank()).all(|a| coords[a] < shape[a].div_ceil(shard[a]))
 }
 
 struct PartialResult {

@@ -65,6 +65,16 @@ pub(super) fn tally_frames(
     present: &HashMap<Vec<u64>, Vec<bool>>,
     recovered: &BTreeSet<Vec<u64>>,
 ) -> Tally {
+    // The grid works on the writer's axes: a single frame's keys gain its hidden axis.
+    let present: HashMap<Vec<u64>, Vec<bool>> = present
+        .iter()
+        .map(|(k, v)| (spec.key_coords(k.clone()), v.clone()))
+        .collect();
+    let recovered: BTreeSet<Vec<u64>> = recovered
+        .iter()
+        .map(|k| spec.key_coords(k.clone()))
+        .collect();
+    let (present, recovered) = (&present, &recovered);
     let grid = ChunkGrid::new(spec, present);
     let extent0 = grid.extent0();
     let shape0 = spec.shape[0].max(extent0);
@@ -96,7 +106,7 @@ struct ChunkGrid<'a> {
 
 impl<'a> ChunkGrid<'a> {
     fn new(spec: &'a ArraySpec, present: &'a HashMap<Vec<u64>, Vec<bool>>) -> Self {
-        let rank = spec.rank();
+        let rank = spec.shape.len();
         ChunkGrid {
             spec,
             present,
@@ -153,7 +163,7 @@ impl<'a> ChunkGrid<'a> {
     /// one of them is in a `recovered` shard.
     fn frame_complete(&self, t: u64, k: u64, recovered: &BTreeSet<Vec<u64>>) -> Option<bool> {
         let spec = self.spec;
-        let rank = spec.rank();
+        let rank = spec.shape.len();
         // Leading coordinates of frame (t, k) in C order.
         let mut c = vec![0u64; rank - 2];
         c[0] = t;

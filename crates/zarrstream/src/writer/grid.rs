@@ -38,6 +38,9 @@ pub(crate) struct Grid {
     /// Frames in one full inner chunk (product of the leading chunk sizes).
     pub group_frames: usize,
     pub fill: FillPattern,
+    /// Leading axes the store does not have (1 for a single frame, see
+    /// [`ArraySpec::hidden`]).
+    pub hidden: usize,
     /// The loop order frames arrive in (storage order when appending).
     pub order: Vec<usize>,
     /// Shard sets and staging groups that can be open at once in that order.
@@ -66,7 +69,7 @@ impl Grid {
 
     /// The grid of `spec`, with frames arriving in storage order.
     pub(crate) fn new(spec: &ArraySpec) -> Self {
-        let r = spec.rank();
+        let r = spec.shape.len();
         let lead = r - 2;
         let mut extent = spec.shape[..lead].to_vec();
         if extent[0] == 0 {
@@ -100,6 +103,7 @@ impl Grid {
             fill: spec.fill,
             tiles_per_shard: Vec::new(),
             row_box,
+            hidden: spec.hidden(),
             order: (0..lead).collect(),
             open_sets: 1,
             open_groups: 1,
@@ -175,7 +179,7 @@ impl Grid {
 
     /// The key of shard tile `s` in the shard set at shard coordinates `sc`.
     pub(crate) fn shard_key(&self, sc: &[u64], s: usize) -> String {
-        crate::store::shard_key(sc.iter().copied().chain([
+        crate::store::shard_key(sc.iter().copied().skip(self.hidden).chain([
             (s / self.shard_tiles_x) as u64,
             (s % self.shard_tiles_x) as u64,
         ]))

@@ -440,9 +440,11 @@ impl Writer {
     pub fn skip_frame(&mut self, index: &[u64]) -> Result<()> {
         self.check_no_meta(index)?;
         let dtype = self.level.shared.spec.dtype;
+        let at = self.grid_index(index)?;
         self.level
-            .write_frame_at(index, dtype, Frame::Skipped, Instant::now())
+            .write_frame_at(&at, dtype, Frame::Skipped, Instant::now())
             .map(|_| ())
+            .map_err(|e| visible_index(e, index))
     }
 
     /// Like [`write_frame`](Self::write_frame), with raw little-endian bytes and the
@@ -495,7 +497,29 @@ impl Writer {
             drop(frame);
             return self.refused_at(index);
         }
-        self.level.write_frame_at(index, dtype, frame, scheduled)
+        let at = self.grid_index(index)?;
+        self.level
+            .write_frame_at(&at, dtype, frame, scheduled)
+            .map_err(|e| visible_index(e, index))
+    }
+
+    /// The writer's grid coordinates of a frame index: a single frame (`y, x`) takes
+    /// the empty index, which is its hidden axis' 0.
+    fn grid_index(&self, index: &[u64]) -> Result<Vec<u64>> {
+        let spec = &self.level.shared.spec;
+        if !spec.planar {
+            return Ok(index.to_vec());
+        }
+        if !index.is_empty() {
+            return Err(Error::FrameIndex {
+                index: index.to_vec(),
+                problem: crate::FrameIndexError::Rank {
+                    got: index.len(),
+                    lead: 0,
+                },
+            });
+        }
+        Ok(vec![0])
     }
 
     /// A frame buffer from the writer's pool, for zero-copy pushes: fill it (e.g. from
@@ -601,5 +625,17 @@ impl Writer {
         let uploaded = self.mirror.map(Mirror::finish).transpose();
         aborted?;
         uploaded.map(drop)
+    }
+}
+
+/// An index error names the index as the caller gave it (a single frame's grid index
+/// has the hidden axis the caller never sees).
+fn visible_index(e: Error, index: &[u64]) -> Error {
+    match e {
+        Error::FrameIndex { problem, .. } => Error::FrameIndex {
+            index: index.to_vec(),
+            problem,
+        },
+        e => e,
     }
 }

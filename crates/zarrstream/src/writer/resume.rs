@@ -153,6 +153,11 @@ pub(crate) fn open(
         });
     }
     let on_disk = store.spec();
+    if spec.rank() == 2 {
+        return Err(Error::ResumeUnsupported(
+            "a single frame (y, x): there is nothing to go on with",
+        ));
+    }
     compare(dir, on_disk, spec)?;
     check_resumable(dir, frame_meta)?;
     if spec.shape()[0] != 0 && progress.state.as_deref() == Some("recovered") {

@@ -66,7 +66,7 @@ pub enum SpecError {
     },
     /// Only axis 0 may be 0 (unbounded).
     #[error(
-        "axis {axis} has size 0; only axis 0 of an array of 3 or more axes (the append axis) may be 0 (unbounded)"
+        "axis {axis} has size 0; only axis 0 (the append axis) may be 0 (unbounded), in arrays of 3 or more axes"
     )]
     ZeroExtent {
         /// The offending axis.

@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use crate::remote::RemoteOptions;
 use crate::{
-    Acquisition, ArrayConfig, ArraySpec, Backpressure, Downsample, Durability, FrameMetaSpec,
-    Levels, Ome, OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError, Recording,
-    SpecError, Window, Writer, WriterOptions,
+    Acquisition, AcquisitionOrder, ArrayConfig, ArraySpec, Backpressure, Downsample, Durability,
+    FrameMetaSpec, Levels, Ome, OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError,
+    Recording, SpecError, Window, Writer, WriterOptions,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -90,6 +90,10 @@ pub struct Config {
     packing: Option<String>,
     /// `"c"` or `"morton"`: the order of the inner chunks inside each shard file.
     chunk_order: Option<String>,
+    /// The acquisition's loop order, outermost first: axis numbers, or dimension names
+    /// (resolved against this object's `dimension_names`).
+    acquisition_order: Option<Vec<AxisKey>>,
+    max_open_shards: Option<usize>,
     overwrite: Option<bool>,
     resume: Option<bool>,
     existing_group: Option<bool>,
@@ -108,6 +112,14 @@ pub struct Config {
     store_options: Option<BTreeMap<String, String>>,
     // Ome: present = an OME-Zarr image (Writer::create_ome)
     ome: Option<OmeKeys>,
+}
+
+/// An axis, by number or by dimension name.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum AxisKey {
+    Number(usize),
+    Name(String),
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -217,9 +229,25 @@ impl Config {
     /// Applies the keys given onto the Rust API's defaults.
     pub fn into_parsed(mut self) -> Result<Parsed, ConfigError> {
         let spec = self.take_spec()?;
+        self.name_axes(spec.dimension_names());
         let options = self.take_options()?;
         let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
         Ok(Parsed { spec, options, ome })
+    }
+
+    /// Resolves the dimension names of `acquisition_order` against `names` (those
+    /// found become axis numbers of the leading axes; the rest is refused later).
+    fn name_axes(&mut self, names: Option<&[String]>) {
+        let (Some(order), Some(names)) = (self.acquisition_order.as_mut(), names) else {
+            return;
+        };
+        for key in order {
+            if let AxisKey::Name(n) = key
+                && let Some(i) = names.iter().position(|d| d == n)
+            {
+                *key = AxisKey::Number(i);
+            }
+        }
     }
 
     /// The array specification from the spec keys (taken out).
@@ -299,6 +327,24 @@ impl Config {
         }
         if let Some(v) = self.chunk_order.take() {
             o.chunk_order = parsed("chunk_order", &v)?;
+        }
+        if let Some(v) = self.acquisition_order.take() {
+            let axes = v
+                .into_iter()
+                .map(|k| match k {
+                    AxisKey::Number(i) => Ok(i),
+                    AxisKey::Name(n) => Err(ConfigError::Value {
+                        key: "acquisition_order",
+                        message: format!(
+                            "{n:?} is not one of the array's dimension_names (or give axis numbers)"
+                        ),
+                    }),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            o.acquisition_order = Some(AcquisitionOrder::new(axes));
+        }
+        if let Some(v) = self.max_open_shards.take() {
+            o.max_open_shards = v;
         }
         if let Some(v) = self.overwrite.take() {
             o.overwrite = v;
@@ -847,6 +893,21 @@ mod tests {
         assert_eq!(p.spec, want);
         assert_eq!(p.options, WriterOptions::default());
         assert!(p.ome.is_none());
+    }
+
+    #[test]
+    fn acquisition_orders_by_number_or_name() {
+        let base = r#""shape": [4, 2, 3, 64, 64], "chunk_shape": [1, 1, 1, 32, 32],
+            "shard_shape": [1, 1, 1, 64, 64], "dimension_names": ["t", "c", "z", "y", "x"]"#;
+        let parse = |extra: &str| Config::parse(&format!("{{{base}, {extra}}}"))?.into_parsed();
+        let p = parse(r#""acquisition_order": ["c", "t", 2], "max_open_shards": 7"#).unwrap();
+        assert_eq!(
+            p.options.acquisition_order,
+            Some(AcquisitionOrder::new([1, 0, 2]))
+        );
+        assert_eq!(p.options.max_open_shards, 7);
+        let e = parse(r#""acquisition_order": ["c", "q", "z"]"#).unwrap_err();
+        assert!(e.to_string().contains("\"q\" is not one of"), "{e}");
     }
 
     #[test]

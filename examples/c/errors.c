@@ -242,8 +242,10 @@ static void invalid_configs(void)
          "invalid array specification: inner chunk 32 does not divide shard 48 on axis 2"},
         {"{\"shape\": [0, 0, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64]}",
          "only axis 0 (the append axis) may be 0"},
+        {"{\"shape\": [64], \"chunk_shape\": [32], \"shard_shape\": [64]}",
+         "rank 1 is too small"},
         {"{\"shape\": [0, 64], \"chunk_shape\": [1, 32], \"shard_shape\": [4, 64]}",
-         "rank 2 is too small"},
+         "axis 0 has size 0"},
         {"{\"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64]}", "shape was not set"},
         {"{\"shape\": [0, 64, 64], \"chunk_shape\": [1, 32, 32], \"shard_shape\": [4, 64, 64],"
          " \"threads\": \"two\"}",

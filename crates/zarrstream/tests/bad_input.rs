@@ -567,11 +567,20 @@ fn invalid_specs_are_spec_errors() {
     let cases: Vec<(ArraySpecBuilder, SpecError, &str)> = vec![
         (
             ArraySpec::builder()
+                .shape([4])
+                .chunk_shape([4])
+                .shard_shape([4]),
+            RankTooSmall(1),
+            "rank 1 is too small",
+        ),
+        (
+            // A single frame (rank 2) has no append axis to leave unbounded.
+            ArraySpec::builder()
                 .shape([0, 4])
                 .chunk_shape([1, 4])
                 .shard_shape([1, 4]),
-            RankTooSmall(2),
-            "rank 2 is too small",
+            ZeroExtent { axis: 0 },
+            "axis 0 has size 0",
         ),
         (
             ArraySpec::builder()

@@ -185,6 +185,23 @@ typedef enum zs_code {
      * own mappings; see "Signals" at the top of this header.)
      */
     ZS_E_SHARD_TRUNCATED = -21,
+    /**
+     * `zs_writer_write_frame`: the index has the wrong rank, a coordinate past its axis,
+     * or one outside the window of an unbounded axis 0. Nothing was written.
+     */
+    ZS_E_INDEX = -22,
+    /**
+     * `zs_writer_write_frame`: a frame at this index was written (or skipped) before.
+     * Nothing was written; the first frame stays.
+     */
+    ZS_E_DUPLICATE_FRAME = -23,
+    /**
+     * The acquisition order keeps more shards open at once than allowed: at creation,
+     * more than "max_open_shards"; while writing, an order that was not declared
+     * ("acquisition_order") strays too far from storage order. The message names the
+     * budget it would need.
+     */
+    ZS_E_WORKING_SET = -24,
 } zs_code;
 
 /**
@@ -335,6 +352,46 @@ int zs_writer_create(const char *store_path,
 int zs_writer_push(struct zs_writer *w,
                    const void *frame,
                    size_t nbytes);
+
+/**
+ * Writes one frame of `nbytes` bytes at `index`: its `rank` coordinates on the leading
+ * axes (every axis but y and x, in storage order; `rank` 0 and `index` NULL for a
+ * single-frame array of shape [y, x]), in any order. A chunk is encoded as soon as all
+ * its frames are in, a shard finished as soon as all its chunks are; `zs_writer_finish`
+ * finishes the rest, frames never written reading as the fill value. Declare an order
+ * other than storage order in config_json ("acquisition_order": ["c", "t", "z"] or axis
+ * numbers, outermost loop first) so that shards are prepared in that order and the
+ * shards it keeps open are budgeted ("max_open_shards"). A writer takes either
+ * `zs_writer_push` or `zs_writer_write_frame`, not both.
+ *
+ * Returns ZS_OK, ZS_DROPPED, or: ZS_E_INDEX (a wrong `rank`, a coordinate past its axis,
+ * or outside the window of two shard rows of an unbounded axis 0), ZS_E_DUPLICATE_FRAME
+ * (written before), ZS_E_WORKING_SET (an undeclared order too far from storage order),
+ * ZS_E_INVALID_ARGUMENT (NULL arguments, or a writer appended to), ZS_E_UNSUPPORTED (a
+ * pyramid image or frame metadata), ZS_E_FRAME_SIZE. None of these touches what was
+ * written; the writer goes on.
+ *
+ * # Safety
+ * As `zs_writer_push`; `index` is NULL or points to `rank` readable `uint64_t`.
+ */
+int zs_writer_write_frame(struct zs_writer *w,
+                          const uint64_t *index,
+                          size_t rank,
+                          const void *frame,
+                          size_t nbytes);
+
+/**
+ * Marks the frame at `index` (as `zs_writer_write_frame` takes it) as one that will
+ * not come: it reads as the fill value, counts as dropped, and the chunks and shards
+ * waiting for it are finished now. Returns ZS_OK or the errors of
+ * `zs_writer_write_frame`.
+ *
+ * # Safety
+ * As `zs_writer_write_frame`.
+ */
+int zs_writer_skip_frame(struct zs_writer *w,
+                         const uint64_t *index,
+                         size_t rank);
 
 /**
  * Like `zs_writer_push`, with the frame's metadata: `meta_json` is a JSON object
@@ -543,6 +600,33 @@ int zs_recording_push_with(struct zs_recording *r,
                            const void *frame,
                            size_t nbytes,
                            const char *meta_json);
+
+/**
+ * Writes one frame into array `array` at `index`, as `zs_writer_write_frame` (the
+ * recording's "acquisition_order" applies to every array). Returns what
+ * `zs_writer_write_frame` returns, or ZS_E_NO_ARRAY.
+ *
+ * # Safety
+ * As `zs_recording_push`; `index` is NULL or points to `rank` readable `uint64_t`.
+ */
+int zs_recording_write_frame(struct zs_recording *r,
+                             size_t array,
+                             const uint64_t *index,
+                             size_t rank,
+                             const void *frame,
+                             size_t nbytes);
+
+/**
+ * Marks the frame of array `array` at `index` as one that will not come, as
+ * `zs_writer_skip_frame`.
+ *
+ * # Safety
+ * As `zs_recording_write_frame`.
+ */
+int zs_recording_skip_frame(struct zs_recording *r,
+                            size_t array,
+                            const uint64_t *index,
+                            size_t rank);
 
 /**
  * Counts a frame of array `array` the caller could not push (a camera's missed

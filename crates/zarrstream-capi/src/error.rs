@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use zarrstream::RemoteError;
 use zarrstream::config::ConfigError;
+use zarrstream::{FrameIndexError, RemoteError};
 
 /// Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative
 /// (test for failure with `rc < 0`). The functions return them as `int`.
@@ -91,6 +91,28 @@ pub enum ZsCode {
     /// mmap and direct sinks the cut raises SIGBUS, which the library catches for its
     /// own mappings; see "Signals" at the top of this header.)
     ZS_E_SHARD_TRUNCATED = -21,
+    /// `zs_writer_write_frame`: the index has the wrong rank, a coordinate past its axis,
+    /// or one outside the window of an unbounded axis 0. Nothing was written.
+    ZS_E_INDEX = -22,
+    /// `zs_writer_write_frame`: a frame at this index was written (or skipped) before.
+    /// Nothing was written; the first frame stays.
+    ZS_E_DUPLICATE_FRAME = -23,
+    /// The acquisition order keeps more shards open at once than allowed: at creation,
+    /// more than "max_open_shards"; while writing, an order that was not declared
+    /// ("acquisition_order") strays too far from storage order. The message names the
+    /// budget it would need.
+    ZS_E_WORKING_SET = -24,
+}
+
+impl ZsCode {
+    /// `ZS_OK` for an accepted frame, `ZS_DROPPED` for one back-pressure dropped.
+    pub(crate) fn from_outcome(outcome: zarrstream::PushOutcome) -> Self {
+        if outcome.is_accepted() {
+            ZsCode::ZS_OK
+        } else {
+            ZsCode::ZS_DROPPED
+        }
+    }
 }
 
 use ZsCode::*;
@@ -149,6 +171,15 @@ impl CapiError {
                 E::NeedsRecovery { .. } => ZS_E_NEEDS_RECOVERY,
                 E::ShardTruncated { .. } => ZS_E_SHARD_TRUNCATED,
                 E::ResumeUnsupported(_) => ZS_E_UNSUPPORTED,
+                E::Order(_) => ZS_E_INVALID_CONFIG,
+                E::WorkingSet { .. } => ZS_E_WORKING_SET,
+                E::FrameIndex { problem, .. } => match problem {
+                    FrameIndexError::Duplicate => ZS_E_DUPLICATE_FRAME,
+                    FrameIndexError::Unsupported(_) => ZS_E_UNSUPPORTED,
+                    FrameIndexError::Appending | FrameIndexError::Indexed => ZS_E_INVALID_ARGUMENT,
+                    // Rank, OutOfBounds, OutsideWindow (and any index problem to come).
+                    _ => ZS_E_INDEX,
+                },
                 E::Plate(_) => ZS_E_INVALID_PLATE,
                 E::Attribute { .. } | E::NotAnImage(_) | E::FrameMeta { .. } => {
                     ZS_E_INVALID_ARGUMENT
@@ -272,7 +303,7 @@ mod tests {
     #[test]
     fn every_writer_error_has_its_code() {
         let io = || std::io::Error::other("EIO");
-        let cases: Vec<(Error, ZsCode)> = vec![
+        let first: Vec<(Error, ZsCode)> = vec![
             (
                 Error::Spec(SpecError::Missing("shape")),
                 ZS_E_INVALID_CONFIG,
@@ -373,6 +404,53 @@ mod tests {
                 ZS_E_UNSUPPORTED,
             ),
             (
+                Error::Order(zarrstream::OrderError::Repeated(1)),
+                ZS_E_INVALID_CONFIG,
+            ),
+            (
+                Error::WorkingSet {
+                    what: "shards",
+                    needed: 9,
+                    limit: "max_open_shards",
+                    budget: 8,
+                    advice: "raise it",
+                },
+                ZS_E_WORKING_SET,
+            ),
+        ];
+        let index = |problem| Error::FrameIndex {
+            index: vec![1, 2],
+            problem,
+        };
+        let indexed = first.into_iter().chain([
+            (index(FrameIndexError::Rank { got: 2, lead: 3 }), ZS_E_INDEX),
+            (
+                index(FrameIndexError::OutOfBounds {
+                    axis: 1,
+                    value: 2,
+                    size: 2,
+                }),
+                ZS_E_INDEX,
+            ),
+            (
+                index(FrameIndexError::OutsideWindow {
+                    value: 9,
+                    low: 0,
+                    high: 4,
+                }),
+                ZS_E_INDEX,
+            ),
+            (index(FrameIndexError::Duplicate), ZS_E_DUPLICATE_FRAME),
+            (index(FrameIndexError::Appending), ZS_E_INVALID_ARGUMENT),
+            (index(FrameIndexError::Indexed), ZS_E_INVALID_ARGUMENT),
+            (
+                index(FrameIndexError::Unsupported("pyramid levels")),
+                ZS_E_UNSUPPORTED,
+            ),
+        ]);
+        let first: Vec<(Error, ZsCode)> = indexed.collect();
+        let rest: Vec<(Error, ZsCode)> = vec![
+            (
                 Error::ConflictingOptions("resume", "overwrite"),
                 ZS_E_INVALID_CONFIG,
             ),
@@ -444,8 +522,9 @@ mod tests {
                 ZS_E_REMOTE,
             ),
         ];
-        let cases = cases
+        let cases = first
             .into_iter()
+            .chain(rest)
             .chain(remote.into_iter().map(|(r, code)| (Error::Remote(r), code)));
         for (e, code) in cases {
             let text = e.to_string();

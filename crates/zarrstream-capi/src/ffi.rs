@@ -186,6 +186,92 @@ pub unsafe extern "C" fn zs_writer_push(
     })
 }
 
+/// The `rank` coordinates at `index` (NULL allowed when `rank` is 0).
+///
+/// # Safety
+/// `index` is NULL or points to `rank` readable `uint64_t`.
+unsafe fn index_arg<'a>(index: *const u64, rank: usize) -> Result<&'a [u64], CapiError> {
+    if rank == 0 {
+        return Ok(&[]);
+    }
+    if index.is_null() {
+        return Err(CapiError::Null("index"));
+    }
+    // SAFETY: `index` is not NULL and points to `rank` readable values (contract).
+    Ok(unsafe { std::slice::from_raw_parts(index, rank) })
+}
+
+/// Writes one frame of `nbytes` bytes at `index`: its `rank` coordinates on the leading
+/// axes (every axis but y and x, in storage order; `rank` 0 and `index` NULL for a
+/// single-frame array of shape [y, x]), in any order. A chunk is encoded as soon as all
+/// its frames are in, a shard finished as soon as all its chunks are; `zs_writer_finish`
+/// finishes the rest, frames never written reading as the fill value. Declare an order
+/// other than storage order in config_json ("acquisition_order": ["c", "t", "z"] or axis
+/// numbers, outermost loop first) so that shards are prepared in that order and the
+/// shards it keeps open are budgeted ("max_open_shards"). A writer takes either
+/// `zs_writer_push` or `zs_writer_write_frame`, not both.
+///
+/// Returns ZS_OK, ZS_DROPPED, or: ZS_E_INDEX (a wrong `rank`, a coordinate past its axis,
+/// or outside the window of two shard rows of an unbounded axis 0), ZS_E_DUPLICATE_FRAME
+/// (written before), ZS_E_WORKING_SET (an undeclared order too far from storage order),
+/// ZS_E_INVALID_ARGUMENT (NULL arguments, or a writer appended to), ZS_E_UNSUPPORTED (a
+/// pyramid image or frame metadata), ZS_E_FRAME_SIZE. None of these touches what was
+/// written; the writer goes on.
+///
+/// # Safety
+/// As `zs_writer_push`; `index` is NULL or points to `rank` readable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_writer_write_frame(
+    w: *mut ZsWriter,
+    index: *const u64,
+    rank: usize,
+    frame: *const c_void,
+    nbytes: usize,
+) -> c_int {
+    guard("zs_writer_write_frame", || {
+        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
+        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: `index` is NULL or points to `rank` values (contract).
+        let index = unsafe { index_arg(index, rank) }?;
+        handle.call(|writer| {
+            if frame.is_null() {
+                return Err(CapiError::Null("frame"));
+            }
+            ZsWriter::check_size(writer, nbytes)?;
+            // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which
+            // the writer copies before returning (contract).
+            let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
+            let outcome = writer.write_frame_bytes(index, bytes, std::time::Instant::now())?;
+            Ok(ZsCode::from_outcome(outcome))
+        })
+    })
+}
+
+/// Marks the frame at `index` (as `zs_writer_write_frame` takes it) as one that will
+/// not come: it reads as the fill value, counts as dropped, and the chunks and shards
+/// waiting for it are finished now. Returns ZS_OK or the errors of
+/// `zs_writer_write_frame`.
+///
+/// # Safety
+/// As `zs_writer_write_frame`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_writer_skip_frame(
+    w: *mut ZsWriter,
+    index: *const u64,
+    rank: usize,
+) -> c_int {
+    guard("zs_writer_skip_frame", || {
+        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
+        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: `index` is NULL or points to `rank` values (contract).
+        let index = unsafe { index_arg(index, rank) }?;
+        handle.call(|writer| {
+            writer.skip_frame(index)?;
+            Ok(ZS_OK)
+        })
+    })
+}
+
 /// Like `zs_writer_push`, with the frame's metadata: `meta_json` is a JSON object
 /// `{"values": {"timestamp": 0.02, "counter": 7}, "json": {...}}` (both keys optional) for
 /// a writer whose config_json has a "frame_meta" object. The metadata is checked before
@@ -543,6 +629,67 @@ unsafe fn push(
         // recording copies before returning (this function's contract).
         let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
         ZsRecording::push(rec, array, bytes, meta)
+    })
+}
+
+/// Writes one frame into array `array` at `index`, as `zs_writer_write_frame` (the
+/// recording's "acquisition_order" applies to every array). Returns what
+/// `zs_writer_write_frame` returns, or ZS_E_NO_ARRAY.
+///
+/// # Safety
+/// As `zs_recording_push`; `index` is NULL or points to `rank` readable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_write_frame(
+    r: *mut ZsRecording,
+    array: usize,
+    index: *const u64,
+    rank: usize,
+    frame: *const c_void,
+    nbytes: usize,
+) -> c_int {
+    guard("zs_recording_write_frame", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: `index` is NULL or points to `rank` values (contract).
+        let index = unsafe { index_arg(index, rank) }?;
+        let sizes = handle.frame_bytes();
+        handle.call(|rec| {
+            if frame.is_null() {
+                return Err(CapiError::Null("frame"));
+            }
+            ZsRecording::check_size(rec, sizes, array, nbytes)?;
+            // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which
+            // the recording copies before returning (contract).
+            let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
+            let outcome = rec.write_frame_bytes(array, index, bytes, std::time::Instant::now())?;
+            Ok(ZsCode::from_outcome(outcome))
+        })
+    })
+}
+
+/// Marks the frame of array `array` at `index` as one that will not come, as
+/// `zs_writer_skip_frame`.
+///
+/// # Safety
+/// As `zs_recording_write_frame`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_recording_skip_frame(
+    r: *mut ZsRecording,
+    array: usize,
+    index: *const u64,
+    rank: usize,
+) -> c_int {
+    guard("zs_recording_skip_frame", || {
+        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
+        // handle allows from several threads at once (`ZsRecording` is Sync).
+        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: `index` is NULL or points to `rank` values (contract).
+        let index = unsafe { index_arg(index, rank) }?;
+        handle.call(|rec| {
+            rec.skip_frame(array, index)?;
+            Ok(ZS_OK)
+        })
     })
 }
 

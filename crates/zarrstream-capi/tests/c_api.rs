@@ -455,6 +455,35 @@ fn c_error_paths() {
     }
 }
 
+/// Frames written by index, channel-first into t, c storage and into a single-frame
+/// (rank 2) array, with every bad index refused by its code (indexed.c's own checks);
+/// zarr-python and tensorstore read back exactly the frames written.
+#[test]
+fn c_frames_written_by_index_read_back_by_zarr_python_and_tensorstore() {
+    let b = built();
+    let dir = scratch("indexed");
+    let out = run(
+        Command::new(b.bin.join("indexed_shared")).arg(dir.path()),
+        "indexed",
+    );
+    println!("{out}");
+    assert!(out.contains("checks passed"), "{out}");
+    let Some(py) = interop_python("c_frames_written_by_index") else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_indexed.py");
+    let out = run(
+        Command::new(py).arg(script).arg(dir.path()),
+        "check_indexed.py",
+    );
+    println!("{out}");
+    assert_eq!(
+        out.matches("equal to the frames written").count(),
+        4,
+        "two readers, two stores: {out}"
+    );
+}
+
 /// The disk fills: ZS_E_DISK_FULL, then ZS_E_CLOSED; on a 2 MiB tmpfs of its own, in a
 /// private mount namespace (the approach of tests/support_fs.rs).
 #[test]

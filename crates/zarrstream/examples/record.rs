@@ -38,9 +38,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use zarrstream::remote::RemoteOptions;
 use zarrstream::{
-    ArrayConfig, ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec, MemoryEstimate,
-    MetaType, Ome, Omero, Plate, Recording, Stats, Writer, WriterOptions, estimate_memory,
-    estimate_memory_ome,
+    AcquisitionOrder, ArrayConfig, ArraySpec, Backpressure, Durability, FrameMeta, FrameMetaSpec,
+    MemoryEstimate, MetaType, Ome, Omero, Plate, Recording, Stats, Writer, WriterOptions,
+    estimate_memory, estimate_memory_ome,
 };
 
 use crate::args::{Command, OmeArgs, Options, UsageError, join};
@@ -227,6 +227,8 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
     };
     let (run, stats, arrays) = match target {
         Target::One(mut writer) => {
+            let order = acquisition_order(&opts, &spec)?;
+            let lead = &spec.shape()[..spec.rank() - 2];
             let run = acquire(
                 &mut writer,
                 &pool,
@@ -234,6 +236,7 @@ fn run(argv: impl IntoIterator<Item = String>) -> Result<(), Failure> {
                 opts.fps,
                 opts.progress,
                 opts.frame_meta,
+                order.as_ref().map(|o| (o.axes(), lead)),
             )?;
             (run, writer.finish()?, None)
         }
@@ -409,8 +412,32 @@ fn destination(opts: &Options) -> Result<PathBuf, Failure> {
     Ok(PathBuf::from(format!("file://{}", abs.display())))
 }
 
+/// `--acquisition-order` against the array: the loop order over its leading axes.
+fn acquisition_order(
+    opts: &Options,
+    spec: &ArraySpec,
+) -> Result<Option<AcquisitionOrder>, Failure> {
+    let Some(axes) = &opts.acquisition_order else {
+        return Ok(None);
+    };
+    let lead = spec.rank().saturating_sub(2);
+    let order = match axes
+        .iter()
+        .map(|a| a.parse::<usize>())
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(numbers) => AcquisitionOrder::new(numbers),
+        Err(_) => {
+            let names = spec.dimension_names().unwrap_or_default();
+            AcquisitionOrder::from_names(axes, &names[..lead.min(names.len())])
+                .map_err(|e| Failure::Usage(format!("--acquisition-order: {e}")))?
+        }
+    };
+    Ok(Some(order))
+}
+
 /// The writer options the flags ask for.
-fn writer_options(opts: &Options) -> WriterOptions {
+fn writer_options(opts: &Options, spec: &ArraySpec) -> Result<WriterOptions, Failure> {
     let options = WriterOptions::default()
         .threads(opts.threads)
         .pin_threads(opts.pin)
@@ -437,11 +464,15 @@ fn writer_options(opts: &Options) -> WriterOptions {
     } else {
         options
     };
-    if opts.frame_meta && opts.arrays.is_none() {
+    let options = match acquisition_order(opts, spec)? {
+        Some(order) => options.acquisition_order(order),
+        None => options,
+    };
+    Ok(if opts.frame_meta && opts.arrays.is_none() {
         options.frame_meta(synthetic_meta_spec())
     } else {
         options
-    }
+    })
 }
 
 /// The arrays of `--arrays`.
@@ -462,7 +493,7 @@ fn array_configs(opts: &Options, spec: &ArraySpec, n: usize) -> Vec<ArrayConfig>
 
 /// The most memory the writer (or recording) of these flags will use.
 fn memory_estimate(opts: &Options, spec: &ArraySpec) -> Result<MemoryEstimate, Failure> {
-    let options = writer_options(opts);
+    let options = writer_options(opts, spec)?;
     if let Some(plate) = plate_of(opts) {
         let ome = ome_options(&opts.ome.clone().unwrap_or_default());
         return Ok(Recording::estimate_plate_memory(
@@ -478,7 +509,7 @@ fn memory_estimate(opts: &Options, spec: &ArraySpec) -> Result<MemoryEstimate, F
 
 /// Creates (or with `--resume`, reopens) the writer or recording at `--out`.
 fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
-    let options = writer_options(opts);
+    let options = writer_options(opts, spec)?;
     if let Some(plate) = plate_of(opts) {
         let ome = ome_options(&opts.ome.clone().unwrap_or_default());
         let rec = Recording::create_plate(&opts.out, &plate, spec.clone(), &ome, options)?;
@@ -754,9 +785,27 @@ struct Acquisition {
     max_lateness: Duration,
 }
 
-/// Pushes `frames` frames, cycling through `pool`, paced at `fps` (0 = flat out). With
-/// `progress`, prints `sink S` (the sink in use) once and then `encoded N` to stderr each
-/// time `Writer::frames_encoded` has grown (polled after each push).
+/// The leading coordinates of the `k`-th point of nested loops over `order` (outermost
+/// first) on a grid of `extent` (the outermost loop is not wrapped, so an unbounded
+/// axis 0 outermost counts on).
+fn loop_point(mut k: u64, order: &[usize], extent: &[u64]) -> Vec<u64> {
+    let mut c = vec![0; extent.len()];
+    for (i, &a) in order.iter().enumerate().rev() {
+        if i == 0 {
+            c[a] = k;
+        } else {
+            c[a] = k % extent[a];
+            k /= extent[a];
+        }
+    }
+    c
+}
+
+/// Pushes `frames` frames, cycling through `pool`, paced at `fps` (0 = flat out); with
+/// `order` (a loop order and the leading extents), writes frame `k` by index at the
+/// `k`-th point of that loop instead. With `progress`, prints `sink S` (the sink in use)
+/// once and then `encoded N` to stderr each time `Writer::frames_encoded` has grown
+/// (polled after each push).
 fn acquire(
     writer: &mut Writer,
     pool: &[Vec<u8>],
@@ -764,6 +813,7 @@ fn acquire(
     fps: f64,
     progress: bool,
     frame_meta: bool,
+    order: Option<(&[usize], &[u64])>,
 ) -> Result<Acquisition, Failure> {
     let mut encoded = 0;
     if progress {
@@ -792,7 +842,10 @@ fn acquire(
             None => Instant::now(),
         };
         // A frame dropped under --backpressure drop is counted by the writer.
-        if frame_meta {
+        if let Some((order, extent)) = order {
+            let index = loop_point(k, order, extent);
+            let _ = writer.write_frame_bytes(&index, frame, scheduled)?;
+        } else if frame_meta {
             let meta = synthetic_meta(k, scheduled.duration_since(started));
             let _ = writer.push_with(frame, scheduled, &meta)?;
         } else {

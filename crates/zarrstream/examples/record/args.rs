@@ -73,6 +73,13 @@ FRAMES:
     --frames N              frames (2-D planes) to push; with rank > 3 they fill the
                             leading axes in C order [default: 2^29 elements' worth,
                             128 for 2048x2048; with --input, the frames in the file]
+    --acquisition-order O   the camera's loop order over the leading axes, outermost
+                            first, as dimension names or axis numbers (c,t,z or
+                            1,0,2): frame k of the camera is written by index at the
+                            k-th point of that loop (Writer::write_frame, the order
+                            declared) instead of appended in storage order; needs a
+                            bounded axis 0 unless it comes first; not with --arrays,
+                            --plate, --frame-meta or --resume
     --input FILE            headerless little-endian raw frames of --dtype (frame-
                             major, C order), loaded into memory before timing;
                             cycled if --frames asks for more than the file holds
@@ -224,6 +231,8 @@ pub(crate) struct Options {
     pub ome: Option<OmeArgs>,
     /// `None` until resolved against the input file (see `main`).
     pub frames: Option<u64>,
+    /// `--acquisition-order`: the camera's loop order, as given (names or numbers).
+    pub acquisition_order: Option<Vec<String>>,
     pub input: Option<PathBuf>,
     /// Write the frames to this raw file and exit instead of recording.
     pub save_frames: Option<PathBuf>,
@@ -313,6 +322,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         dim_names: None,
         ome: None,
         frames: None,
+        acquisition_order: None,
         input: None,
         save_frames: None,
         fps: 0.0,
@@ -519,6 +529,13 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 }
             }
             "--frames" => o.frames = Some(parse_num(&name, v)?),
+            "--acquisition-order" => {
+                let axes: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
+                if axes.iter().any(String::is_empty) {
+                    return usage(format!("--acquisition-order '{v}': empty axis"));
+                }
+                o.acquisition_order = Some(axes);
+            }
             "--input" => o.input = Some(PathBuf::from(nonempty(&name, v)?)),
             "--save-frames" => o.save_frames = Some(PathBuf::from(nonempty(&name, v)?)),
             "--fps" => {
@@ -626,6 +643,20 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
         return usage(
             "--resume and --overwrite cannot be combined (--resume appends to the store at --out)",
         );
+    }
+    if o.acquisition_order.is_some() {
+        for (flag, given) in [
+            ("--arrays", o.arrays.is_some()),
+            ("--plate", o.plate.is_some()),
+            ("--frame-meta", o.frame_meta),
+            ("--resume", o.resume),
+        ] {
+            if given {
+                return usage(format!(
+                    "--acquisition-order cannot be combined with {flag}"
+                ));
+            }
+        }
     }
     if o.resume && o.save_frames.is_some() {
         return usage("--save-frames cannot be combined with --resume");
@@ -991,6 +1022,16 @@ mod tests {
         assert!(err(&["--plate", "x3"]).contains("expected ROWSxCOLS"));
         assert_eq!(err(&["--fields", "2"]), "--fields needs --plate");
         assert!(err(&["--plate", "2x2", "--arrays", "2"]).contains("cannot be combined"));
+        for other in [&["--arrays", "2"][..], &["--frame-meta"], &["--resume"]] {
+            let mut args = vec!["--acquisition-order", "c,t"];
+            args.extend(other);
+            let e = err(&args);
+            assert!(
+                e.contains(&format!("cannot be combined with {}", other[0])),
+                "{e}"
+            );
+        }
+        assert!(err(&["--acquisition-order", "c,,t"]).contains("empty axis"));
         assert!(err(&["--plate", "2x2", "--resume"]).contains("not supported"));
         assert!(err(&["--plate", "2x2", "--fields", "-1"]).contains("non-negative"));
     }

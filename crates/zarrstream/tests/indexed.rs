@@ -769,3 +769,47 @@ fn record_writes_the_camera_in_its_acquisition_order() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("\"q\""), "{stderr}");
 }
+
+#[test]
+fn dropped_indexed_frames_are_counted_exactly_and_read_as_fill() {
+    // A pool of 2 frames under Backpressure::Drop, frames written flat out channel-first:
+    // whatever the writer drops is counted, reads as fill, and completes its shards.
+    let mut case = Case::new(
+        "drop",
+        &[40, 2, 64, 64],
+        &[1, 1, 32, 32],
+        &[4, 1, 64, 64],
+        0,
+    );
+    case.backpressure = zarrstream::Backpressure::Drop;
+    case.pool_frames = 2;
+    case.threads = 1;
+    let dir = scratch("indexed-drop");
+    let path = dir.path().join("a.zarr");
+    let options = case
+        .options()
+        .acquisition_order(AcquisitionOrder::new([1, 0]));
+    let mut w = Writer::create(&path, case.spec::<u16>(), options).unwrap();
+    let mut accepted = vec![false; 80];
+    let mut dropped = 0;
+    for c in 0..2u64 {
+        for t in 0..40u64 {
+            let k = t * 2 + c;
+            if w.write_frame(&[t, c], &frame::<u16>(k, case.plane()))
+                .unwrap()
+                .is_accepted()
+            {
+                accepted[k as usize] = true;
+            } else {
+                dropped += 1;
+            }
+        }
+    }
+    let stats = w.finish().unwrap();
+    assert_eq!(stats.frames_dropped, dropped);
+    assert_eq!(stats.frames_written + stats.frames_dropped, 80);
+    let m = Model::new(&case, &accepted);
+    check_files(&case, &m, &path, 2);
+    check_read::<u16>(&m, &path);
+    println!("dropped {dropped} of 80 indexed frames");
+}

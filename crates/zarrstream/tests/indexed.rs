@@ -813,3 +813,38 @@ fn dropped_indexed_frames_are_counted_exactly_and_read_as_fill() {
     check_read::<u16>(&m, &path);
     println!("dropped {dropped} of 80 indexed frames");
 }
+
+#[test]
+fn the_memory_estimate_follows_the_acquisition_order() {
+    // t=8, c=3, z=5 into shard sets 4 deep on t, mmap sink (each open shard mapped
+    // whole): appending keeps 15 sets open (+3 spare), z outermost then t then c only 3.
+    let spec = zarrstream::ArraySpec::builder()
+        .shape([8, 3, 5, 256, 256])
+        .chunk_shape([1, 1, 1, 128, 128])
+        .shard_shape([4, 1, 1, 256, 256])
+        .build()
+        .unwrap();
+    let options = WriterOptions::default().threads(1).sink(SinkChoice::Mmap);
+    let appended = zarrstream::estimate_memory(&spec, &options).unwrap();
+    let z_first = zarrstream::estimate_memory(
+        &spec,
+        &options
+            .clone()
+            .acquisition_order(AcquisitionOrder::new([2, 0, 1])),
+    )
+    .unwrap();
+    assert!(appended.mapped_shards > 0);
+    assert_eq!(
+        appended.mapped_shards * (3 + 3),
+        z_first.mapped_shards * (15 + 3),
+        "{appended} vs {z_first}"
+    );
+    let bad = zarrstream::estimate_memory(
+        &spec,
+        &options.acquisition_order(AcquisitionOrder::new([2, 0])),
+    );
+    assert!(matches!(
+        bad,
+        Err(Error::Order(OrderError::Rank { got: 2, lead: 3 }))
+    ));
+}

@@ -852,3 +852,64 @@ fn the_memory_estimate_follows_the_acquisition_order() {
         Err(Error::Order(OrderError::Rank { got: 2, lead: 3 }))
     ));
 }
+
+#[test]
+fn an_undeclared_order_that_needs_more_staging_is_refused_not_blocked() {
+    // Chunks 2 t deep, c=6, one shard set: appending keeps 6 groups open (+1 spare).
+    // Writing t=0 and then t=2 of every channel would open 12: the 8th is refused
+    // (waiting for a buffer would wait forever), and the writer goes on.
+    let case = Case::new(
+        "staging",
+        &[4, 6, 16, 16],
+        &[2, 1, 16, 16],
+        &[4, 6, 16, 16],
+        0,
+    );
+    let dir = scratch("indexed-staging");
+    let path = dir.path().join("a.zarr");
+    let mut w = Writer::create(&path, case.spec::<u16>(), case.options()).unwrap();
+    let mut accepted = vec![false; 24];
+    let mut refused_at = None;
+    'outer: for t in [0u64, 2] {
+        for c in 0..6u64 {
+            let k = t * 6 + c;
+            match w.write_frame(&[t, c], &frame::<u16>(k, case.plane())) {
+                Ok(o) => {
+                    assert!(o.is_accepted());
+                    accepted[k as usize] = true;
+                }
+                Err(e) => {
+                    assert!(
+                        matches!(
+                            e,
+                            Error::WorkingSet {
+                                needed: 8,
+                                budget: 7,
+                                ..
+                            }
+                        ),
+                        "{e:?}"
+                    );
+                    refused_at = Some((t, c));
+                    break 'outer;
+                }
+            }
+        }
+    }
+    assert_eq!(refused_at, Some((2, 1)));
+    // The rest in storage order completes every group.
+    for t in 0..4u64 {
+        for c in 0..6u64 {
+            let k = (t * 6 + c) as usize;
+            if !accepted[k] {
+                let f = frame::<u16>(k as u64, case.plane());
+                assert!(w.write_frame(&[t, c], &f).unwrap().is_accepted());
+                accepted[k] = true;
+            }
+        }
+    }
+    w.finish().unwrap();
+    let m = Model::new(&case, &accepted);
+    check_files(&case, &m, &path, 2);
+    check_read::<u16>(&m, &path);
+}

@@ -149,6 +149,9 @@ impl Level {
             self.shutdown(State::Aborted, Some(e.to_string()));
             return Err(e);
         }
+        if self.indexed() {
+            self.check_staging_room(&c)?;
+        }
         // Every frame position opens its shard set, dropped or not, so sets are taken
         // from the preparer in exactly the order it makes them. If the next set cannot
         // be made (e.g. the disk is full), this frame is refused, and everything
@@ -173,6 +176,30 @@ impl Level {
                 Err(Error::Closed)
             }
         }
+    }
+
+    /// Refuses an indexed frame that would open one staging group more than the pool
+    /// holds while every buffer is held by an open group: waiting for a buffer would
+    /// wait for frames only the caller can bring. Nothing is taken.
+    fn check_staging_room(&self, c: &[u64]) -> Result<()> {
+        let (g, Some(pool)) = (&self.shared.grid, self.group_pool.as_ref()) else {
+            return Ok(());
+        };
+        let open = self.open_groups.len();
+        if open >= pool.count()
+            && !self
+                .open_groups
+                .contains_key(&Grid::box_of(c, &g.chunk_lead))
+        {
+            return Err(Error::WorkingSet {
+                what: "staging groups (inner chunks deeper than a frame)",
+                needed: open as u64 + 1,
+                limit: "the staging pool sized for the order the writer prepares for",
+                budget: pool.count() as u64,
+                advice: "declare the acquisition order (WriterOptions::acquisition_order)",
+            });
+        }
+        Ok(())
     }
 
     /// Takes frame `c` into staging (deep chunks) or a batch of its own, and accounts

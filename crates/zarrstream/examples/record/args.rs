@@ -724,15 +724,18 @@ pub(crate) fn join(v: &[u64]) -> String {
 fn resolve_shapes(o: &mut Options, raw: Raw) -> Result<(), UsageError> {
     let shape = raw.shape.unwrap_or_else(|| vec![0, 2048, 2048]);
     let rank = shape.len();
-    if rank < 3 {
+    if rank < 2 {
         return usage(format!(
-            "--shape {}: at least 3 axes are needed (append axis, y, x), e.g. 0,2048,2048",
+            "--shape {}: at least 2 axes are needed (y, x; with an append axis first, e.g. \
+             0,2048,2048)",
             join(&shape)
         ));
     }
-    if let Some(axis) = (1..rank).find(|&a| shape[a] == 0) {
+    // A single frame (y, x) has no append axis.
+    let first = usize::from(rank > 2);
+    if let Some(axis) = (first..rank).find(|&a| shape[a] == 0) {
         return usage(format!(
-            "--shape {}: axis {axis} is 0; only axis 0 (the append axis) may be 0",
+            "--shape {}: axis {axis} is 0; only axis 0 (the append axis) of 3 or more axes may be 0",
             join(&shape)
         ));
     }
@@ -775,6 +778,7 @@ fn resolve_shapes(o: &mut Options, raw: Raw) -> Result<(), UsageError> {
         Some(names) => names,
         None => {
             let names: &[&str] = match rank {
+                2 => &["y", "x"],
                 3 => &["t", "y", "x"],
                 4 if raw.ome_args.channels.is_some() => &["t", "c", "y", "x"],
                 4 => &["t", "z", "y", "x"],
@@ -856,6 +860,10 @@ fn derive_shard(shape: &[u64], chunk: &[u64]) -> Vec<u64> {
             budget = 1;
         }
     }
+    if rank == 2 {
+        // A single frame: one shard row of the whole frame.
+        return s;
+    }
     s[0] = round_up(budget.max(1), chunk[0]);
     if shape[0] > 0 {
         s[0] = s[0].min(round_up(shape[0], chunk[0]));
@@ -866,6 +874,9 @@ fn derive_shard(shape: &[u64], chunk: &[u64]) -> Vec<u64> {
 /// Frames pushed when `--frames` is not given and there is no input file.
 pub(crate) fn default_frames(shape: &[u64]) -> u64 {
     let rank = shape.len();
+    if rank == 2 {
+        return 1;
+    }
     let plane = shape[rank - 2].saturating_mul(shape[rank - 1]).max(1);
     (DEFAULT_ELEMENTS / plane).clamp(1, 1 << 20)
 }
@@ -879,6 +890,16 @@ mod tests {
             Ok(Command::Run(o)) => *o,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_single_frame_has_rank_2() {
+        let o = run(&["--shape", "64,96", "--chunk", "32,32"]);
+        assert_eq!((o.chunk.clone(), o.shard.clone()), (vec![32, 32], vec![64, 96]));
+        assert_eq!(o.dim_names, Some(vec!["y".to_string(), "x".to_string()]));
+        assert_eq!(default_frames(&o.shape), 1);
+        assert!(err(&["--shape", "0,96"]).contains("axis 0 is 0"));
+        assert!(err(&["--shape", "96"]).contains("at least 2 axes"));
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! The options of frames written by index, `acquisition_order` and `max_open_shards`,
-//! in the configuration JSON the Python side builds.
+//! of a recording.
 //!
-//! The library's JSON configuration (`zarrstream::config`) does not know these two
-//! keys, so they are taken out of the JSON here before it is parsed and applied onto
-//! the parsed [`WriterOptions`]: axis numbers as they are, dimension names resolved
-//! against the array's leading dimension names ([`AcquisitionOrder::from_names`]).
+//! The library's JSON configuration takes both keys, but resolves the dimension names
+//! of `acquisition_order` against the `dimension_names` of the object they are in: a
+//! writer's. A recording's options are at the top level, beside no array, so here the
+//! two keys are taken out of a recording's JSON before it is parsed and applied onto
+//! its parsed options: axis numbers as they are, dimension names resolved in every
+//! array ([`AcquisitionOrder::from_names`]; the arrays share one order, so the names
+//! must give the same axes in each).
 
 use serde::Deserialize;
 use serde_json::Value;
 use zarrstream::config::RecordingConfig;
-use zarrstream::{AcquisitionOrder, ArraySpec, WriterOptions};
+use zarrstream::{AcquisitionOrder, ArraySpec};
 
 use crate::errors::{Failure, Kind};
 
@@ -32,9 +35,9 @@ fn invalid(key: &str, message: impl std::fmt::Display) -> Failure {
     Failure::new(Kind::Invalid, format!("config_json: {key}: {message}"))
 }
 
-/// `config` without `acquisition_order` and `max_open_shards`, and those two. Text
-/// that is not a JSON object is returned as it is, for the library's parser to refuse
-/// in its words.
+/// A recording's `config` without `acquisition_order` and `max_open_shards`, and
+/// those two. Text that is not a JSON object is returned as it is, for the library's
+/// parser to refuse in its words.
 pub(crate) fn split(config: &str) -> Result<(String, IndexedKeys), Failure> {
     let Ok(Value::Object(mut top)) = serde_json::from_str::<Value>(config) else {
         return Ok((config.to_owned(), IndexedKeys::default()));
@@ -117,17 +120,6 @@ impl IndexedKeys {
         Ok(found)
     }
 
-    /// Applies the keys onto `options`, for arrays `specs`.
-    pub(crate) fn apply(
-        &self,
-        options: &mut WriterOptions,
-        specs: &[&ArraySpec],
-    ) -> Result<(), Failure> {
-        let order = self.order(specs)?;
-        self.set(options, order);
-        Ok(())
-    }
-
     /// Applies the keys onto a recording's shared options, for every array (a plate's
     /// field image).
     pub(crate) fn apply_recording(&self, config: &mut RecordingConfig) -> Result<(), Failure> {
@@ -135,16 +127,12 @@ impl IndexedKeys {
             Some(p) => self.order(&[&p.spec])?,
             None => self.order(&config.arrays.iter().map(|a| &a.spec).collect::<Vec<_>>())?,
         };
-        self.set(&mut config.options, order);
-        Ok(())
-    }
-
-    fn set(&self, options: &mut WriterOptions, order: Option<AcquisitionOrder>) {
         if let Some(order) = order {
-            options.acquisition_order = Some(order);
+            config.options.acquisition_order = Some(order);
         }
         if let Some(n) = self.max_open_shards {
-            options.max_open_shards = n;
+            config.options.max_open_shards = n;
         }
+        Ok(())
     }
 }

@@ -62,9 +62,7 @@ pub(crate) fn verify(py: Python<'_>, path: PathBuf, decode: bool) -> PyResult<St
 pub(crate) fn estimate_memory(py: Python<'_>, config: &str) -> PyResult<String> {
     py.detach(|| {
         guarded("estimating memory", || {
-            let (config, keys) = crate::indexed::split(config)?;
-            let mut parsed = zarrstream::config::Config::parse(&config)?.into_parsed()?;
-            keys.apply(&mut parsed.options, &[&parsed.spec])?;
+            let parsed = zarrstream::config::Config::parse(config)?.into_parsed()?;
             estimate_json(&parsed.estimate_memory()?)
         })
     })

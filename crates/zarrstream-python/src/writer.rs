@@ -12,7 +12,6 @@ use zarrstream::config::Config;
 
 use crate::errors::{Failure, Kind, guarded};
 use crate::frames::Frames;
-use crate::indexed;
 
 /// The writer; `None` once finished or aborted. A `Mutex`, not the interpreter lock,
 /// guards it, because pushes run with the interpreter lock released.
@@ -64,17 +63,14 @@ impl NativeWriter {
 #[pymethods]
 impl NativeWriter {
     /// Creates the store at `path` from `config`, the JSON object of
-    /// `zarrstream::config` (the C API's `config_json`) with, beside its keys,
-    /// `acquisition_order` (axis numbers or dimension names) and `max_open_shards`.
+    /// `zarrstream::config` (the C API's `config_json`).
     #[new]
     fn new(py: Python<'_>, path: PathBuf, config: &str) -> PyResult<Self> {
         let config = config.to_owned();
         let writer = py
             .detach(move || {
                 guarded("creating the writer", || {
-                    let (config, keys) = indexed::split(&config)?;
-                    let mut parsed = Config::parse(&config)?.into_parsed()?;
-                    keys.apply(&mut parsed.options, &[&parsed.spec])?;
+                    let parsed = Config::parse(&config)?.into_parsed()?;
                     Ok(parsed.create(&path)?)
                 })
             })

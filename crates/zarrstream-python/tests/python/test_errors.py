@@ -26,7 +26,9 @@ SMALL = dict(shape=(None, 16, 16), chunks=(1, 16, 16), shards=(2, 16, 16))
     ("kwargs", "words"),
     [
         (dict(shape=(None, 16, 16), chunks=(1, 5, 16), shards=(2, 16, 16)), "does not divide"),
-        (dict(shape=(None, 16), chunks=(1, 16), shards=(2, 16)), "rank"),
+        (dict(shape=(16,), chunks=(16,), shards=(16,)), "rank 1 is too small"),
+        # A single frame (rank 2) has no append axis to leave unbounded.
+        (dict(shape=(None, 16), chunks=(1, 16), shards=(2, 16)), "3 or more axes"),
         (dict(shape=(None, 0, 16), chunks=(1, 16, 16), shards=(2, 16, 16)), "size 0"),
         (dict(shape=(None, 16, 16), chunks=(1, 16), shards=(2, 16, 16)), "entries"),
         (dict(SMALL, codec="lz5:1"), "codec"),
@@ -271,3 +273,247 @@ def test_a_truncated_shard_is_an_oserror_naming_the_file() -> None:
     assert isinstance(e, OSError) and isinstance(e, zarrstream.ZarrstreamError)
     assert e.filename == path
     assert str(e) == message
+
+
+# -- frames written by index ----------------------------------------------------------
+
+#: t, z, y, x written by index; shard sets two time points of every z.
+INDEXED = dict(shape=(4, 3, 16, 16), chunks=(1, 1, 16, 16), shards=(2, 3, 16, 16),
+               dimension_names=("t", "z", "y", "x"))
+
+
+def read_back(path: Path) -> np.ndarray:
+    return zarr.open_array(str(path), mode="r")[...]
+
+
+@pytest.mark.parametrize(
+    ("index", "words"),
+    [
+        ((1,), "has 1 coordinates but the array has 2 leading axes"),
+        ((1, 0, 0), "has 3 coordinates"),
+        ((4, 0), "coordinate 4 on axis 0 is out of bounds"),
+        ((1, 3), "coordinate 3 on axis 1 is out of bounds"),
+        # Negative coordinates do not wrap around (numpy's -1 would be the last frame).
+        ((-1, 0), "coordinate -1 on axis 0 is out of bounds"),
+        ((1, -3), "coordinate -3 on axis 1 is out of bounds"),
+    ],
+    ids=str,
+)
+def test_bad_frame_indices_are_index_errors_and_touch_nothing(
+        tmp_path: Path, rng, index: tuple[int, ...], words: str) -> None:
+    data = frames_of(rng, "uint16", INDEXED["shape"])
+    stray = np.full((16, 16), 7777, np.uint16)
+    path = tmp_path / "i.zarr"
+    with zarrstream.Writer(path, **INDEXED) as w:
+        w.write_frame((0, 0), data[0, 0])
+        for call in (lambda: w.write_frame(index, stray), lambda: w.skip_frame(index)):
+            with pytest.raises(IndexError, match=words) as info:
+                call()
+            assert isinstance(info.value, zarrstream.FrameIndexError)
+            assert isinstance(info.value, zarrstream.ZarrstreamError)
+            assert info.value.index == index
+        assert w.frames_pushed == 1  # refused frames were not counted
+        for t in range(4):
+            for z in range(3):
+                if (t, z) != (0, 0):
+                    w.write_frame((t, z), data[t, z])
+    assert w.stats.frames_written == 12 and w.stats.frames_dropped == 0
+    np.testing.assert_array_equal(read_back(path), data)
+
+
+def test_index_outside_the_window_of_an_unbounded_axis_is_index_error(tmp_path: Path,
+                                                                      rng) -> None:
+    data = frames_of(rng, "uint16", (5, 3, 16, 16))
+    path = tmp_path / "w.zarr"
+    with zarrstream.Writer(path, **dict(INDEXED, shape=(None, 3, 16, 16))) as w:
+        w.write_frame((0, 0), data[0, 0])
+        # Rows of shard sets are two time points: rows 0 and 1 (t < 4) are open.
+        with pytest.raises(IndexError, match="outside the window 0..4") as info:
+            w.write_frame((4, 0), data[4, 0])
+        assert isinstance(info.value, zarrstream.FrameIndexError)
+        assert info.value.index == (4, 0)
+        for t in range(5):
+            for z in range(3):
+                if (t, z) != (0, 0):
+                    w.write_frame((t, z), data[t, z])  # t=4 once row 0 is complete
+    np.testing.assert_array_equal(read_back(path), data)
+
+
+def test_frames_written_twice_or_mixed_with_append_are_value_errors(tmp_path: Path,
+                                                                    rng) -> None:
+    data = frames_of(rng, "uint16", INDEXED["shape"])
+    path = tmp_path / "d.zarr"
+    with zarrstream.Writer(path, **INDEXED) as w:
+        w.write_frame((0, 0), data[0, 0])
+        w.skip_frame((0, 1))
+        for call, index in [
+            (lambda: w.write_frame((0, 0), data[1, 1]), (0, 0)),  # written
+            (lambda: w.write_frame((0, 1), data[1, 1]), (0, 1)),  # skipped
+            (lambda: w.skip_frame((0, 0)), (0, 0)),
+            (lambda: w.append(data[1, 1]), ()),  # a writer written by index
+        ]:
+            with pytest.raises(ValueError, match="already written|either appended or "
+                                                 "indexed") as info:
+                call()
+            assert isinstance(info.value, zarrstream.FrameConflictError)
+            assert info.value.index == index
+        for t in range(4):
+            for z in range(3):
+                if (t, z) not in ((0, 0), (0, 1)):
+                    w.write_frame((t, z), data[t, z])
+    assert w.stats.frames_written == 11 and w.stats.frames_dropped == 1
+    expected = data.copy()
+    expected[0, 1] = 0
+    np.testing.assert_array_equal(read_back(path), expected)
+    # And the other way round: write_frame on a writer that append wrote to.
+    with zarrstream.Writer(tmp_path / "a.zarr", **INDEXED) as w:
+        w.append(data[0])
+        with pytest.raises(ValueError, match="appended to with push") as info:
+            w.write_frame((1, 0), data[1, 0])
+        assert isinstance(info.value, zarrstream.FrameConflictError)
+        w.append(data[1:])
+    np.testing.assert_array_equal(read_back(tmp_path / "a.zarr"), data)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        (dict(ome=zarrstream.Ome(levels=2)), "indexed writes are not supported"),
+        (dict(frame_meta={"stamp": "float64"}), "frame metadata"),
+    ],
+    ids=["pyramid", "frame_meta"],
+)
+def test_indexed_writes_into_appending_only_arrays_are_not_implemented(
+        tmp_path: Path, rng, kwargs: dict, words: str) -> None:
+    data = frames_of(rng, "uint16", INDEXED["shape"])
+    with zarrstream.Writer(tmp_path / "u.zarr", **INDEXED, **kwargs) as w:
+        for call in (lambda: w.write_frame((0, 0), data[0, 0]), lambda: w.skip_frame((0, 0))):
+            with pytest.raises(NotImplementedError, match=words) as info:
+                call()
+            assert isinstance(info.value, zarrstream.IndexedUnsupportedError)
+            assert isinstance(info.value, zarrstream.ZarrstreamError)
+        w.append(data)  # appending still works
+    assert w.stats.frames_written == 12
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        (dict(acquisition_order=("z", "z")), "twice"),
+        (dict(acquisition_order=(1, 1)), "twice"),
+        (dict(acquisition_order=("z", "q")), '"q" is not one of'),
+        (dict(acquisition_order=("z",)), "has 1 axes but the array has 2"),
+        (dict(acquisition_order=(0, 2)), "no axis 2"),
+        (dict(acquisition_order=(0, -1)), "negative"),
+        (dict(acquisition_order=("z", "t"), dimension_names=None), "dimension_names"),
+        (dict(acquisition_order=("z", "t"), shape=(None, 3, 16, 16)),
+         "unbounded axis 0 must be the outermost"),
+        (dict(max_open_shards=0), "at least 1"),
+        (dict(resume=True, acquisition_order=(0, 1)), "cannot be combined"),
+    ],
+)
+def test_impossible_acquisition_orders_are_value_errors(tmp_path: Path, kwargs: dict,
+                                                        words: str) -> None:
+    path = tmp_path / "o.zarr"
+    with pytest.raises(ValueError, match=words) as info:
+        zarrstream.Writer(path, **{**INDEXED, **kwargs})
+    assert isinstance(info.value, zarrstream.InvalidSpecError)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        (dict(acquisition_order=("t", "q")), "not a leading dimension"),
+        (dict(acquisition_order=(0, 0)), "twice"),
+        # The arrays share one order: the names must mean the same axes in each.
+        (dict(acquisition_order=("z", "t"), swap=True), "in one array and"),
+    ],
+)
+def test_impossible_recording_orders_are_value_errors(tmp_path: Path, kwargs: dict,
+                                                      words: str) -> None:
+    swap = kwargs.pop("swap", False)
+    a = zarrstream.ArraySpec(**INDEXED)
+    b = zarrstream.ArraySpec(**dict(INDEXED, dimension_names=("z", "t", "y", "x"))
+                             if swap else INDEXED)
+    path = tmp_path / "r.zarr"
+    with pytest.raises(ValueError, match=words) as info:
+        zarrstream.Recording(path, {"a": a, "b": b}, **kwargs)
+    assert isinstance(info.value, zarrstream.InvalidSpecError)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        (dict(acquisition_order="zt"), TypeError),  # a str is not a list of names
+        (dict(acquisition_order=("z", 0)), TypeError),
+        (dict(acquisition_order=(0.0, 1.0)), TypeError),
+        (dict(max_open_shards=2.5), TypeError),
+    ],
+)
+def test_order_keywords_of_the_wrong_type_are_type_errors(tmp_path: Path, kwargs: dict,
+                                                          error: type) -> None:
+    with pytest.raises(error):
+        zarrstream.Writer(tmp_path / "t.zarr", **{**INDEXED, **kwargs})
+
+
+def test_frame_indices_of_the_wrong_type_are_type_errors(tmp_path: Path) -> None:
+    frame = np.zeros((16, 16), np.uint16)
+    with zarrstream.Writer(tmp_path / "t.zarr", **INDEXED) as w:
+        for index in [(0.0, 1), "01", (True, 0), None, (0, "1")]:
+            with pytest.raises(TypeError):
+                w.write_frame(index, frame)  # type: ignore[arg-type]
+            with pytest.raises(TypeError):
+                w.skip_frame(index)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="one frame") as info:
+            w.write_frame((0, 0), np.zeros((2, 16, 16), np.uint16))
+        assert isinstance(info.value, zarrstream.InvalidFrameError)
+        assert w.frames_pushed == 0
+
+
+def test_a_declared_order_beyond_max_open_shards_is_a_working_set_error(
+        tmp_path: Path) -> None:
+    """Channel-first into storage t, c, z with shard sets 4 time points deep keeps the
+    set of every z open while t runs: more than max_open_shards=2 allows, refused when
+    the writer is created, the message naming the budget."""
+    path = tmp_path / "ws.zarr"
+    with pytest.raises(ValueError, match="max_open_shards allows 2") as info:
+        zarrstream.Writer(path, shape=(8, 3, 5, 16, 16), chunks=(1, 1, 1, 16, 16),
+                          shards=(4, 1, 1, 16, 16), dimension_names=("t", "c", "z", "y", "x"),
+                          acquisition_order=("c", "t", "z"), max_open_shards=2)
+    e = info.value
+    assert isinstance(e, zarrstream.WorkingSetError)
+    assert isinstance(e, zarrstream.ZarrstreamError)
+    assert (e.what, e.limit, e.budget) == ("shards", "max_open_shards", 2)
+    assert e.needed is not None and e.needed > 2
+    assert not path.exists()
+    # The same order within its budget is taken.
+    zarrstream.Writer(path, shape=(8, 3, 5, 16, 16), chunks=(1, 1, 1, 16, 16),
+                      shards=(4, 1, 1, 16, 16), dimension_names=("t", "c", "z", "y", "x"),
+                      acquisition_order=("c", "t", "z"), max_open_shards=e.needed).close()
+
+
+def test_an_undeclared_order_too_far_from_storage_is_a_working_set_error(
+        tmp_path: Path, rng) -> None:
+    """Channel-first without declaring it: the frame that would open more shard sets
+    than appending keeps is refused (not waited for), and the writer goes on."""
+    data = frames_of(rng, "uint16", (6, 2, 16, 16))
+    path = tmp_path / "far.zarr"
+    with zarrstream.Writer(path, shape=(6, 2, 16, 16), chunks=(1, 1, 16, 16),
+                           shards=(1, 2, 16, 16)) as w:
+        refused = None
+        for t in range(6):
+            try:
+                w.write_frame((t, 0), data[t, 0])
+            except zarrstream.WorkingSetError as e:
+                assert isinstance(e, ValueError)
+                assert "acquisition_order" in str(e) and e.limit is not None, e
+                refused = t
+                break
+        assert refused is not None and refused > 0
+        for t in range(6):
+            for c in range(2):
+                if c == 1 or t >= refused:
+                    w.write_frame((t, c), data[t, c])
+    np.testing.assert_array_equal(read_back(path), data)

@@ -61,31 +61,12 @@ class Justified:
 
 
 #: Failures of ``[zarrstream]`` tests that pass for acquire-zarr, with the reason each is
-#: accepted. Each is a deliberate refusal (``is_incompatible``, which lets ``"auto"``
-#: fall through to the next backend) or a difference in what a test asserts.
-JUSTIFIED: tuple[Justified, ...] = (
-    Justified(
-        test=r".*",
-        message=r"zarrstream appends along the first storage axis, so it must be the "
-                r"first acquisition axis too",
-        reason="the acquisition moves the append axis (acquired c,t,z or z,t,c, stored "
-               "t,c,z by storage_order='ome'): zarrstream reorders frames within one "
-               "step of the first storage axis (held in memory) but would have to hold "
-               "the whole acquisition to move that axis, so it refuses; acquire-zarr "
-               "reorders with its storage_dimension_order"),
-    Justified(
-        test=r".*",
-        message=r"zarrstream needs at least 3 array dimensions",
-        reason="a rank-2 array (one y,x frame per position) has no append axis; "
-               "zarrstream.Writer refuses rank < 3 (a native limitation, refused in "
-               "is_incompatible so 'auto' picks another backend)"),
-    Justified(
-        test=r"tests/test_compression\.py::test_zarr_compression\[zarrstream-none\]",
-        message=r"Expected no compression codecs",
-        reason="the test counts every inner codec but 'bytes' as compression; "
-               "zarrstream's uncompressed chunks still carry the crc32c checksum codec "
-               "(verification and crash recovery), which is not compression"),
-)
+#: accepted: a deliberate refusal (``is_incompatible``, which lets ``"auto"`` fall
+#: through to the next backend) or a difference in what a test asserts. None today:
+#: frames are written by index in any acquisition order (no refusal of a moved append
+#: axis), single frames (rank 2) are arrays, and ``compression="none"`` writes no codec
+#: but ``bytes``.
+JUSTIFIED: tuple[Justified, ...] = ()
 
 
 @dataclasses.dataclass

@@ -20,10 +20,15 @@ only the arrays, one per position at ``<image>/0``, all of them in one
 made and never rewrites their ``zarr.json``), so every position shares one set of
 encoding workers and one memory budget however many positions there are.
 
-Frames are written in the order they arrive, so the backend refuses (through
-``is_incompatible``, which makes ``"auto"`` fall through to the next backend) a storage
-order that differs from the acquisition order and element types zarrstream does not
-write.
+Every frame is written where ome-writers' router puts it, at its storage index
+(:meth:`zarrstream.Writer.write_frame`), and each array is told the acquisition's loop
+order (``acquisition_order``: ome-writers' acquisition dimensions, position left out, as
+names of the storage dimensions), so every storage order ome-writers allows is written
+as the frames come, none held in memory. Skipped frames (``stream.skip``) are
+:meth:`~zarrstream.Writer.skip_frame`: they read as the fill value. The backend refuses
+(through ``is_incompatible``, which makes ``"auto"`` fall through to the next backend)
+element types and compressions zarrstream does not write, and an unbounded dimension
+that the storage order moves off the first axis (zarrstream's one unbounded axis).
 
 Only ome-writers 0.3.x is supported: the registration reaches into its registry and
 pydantic schema, which are internal and change between minor versions.
@@ -31,7 +36,6 @@ pydantic schema, which are internal and change between minor versions.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -213,8 +217,9 @@ class LiveArray:
 
 class PositionArray:
     """One position's array in the backend's :class:`zarrstream.Recording`: the part of
-    :class:`zarrstream.Writer`'s interface the backend uses (``append``, ``skip``,
-    ``frames_pushed``, ``frames_encoded``, ``closed``, ``path``, ``dtype``)."""
+    :class:`zarrstream.Writer`'s interface the backend uses (``write_frame``,
+    ``skip_frame``, ``append``, ``skip``, ``frames_pushed``, ``frames_encoded``,
+    ``closed``, ``path``, ``dtype``)."""
 
     def __init__(self, recording: Recording, key: str, path: Path) -> None:
         self.recording = recording
@@ -243,6 +248,14 @@ class PositionArray:
         """Frames of this position whose chunks are all encoded."""
         return self.recording.frames_encoded(self.key)
 
+    def write_frame(self, index: Sequence[int], frame: Any) -> bool:
+        """Writes one frame of this position's array at storage ``index``."""
+        return self.recording.write_frame(self.key, index, frame)
+
+    def skip_frame(self, index: Sequence[int]) -> None:
+        """Marks the frame at storage ``index`` as one that will not come (fill)."""
+        self.recording.skip_frame(self.key, index)
+
     def append(self, frames: Any) -> int:
         """Appends one frame (or a stack) to this position's array."""
         return self.recording.append(self.key, frames)
@@ -261,8 +274,8 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
     yaozarrs lays out the hierarchy and writes every group's metadata (through
     ome-writers' ``YaozarrsBackend``); this class records every position's array, where
     yaozarrs would have created it, in one :class:`zarrstream.Recording` (one set of
-    encoding workers for all positions), and streams each position's frames into it in
-    order.
+    encoding workers for all positions), and writes each frame at the storage index
+    ome-writers gives it, the acquisition order declared to the recording.
 
     A position name the recording cannot take as a path component (``c`` and names
     starting with ``.`` are reserved by zarrstream's recordings) makes the backend fall
@@ -275,17 +288,27 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         self._recording: Recording | None = None
         self._writers: list[PositionArray | Writer] = []
         self._live: list[LiveArray] = []
-        #: Per position: frames written or skipped so far (the next expected frame).
-        self._next: list[int] = []
-        #: Per position: frames (or skips, ``None``) that arrived before their turn, by
-        #: frame number, with their storage index.
-        self._pending: list[dict[int, tuple[tuple[int, ...], np.ndarray[Any, Any] | None]]] = []
-        #: Strides (in frames) of the non-frame storage axes, C order.
-        self._strides: tuple[int, ...] = ()
+        #: The acquisition's loop order over the storage dimensions (positions left
+        #: out), outermost first, as dimension names.
+        self._order: tuple[str, ...] = ()
         self._frame_shape: tuple[int, int] = (0, 0)
         self._dtype: np.dtype[Any] = np.dtype("uint16")
 
     # -- compatibility ----------------------------------------------------------------
+
+    @staticmethod
+    def acquisition_order(settings: AcquisitionSettings) -> tuple[str, ...]:
+        """The loop order of the acquisition over each array's axes (every dimension
+        but the position and the frame's two), outermost first, by name: ome-writers'
+        acquisition dimensions, whichever storage order puts them in."""
+        return tuple(d.name for d in settings.index_dimensions)
+
+    @staticmethod
+    def crc32c_for(compression: str | None) -> bool | None:
+        """Whether chunks carry zarrstream's crc32c checksum codec: not for ``"none"``
+        (no codec but ``bytes``, as ome-writers' other backends write it); the
+        library's default (with) otherwise."""
+        return False if (compression or "none") == "none" else None
 
     @staticmethod
     def codec_for(compression: str | None) -> str:
@@ -315,22 +338,14 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                 f"Data type {settings.dtype!r} is not supported by zarrstream. "
                 f"Supported: {', '.join(DTYPES)}."
             )
-        perm = settings.storage_index_permutation
-        if perm is not None and perm[0] != 0:
-            # Within one step of the append axis frames are held and reordered; moving
-            # the append axis itself would hold the whole acquisition.
-            acquisition = [d.name for d in settings.index_dimensions]
-            storage = [d.name for d in settings.storage_index_dimensions]
+        storage = settings.storage_index_dimensions
+        moved = [d.name for d in storage[1:] if d.count is None]
+        if moved:
             return (
-                "zarrstream appends along the first storage axis, so it must be the "
-                f"first acquisition axis too: acquisition order {acquisition}, "
-                f"storage order {storage}. Use storage_order='acquisition'."
-            )
-        if len(settings.array_storage_dimensions) < 3:
-            return (
-                "zarrstream needs at least 3 array dimensions (an append axis and the "
-                "frame's two); this acquisition has "
-                f"{len(settings.array_storage_dimensions)}."
+                f"zarrstream's only unbounded axis is the first storage axis; the storage "
+                f"order {[d.name for d in storage]} puts the unbounded dimension "
+                f"{moved[0]!r} after {storage[0].name!r}. Give {moved[0]!r} a count, or "
+                "a storage order that keeps it first."
             )
         return False
 
@@ -370,13 +385,9 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         index_dims = storage_dims[:-2]
         self._dtype = np.dtype(settings.dtype)
         self._frame_shape = (int(storage_dims[-2].count or 0), int(storage_dims[-1].count or 0))
-        counts = [d.count for d in index_dims]
-        strides = []
-        for i in range(len(counts)):
-            strides.append(math.prod(int(c or 1) for c in counts[i + 1:]))
-        self._strides = tuple(strides)
+        self._order = self.acquisition_order(settings)
         codec = self.codec_for(settings.compression)
-        n = len(self._specs)
+        crc32c = self.crc32c_for(settings.compression)
         if self._root is None:  # set by YaozarrsBackend.prepare, which calls this
             raise RuntimeError("the backend is not prepared")
         root = self._root
@@ -392,31 +403,33 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                 shards=spec.shards or spec.chunks,
                 dtype=self._dtype,
                 codec=codec,
+                crc32c=crc32c,
                 fill_value=0,
                 dimension_names=names,
             )))
+        # Declared by name (every array has the storage dimension names); an array of a
+        # single frame (y, x) has no loop to declare.
+        order = self._order if index_dims else None
         try:
             # yaozarrs made the groups (root, series, wells, images): join them, never
             # rewriting their documents.
-            self._recording = Recording(root, specs, existing_group=True)
+            self._recording = Recording(root, specs, existing_group=True,
+                                        acquisition_order=order)
         except InvalidSpecError as e:
             if "array key" not in str(e):
                 raise
-            self._writers = self._writers_per_position(specs, root)
+            self._writers = self._writers_per_position(specs, root, order)
         else:
             self._writers = [PositionArray(self._recording, key, root / key)
                              for key, _ in specs]
         unbounded = storage_dims[0].count is None
         self._live = [LiveArray(w, spec.shape, 0, unbounded)
                       for w, spec in zip(self._writers, self._specs)]
-        self._next = [0] * n
-        self._pending = [{} for _ in range(n)]
-        self._failed: set[int] = set()
         self._arrays = list(self._live)
 
     @staticmethod
-    def _writers_per_position(specs: Sequence[tuple[str, ArraySpec]],
-                              root: Path) -> list[PositionArray | Writer]:
+    def _writers_per_position(specs: Sequence[tuple[str, ArraySpec]], root: Path,
+                              order: Sequence[str] | None) -> list[PositionArray | Writer]:
         """One :class:`Writer` per position (for keys a recording refuses), sharing the
         cores between them."""
         n = len(specs)
@@ -426,8 +439,9 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
             for key, spec in specs:
                 writers.append(Writer(
                     root / key, shape=spec.shape, chunks=spec.chunks, shards=spec.shards,
-                    dtype=spec.dtype, codec=spec.codec, fill_value=spec.fill_value,
-                    dimension_names=spec.dimension_names, threads=threads))
+                    dtype=spec.dtype, codec=spec.codec, crc32c=spec.crc32c,
+                    fill_value=spec.fill_value, dimension_names=spec.dimension_names,
+                    acquisition_order=order, threads=threads))
         except BaseException:
             for w in writers:
                 if isinstance(w, Writer):
@@ -437,30 +451,6 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
 
     # -- recording --------------------------------------------------------------------
 
-    def _linear(self, position_index: int, index: tuple[int, ...]) -> int:
-        """The frame number of storage ``index``; refuses a frame already written."""
-        linear = sum(i * s for i, s in zip(index, self._strides))
-        if linear < self._next[position_index] or linear in self._pending[position_index]:
-            raise RuntimeError(
-                f"zarrstream writes each frame once: position {position_index} already "
-                f"has storage index {index}"
-            )
-        return linear
-
-    def _flush(self, position_index: int) -> None:
-        """Appends (or skips) the position's held frames that are next in storage
-        order."""
-        pending = self._pending[position_index]
-        writer = self._writers[position_index]
-        while (item := pending.pop(self._next[position_index], None)) is not None:
-            index, frame = item
-            if frame is None:
-                writer.skip(1)
-            else:
-                writer.append(frame)
-            self._next[position_index] += 1
-            self._live[position_index].grow(index)
-
     def write(
         self,
         position_index: int,
@@ -469,20 +459,17 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
         *,
         frame_metadata: dict[str, Any] | None = None,
     ) -> None:
-        """Appends ``frame`` to its position's array.
+        """Writes ``frame`` at storage ``index`` of its position's array, in the order
+        it comes (the array was told the acquisition order); nothing is held.
 
-        zarrstream appends in storage order. A frame that arrives before its turn (the
-        acquisition order differs from the storage order within one step of the append
-        axis: acquired t,z,c and stored t,c,z, say) is copied and held until the frames
-        before it have come; ``is_incompatible`` refuses orders that would hold more than
-        one step of the append axis.
+        Raises:
+            zarrstream.FrameConflictError: (a ``ValueError``) for an index written (or
+                skipped) before.
+            zarrstream.FrameIndexError: (an ``IndexError``) for an index outside the
+                array.
         """
         if self._finalized or not self._writers:
             raise RuntimeError("Cannot write: the backend is not prepared or is finalized.")
-        if position_index in self._failed:
-            # Its writer failed: later frames are refused, not held without bound.
-            raise RuntimeError(f"position {position_index}'s writer has failed")
-        linear = self._linear(position_index, index)
         a = np.asarray(frame)
         if a.dtype != self._dtype:
             a = a.astype(self._dtype)  # as ome-writers' zarr backends' assignment casts
@@ -493,51 +480,28 @@ class ZarrstreamBackend(YaozarrsBackend):  # type: ignore[type-arg]
                 raise ValueError(
                     f"frame shape {np.shape(frame)} is not the array's frame shape "
                     f"{self._frame_shape}")
-        if linear == self._next[position_index]:
-            try:
-                self._writers[position_index].append(a)
-            except BaseException:
-                # Stop holding frames for a position whose writer can take no more.
-                self._failed.add(position_index)
-                self._pending[position_index].clear()
-                raise
-            self._next[position_index] += 1
-            self._live[position_index].grow(index)
-            self._flush(position_index)
-        else:
-            # The caller may reuse its buffer once write() returns.
-            self._pending[position_index][linear] = (index, np.array(a, copy=True))
+        self._writers[position_index].write_frame(index, a)
+        self._live[position_index].grow(index)
         self._store_frame_metadata(position_index, index, frame_metadata)
 
     def advance(self, indices: Sequence[tuple[int, tuple[int, ...]]]) -> None:
-        """Skips frames: each position's writer records them as dropped, which keeps
-        their places (they read as the fill value) without encoding anything."""
+        """Skips frames: each is marked as one that will not come
+        (:meth:`zarrstream.Writer.skip_frame`), counted as dropped and read as the fill
+        value, without encoding anything."""
         if self._finalized or not self._writers:
             raise RuntimeError("Cannot advance: the backend is not prepared or is finalized.")
-        touched: set[int] = set()
         for pos, index in indices:
-            linear = self._linear(pos, index)
-            self._pending[pos][linear] = (index, None)
-            touched.add(pos)
-        for pos in sorted(touched):
-            self._flush(pos)
+            self._writers[pos].skip_frame(index)
+            self._live[pos].grow(index)
 
     def finalize(self) -> None:
         """Closes the recording (every position, even after one fails) or every
-        writer, flushes ome-writers' metadata, then raises the first error if any."""
+        writer, flushes ome-writers' metadata, then raises the first error if any.
+        Frames never written or skipped read as the fill value."""
         errors: list[BaseException] = []
         if not self._finalized:
-            for pos, pending in enumerate(self._pending):
-                # Frames held for a turn that never came (the acquisition stopped within
-                # a step): their missing predecessors read as the fill value.
-                try:
-                    while pending and not self._writers[pos].closed:
-                        if self._next[pos] not in pending:
-                            self._writers[pos].skip(1)
-                            self._next[pos] += 1
-                        self._flush(pos)
-                except Exception as e:  # noqa: BLE001 - collected, raised below
-                    errors.append(e)
+            # Frames that never came (the acquisition stopped early) read as the fill
+            # value: closing finishes every shard.
             if self._recording is not None and not self._recording.closed:
                 try:
                     self._recording.close()

@@ -330,6 +330,10 @@ def test_compression(tmp_path: Path, compression: str | None,
             stream.append(f)
     root = Path(settings.output_path)
     doc = assert_zarrstream_array(root / "0", 3)
+    names = [c["name"] for c in inner_codecs(doc)]
+    # Uncompressed chunks are bytes alone, as ome-writers' other backends write them;
+    # compressed ones carry zarrstream's crc32c checksum too.
+    assert ("crc32c" in names) == (expected is not None), names
     codecs = [c for c in inner_codecs(doc) if c["name"] not in ("bytes", "crc32c")]
     if expected is None:
         assert codecs == []
@@ -379,10 +383,10 @@ def test_unknown_compression_is_refused_with_the_choices() -> None:
 
 
 @pytest.mark.parametrize("case,dims,dtype,match", [
-    ("append axis moved", {"z": 2, "t": 2, "c": 2, "y": 8, "x": 8}, "uint16",
-     "must be the first acquisition axis too"),
     ("dtype", {"t": 2, "y": 8, "x": 8}, "float16", "Data type 'float16' is not supported"),
-    ("rank 2", {"y": 8, "x": 8}, "uint16", "at least 3 array dimensions"),
+    # Acquired z (unbounded) outermost, stored t, z (storage_order='ome').
+    ("unbounded axis moved", {"z": None, "t": 2, "y": 8, "x": 8}, "uint16",
+     "only unbounded axis is the first storage axis"),
 ])
 def test_refusals(tmp_path: Path, case: str, dims: dict[str, int], dtype: str,
                   match: str) -> None:
@@ -440,28 +444,111 @@ def test_views_during_and_after_acquisition(tmp_path: Path) -> None:
                                              else reopened[1][...]), frames[:, 1])
 
 
-def test_storage_order_within_a_step_is_reordered(tmp_path: Path) -> None:
-    """Acquired t, z, c and stored t, c, z (ome-writers' default storage_order='ome'):
-    frames of one time point are held and appended in storage order."""
-    dims = dims_from_standard_axes({"t": 3, "z": 2, "c": 3, "y": 8, "x": 8})
-    settings = AcquisitionSettings(root_path=tmp_path / "r.ome.zarr", dimensions=dims,
-                                   dtype="uint16", format="zarrstream")
-    assert settings.storage_index_permutation is not None
-    acquired = {}
+def _acquire(settings: AcquisitionSettings, counts: dict[str, int], h: int, w: int,
+             seed: int = 3) -> dict[tuple[int, ...], np.ndarray]:
+    """Streams distinct frames in acquisition order; returns each position's frames by
+    acquisition coordinates (name -> index)."""
+    names = [d.name for d in settings.dimensions[:-2]]
+    frames = frames_for(int(np.prod([counts[n] for n in names])), (h, w), seed=seed)
+    sent = {}
     with create_stream(settings) as stream:
         assert isinstance(stream._backend, zo.ZarrstreamBackend)
-        n = 0
-        for t in range(3):
-            for z in range(2):
-                for c in range(3):
-                    frame = np.full((8, 8), n, "uint16")
-                    acquired[(t, c, z)] = n
-                    stream.append(frame)
-                    n += 1
-    arr = zarr.open_array(str(tmp_path / "r.ome.zarr" / "0"), mode="r")
-    assert arr.shape == (3, 3, 2, 8, 8)
-    for (t, c, z), value in acquired.items():
-        assert (arr[t, c, z] == value).all(), (t, c, z)
+        for i, values in enumerate(np.ndindex(*[counts[n] for n in names])):
+            sent[tuple(values)] = frames[i]
+            stream.append(frames[i])
+    return sent
+
+
+#: (acquisition order, storage order): every loop order of t, c, z into the storage
+#: order OME-Zarr requires (time, channel, space: yaozarrs refuses any other), by each
+#: way of asking for it; the first storage axis moved inside other loops included.
+ORDERS = [
+    ("tcz", "acquisition"),
+    ("tzc", "ome"),  # reordered within one time point only
+    ("ctz", "ome"),  # channel-first
+    ("czt", "ome"),
+    ("ztc", "ome"),
+    ("zct", "ome"),
+    ("zct", ["t", "c", "z", "y", "x"]),
+]
+
+
+@pytest.mark.parametrize("acquired,storage", ORDERS,
+                         ids=[f"{a}-{s if isinstance(s, str) else ''.join(s[:3])}"
+                              for a, s in ORDERS])
+def test_every_storage_order_is_written_where_ome_writers_puts_it(
+        tmp_path: Path, acquired: str, storage: Any) -> None:
+    """Acquired in one loop order, stored in another: every frame lands at its storage
+    index (zarr-python and tensorstore read it there), none held in memory, and the
+    writer was told the acquisition order."""
+    counts = {"t": 3, "c": 2, "z": 4}
+    h, w = 16, 24
+    dims = dims_from_standard_axes({**{n: counts[n] for n in acquired}, "y": h, "x": w})
+    settings = AcquisitionSettings(root_path=tmp_path / "o.ome.zarr", dimensions=dims,
+                                   dtype="uint16", storage_order=storage,
+                                   format="zarrstream")
+    assert zo.ZarrstreamBackend.acquisition_order(settings) == tuple(acquired)
+    sent = _acquire(settings, counts, h, w)
+    root = Path(settings.output_path)
+    stored = [d.name for d in settings.storage_index_dimensions]
+    doc = assert_zarrstream_array(root / "0", 24)
+    assert doc["dimension_names"] == [*stored, "y", "x"]
+    expected = np.zeros([counts[n] for n in stored] + [h, w], "uint16")
+    for values, frame in sent.items():
+        at = dict(zip(acquired, values))
+        expected[tuple(at[n] for n in stored)] = frame
+    np.testing.assert_array_equal(zarr.open_array(root / "0", mode="r")[...], expected)
+    store = ts.open({"driver": "zarr3", "kvstore": {"driver": "file",
+                                                    "path": str(root / "0")}},
+                    read=True).result()
+    np.testing.assert_array_equal(store.read().result(), expected)
+
+
+def test_positions_first_and_chunks_deeper_than_a_frame(tmp_path: Path) -> None:
+    """Positions outermost, then channel-first into storage t, c, z with chunks two
+    time points deep and shards of all of them (staging groups open across loops)."""
+    counts = {"p": 2, "t": 4, "c": 2, "z": 3}
+    h, w = 16, 16
+    dims = [Dimension(name="p", type="position", coords=["A", "B"]),
+            Dimension(name="c", count=2, type="channel"),
+            Dimension(name="t", count=4, type="time", chunk_size=2, shard_size_chunks=2),
+            Dimension(name="z", count=3, type="space"),
+            Dimension(name="y", count=h, type="space"),
+            Dimension(name="x", count=w, type="space")]
+    settings = AcquisitionSettings(root_path=tmp_path / "p.ome.zarr", dimensions=dims,
+                                   dtype="uint16", format="zarrstream")
+    sent = _acquire(settings, counts, h, w)
+    root = Path(settings.output_path)
+    for p, name in enumerate("AB"):
+        expected = np.zeros((4, 2, 3, h, w), "uint16")
+        for (pi, ci, ti, zi), frame in sent.items():
+            if pi == p:
+                expected[ti, ci, zi] = frame
+        doc = assert_zarrstream_array(root / name / "0", 24)
+        assert doc["dimension_names"] == ["t", "c", "z", "y", "x"]
+        np.testing.assert_array_equal(zarr.open_array(root / name / "0", mode="r")[...],
+                                      expected)
+
+
+def test_single_frame_positions(tmp_path: Path) -> None:
+    """One y, x frame per position (rank-2 arrays): each written at its empty index."""
+    h, w = 24, 16
+    dims = [Dimension(name="p", type="position", coords=["a", "b", "c1"]),
+            Dimension(name="y", count=h, type="space"),
+            Dimension(name="x", count=w, type="space")]
+    settings = AcquisitionSettings(root_path=tmp_path / "s.ome.zarr", dimensions=dims,
+                                   dtype="uint8", compression="zstd", format="auto")
+    frames = frames_for(3, (h, w), "uint8")
+    with create_stream(settings) as stream:
+        assert isinstance(stream._backend, zo.ZarrstreamBackend)
+        for f in frames:
+            stream.append(f)
+    root = Path(settings.output_path)
+    for i, name in enumerate(["a", "b", "c1"]):
+        doc = assert_zarrstream_array(root / name / "0", 1)
+        assert doc["shape"] == [h, w]
+        np.testing.assert_array_equal(zarr.open_array(root / name / "0", mode="r")[...],
+                                      frames[i])
 
 
 def test_frames_written_twice_are_rejected_and_gaps_read_as_fill(tmp_path: Path) -> None:
@@ -473,11 +560,15 @@ def test_frames_written_twice_are_rejected_and_gaps_read_as_fill(tmp_path: Path)
     with create_stream(settings) as stream:
         backend = stream._backend
         backend.write(0, (0,), frame)
-        with pytest.raises(RuntimeError, match="writes each frame once"):
+        with pytest.raises(zarrstream.FrameConflictError, match="already written"):
             backend.write(0, (0,), frame)
-        backend.write(0, (2,), frame * 3)  # ahead of its turn: held
-        with pytest.raises(RuntimeError, match="writes each frame once"):
+        backend.write(0, (2,), frame * 3)  # ahead of storage order: written where it goes
+        with pytest.raises(zarrstream.FrameConflictError, match="already written"):
             backend.advance([(0, (2,))])
+        with pytest.raises(zarrstream.FrameIndexError):
+            backend.write(0, (4,), frame)
+    doc = assert_zarrstream_array(tmp_path / "o.ome.zarr" / "0", 2)
+    assert doc["shape"] == [4, 8, 8]
     arr = zarr.open_array(str(tmp_path / "o.ome.zarr" / "0"), mode="r")
     np.testing.assert_array_equal(arr[:, 0, 0], [1, 0, 3, 0])  # frames 1 and 3: fill
 
@@ -624,7 +715,8 @@ def _target_dir() -> Path:
 
 def test_ome_writers_suite(tmp_path: Path) -> None:
     """ome-writers 0.3.2's test suite, run with zarrstream registered: no [zarrstream]
-    failure beyond those acquire-zarr shares or the script justifies."""
+    failure at all (every storage order, single-frame arrays and uncompressed chunks
+    included)."""
     out = tmp_path / "suite.json"
     run = subprocess.run([sys.executable, str(SUITE), str(_target_dir()), "--json", str(out)],
                          capture_output=True, text=True, check=False, timeout=1800)
@@ -635,6 +727,9 @@ def test_ome_writers_suite(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
     summary = json.loads(out.read_text())
     counts = summary["counts"]
-    assert counts["zarrstream"]["passed"] >= 30, counts
+    # Every backend-parametrised test passes for zarrstream, as many as for tensorstore
+    # (ome-writers' reference backend): no refusal, no justified failure left.
+    assert counts["zarrstream"]["failed"] == 0, counts
+    assert counts["zarrstream"]["passed"] >= counts["tensorstore"]["passed"] >= 60, counts
     assert counts["unparametrised"]["failed"] == 0, counts
     assert summary["problems"] == []

@@ -2,7 +2,10 @@
 devices, ome-writers writes it as OME-Zarr through zarrstream, and zarr-python and
 ome-zarr-models read it back.
 
-The acquisitions come from ``examples/python/pymmcore_plus_mda.py`` (imported by path).
+The acquisitions come from ``examples/python/pymmcore_plus_mda.py`` (imported by path),
+in useq's default order and in two others (``axis_order``): channel-first, and
+position-first with z outermost and time innermost at each position; ome-writers
+stores every one as t, c, z, so zarrstream writes those frames by index.
 Every stored frame is compared with the frame the camera produced for that event, and
 with the same frame recomputed independently from the event (serial number, channel,
 stage positions). The same acquisitions through ome-writers' own tensorstore backend
@@ -38,6 +41,12 @@ EXAMPLE = REPO / "examples" / "python" / "pymmcore_plus_mda.py"
 TCZ = {"t": 3, "c": 2, "z": 4, "positions": 1, "height": 64, "width": 96}
 #: (b): several stage positions × t × c.
 PTC = {"t": 2, "c": 2, "z": 1, "positions": 2, "height": 64, "width": 96}
+#: (c): t × c × z acquired channel-first (every time point and z-stack of one channel,
+#: then the next), stored t, c, z.
+CTZ = TCZ
+#: (d): two positions × t × c × z acquired position-first (every frame of one stage
+#: position before the next), z outermost and t innermost at each, stored t, c, z.
+PZCT = {"t": 3, "c": 2, "z": 3, "positions": 2, "height": 64, "width": 96}
 
 
 def _load_example() -> ModuleType:
@@ -60,9 +69,12 @@ import zarrstream.ome_writers  # noqa: E402,F401
 #: backend as the reference that checks the test itself.
 CASES = [
     pytest.param((case, backend), id=f"{case}-{backend}")
-    for case in ("tcz", "ptc") for backend in ("zarrstream", "tensorstore")
+    for case in ("tcz", "ptc", "ctz", "pzct") for backend in ("zarrstream", "tensorstore")
 ]
-SIZES = {"tcz": TCZ, "ptc": PTC}
+SIZES = {"tcz": TCZ, "ptc": PTC, "ctz": CTZ, "pzct": PZCT}
+#: useq's axis_order of each case (None: the example's default, ``tpgcz``).
+AXIS_ORDERS: dict[str, str | None] = {"tcz": None, "ptc": None, "ctz": "ctpgz",
+                                      "pzct": "pgzct"}
 
 
 @dataclasses.dataclass
@@ -75,6 +87,8 @@ class Recording:
     sizes: dict[str, int]
     mda: Any
     sequence: Any
+    #: useq's axis_order when not the example's default.
+    axis_order: str | None = None
 
     @property
     def events(self) -> list[Any]:
@@ -97,18 +111,28 @@ class Recording:
 
 
 def _record(tmp_path_factory: pytest.TempPathFactory, backend: str,
-            sizes: dict[str, int], name: str) -> Recording:
+            sizes: dict[str, int], name: str, axis_order: str | None = None) -> Recording:
     root = tmp_path_factory.mktemp(f"{name}-{backend}") / f"{name}.ome.zarr"
-    mda, sequence = mda_example.run(root, backend=backend, **sizes)
-    return Recording(root, backend, sizes, mda, sequence)
+    if axis_order is None:
+        mda, sequence = mda_example.run(root, backend=backend, **sizes)
+    else:
+        # The example's devices and sequence, acquired in another loop order.
+        mda = mda_example.make_core(sizes["height"], sizes["width"])
+        sequence = mda_example.make_sequence(sizes["t"], sizes["c"], sizes["z"],
+                                             sizes["positions"])
+        sequence = sequence.replace(axis_order=axis_order)
+        mda.core.mda.run(sequence,
+                         output=mda_example.acquisition_settings(root, backend))
+    return Recording(root, backend, sizes, mda, sequence, axis_order)
 
 
 @pytest.fixture(scope="module", params=CASES)
 def recording(request: pytest.FixtureRequest,
               tmp_path_factory: pytest.TempPathFactory) -> Recording:
-    """(a) t × c × z and (b) positions × t × c, each through each backend, run once."""
+    """(a) t × c × z, (b) positions × t × c, (c) t × c × z channel-first and (d)
+    positions × t × c × z position-first, each through each backend, run once."""
     case, backend = request.param
-    return _record(tmp_path_factory, backend, SIZES[case], case)
+    return _record(tmp_path_factory, backend, SIZES[case], case, AXIS_ORDERS[case])
 
 
 def _expected_dims(sizes: dict[str, int]) -> list[str]:
@@ -156,6 +180,25 @@ def _array_json(path: Path) -> dict[str, Any]:
 def test_example_imports_from_repository() -> None:
     assert mda_example.__file__ is not None and Path(mda_example.__file__) == EXAMPLE
     assert callable(mda_example.make_core) and callable(mda_example.run)
+
+
+@pytest.mark.parametrize("case", ["ctz", "pzct"])
+def test_other_axis_orders_are_not_storage_order(case: str) -> None:
+    """The reordered cases really acquire out of storage order (t, c, z at each
+    position), so their arrays are written by index, not appended."""
+    sizes = SIZES[case]
+    sequence = mda_example.make_sequence(sizes["t"], sizes["c"], sizes["z"],
+                                         sizes["positions"])
+    sequence = sequence.replace(axis_order=AXIS_ORDERS[case])
+    visits = [(e.index.get("p", 0), e.index.get("t", 0), e.index.get("c", 0),
+               e.index.get("z", 0)) for e in sequence]
+    per_position = [[v[1:] for v in visits if v[0] == p] for p in range(sizes["positions"])]
+    assert all(seen != sorted(seen) for seen in per_position), per_position
+    first_c1 = next(i for i, v in enumerate(visits) if v[2] == 1)
+    if case == "ctz":  # every frame of channel 0 comes first
+        assert first_c1 == sizes["t"] * sizes["z"]
+    else:  # every frame of position 0 comes first
+        assert all(v[0] == 0 for v in visits[: len(visits) // 2])
 
 
 def test_camera_produced_every_event_in_its_state(recording: Recording) -> None:
@@ -250,7 +293,8 @@ def test_metadata_validates_with_ome_zarr_models(recording: Recording) -> None:
 def test_frame_and_summary_metadata(recording: Recording) -> None:
     """Each image group keeps pymmcore-plus' summary metadata and ome-writers' per-frame
     metadata: one entry per frame, at the frame's storage index, with the stage
-    position of its event."""
+    position of its event (pymmcore-plus records no stage position in the frames of
+    the position-first order, with either backend: checked where it records one)."""
     rec = recording
     dims = _expected_dims(rec.sizes)
     for p, image_path in enumerate(rec.image_paths()):
@@ -263,6 +307,8 @@ def test_frame_and_summary_metadata(recording: Recording) -> None:
         assert len(frames) == len(by_index) == len(events)
         for event in events:
             meta = by_index[tuple(event.index.get(d, 0) for d in dims[:-2])]
+            if rec.axis_order is not None and "position_z" not in meta:
+                continue
             assert meta["position_z"] == pytest.approx(event.z_pos or 0.0), event.index
             if rec.multi_position:
                 assert meta["position_x"] == pytest.approx(event.x_pos), event.index

@@ -174,11 +174,12 @@ class Stats:
     Always ``frames_pushed == frames_written + frames_dropped``.
     """
 
-    #: Frames offered to :meth:`Writer.append` and :meth:`Writer.skip`.
+    #: Frames offered to :meth:`Writer.append`, :meth:`Writer.write_frame`,
+    #: :meth:`Writer.skip` and :meth:`Writer.skip_frame`.
     frames_pushed: int
     #: Frames accepted and written.
     frames_written: int
-    #: Frames dropped (``backpressure="drop"``) or skipped.
+    #: Frames dropped (``backpressure="drop"``) or skipped (``skip``, ``skip_frame``).
     frames_dropped: int
     #: Raw bytes of the written frames.
     bytes_in: int

@@ -913,3 +913,33 @@ fn an_undeclared_order_that_needs_more_staging_is_refused_not_blocked() {
     check_files(&case, &m, &path, 2);
     check_read::<u16>(&m, &path);
 }
+
+#[test]
+fn a_single_frame_takes_the_empty_order_only() {
+    let spec = zarrstream::ArraySpec::builder()
+        .shape([16, 16])
+        .chunk_shape([16, 16])
+        .shard_shape([16, 16])
+        .build()
+        .unwrap();
+    let dir = scratch("indexed-rank2-order");
+    let options = |axes: Vec<usize>| {
+        WriterOptions::default()
+            .threads(1)
+            .acquisition_order(AcquisitionOrder::new(axes))
+    };
+    let mut w = Writer::create(dir.path().join("a.zarr"), spec.clone(), options(vec![])).unwrap();
+    assert!(
+        w.write_frame(&[], &frame::<u16>(0, 256))
+            .unwrap()
+            .is_accepted()
+    );
+    w.finish().unwrap();
+    let e = Writer::create(dir.path().join("b.zarr"), spec, options(vec![0]))
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(e, Error::Order(OrderError::Rank { got: 1, lead: 0 })),
+        "{e}"
+    );
+}

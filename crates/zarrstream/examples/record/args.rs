@@ -895,7 +895,10 @@ mod tests {
     #[test]
     fn a_single_frame_has_rank_2() {
         let o = run(&["--shape", "64,96", "--chunk", "32,32"]);
-        assert_eq!((o.chunk.clone(), o.shard.clone()), (vec![32, 32], vec![64, 96]));
+        assert_eq!(
+            (o.chunk.clone(), o.shard.clone()),
+            (vec![32, 32], vec![64, 96])
+        );
         assert_eq!(o.dim_names, Some(vec!["y".to_string(), "x".to_string()]));
         assert_eq!(default_frames(&o.shape), 1);
         assert!(err(&["--shape", "0,96"]).contains("axis 0 is 0"));

@@ -74,7 +74,7 @@ impl Level {
                             needed: (held + g.shard_tiles) as u64,
                             limit: "the order the writer prepares shards in",
                             budget: bound as u64,
-                            advice: "declare the acquisition order (WriterOptions::acquisition_order)",
+                            advice: "declare the acquisition order (the acquisition_order option)",
                         });
                     }
                     rx.recv().map_err(|_| ())

@@ -52,6 +52,18 @@ impl Grid {
     /// The grid of `spec`, with frames arriving in `order` (storage order if `None`).
     pub(crate) fn with_order(spec: &ArraySpec, order: Option<&AcquisitionOrder>) -> Result<Self> {
         let mut grid = Grid::new(spec);
+        // A single frame's hidden axis is the writer's: its only order is the empty one.
+        if grid.hidden > 0
+            && let Some(order) = order
+        {
+            if !order.axes().is_empty() {
+                return Err(Error::Order(OrderError::Rank {
+                    got: order.axes().len(),
+                    lead: 0,
+                }));
+            }
+            return Ok(grid);
+        }
         if let Some(order) = order {
             order::validate(order, &grid.extent)?;
             let open = |size: &[u64]| order::max_open_boxes(&grid.extent, size, order.axes());

@@ -196,7 +196,7 @@ impl Level {
                 needed: open as u64 + 1,
                 limit: "the staging pool sized for the order the writer prepares for",
                 budget: pool.count() as u64,
-                advice: "declare the acquisition order (WriterOptions::acquisition_order)",
+                advice: "declare the acquisition order (the acquisition_order option)",
             });
         }
         Ok(())

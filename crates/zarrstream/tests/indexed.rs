@@ -183,6 +183,12 @@ fn cases() -> Vec<Case> {
         0,
     );
     direct.sink = SinkChoice::Direct;
+    // Under Wine a shard's reservation does not take its blocks, so every shard falls
+    // back from the direct sink to pwrite (`sink::open`) and the direct layout checked by
+    // `check_files` does not apply; windows.rs covers record.exe's direct sink there.
+    if cfg!(windows) {
+        return vec![shallow, deep, one];
+    }
     vec![shallow, deep, one, direct]
 }
 

@@ -128,8 +128,9 @@ pub(crate) struct Failure {
     /// The field a resume found different (`"codec"`, …).
     field: Option<&'static str>,
     /// Attributes of the exception beyond the message, as a JSON object (a frame
-    /// index error's `index`, a working-set error's `needed`, `limit` and `budget`).
-    extra: Option<serde_json::Value>,
+    /// index error's `index`, a working-set error's `needed`, `limit` and `budget`),
+    /// boxed: every binding call returns a `Result` with a `Failure` in it.
+    extra: Option<Box<serde_json::Value>>,
 }
 
 impl Failure {
@@ -155,7 +156,7 @@ impl Failure {
     }
 
     fn extra(mut self, extra: serde_json::Value) -> Self {
-        self.extra = Some(extra);
+        self.extra = Some(Box::new(extra));
         self
     }
 

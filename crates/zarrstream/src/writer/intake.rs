@@ -149,7 +149,8 @@ impl Level {
             self.shutdown(State::Aborted, Some(e.to_string()));
             return Err(e);
         }
-        if self.indexed() {
+        // A skipped frame stages nothing, so it needs no buffer.
+        if self.indexed() && !matches!(frame, Frame::Skipped) {
             self.check_staging_room(&c)?;
         }
         // Every frame position opens its shard set, dropped or not, so sets are taken

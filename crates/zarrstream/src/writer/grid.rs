@@ -165,8 +165,13 @@ impl Grid {
 
     /// Index of frame `c` inside its inner chunk's group (C order over the chunk box).
     pub(crate) fn local_index(&self, c: &[u64]) -> usize {
+        Grid::index_in_box(c, &self.chunk_lead)
+    }
+
+    /// Index of frame `c` inside the box of `size` holding it (C order over the box).
+    pub(crate) fn index_in_box(c: &[u64], size: &[u64]) -> usize {
         c.iter()
-            .zip(&self.chunk_lead)
+            .zip(size)
             .fold(0, |acc, (&ci, &s)| acc * s as usize + (ci % s) as usize)
     }
 
@@ -222,10 +227,10 @@ impl Grid {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn grid(shape: &[u64], chunk: &[u64], shard: &[u64]) -> Grid {
+    pub(crate) fn grid(shape: &[u64], chunk: &[u64], shard: &[u64]) -> Grid {
         let spec = ArraySpec::builder()
             .shape(shape)
             .chunk_shape(chunk)

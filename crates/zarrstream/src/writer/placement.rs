@@ -50,13 +50,6 @@ fn box_frames(g: &Grid, b: &[u64], size: &[u64]) -> u64 {
         .product()
 }
 
-/// Index of frame `c` inside the box of `size` holding it (C order over the box).
-fn index_in_box(c: &[u64], size: &[u64]) -> usize {
-    c.iter()
-        .zip(size)
-        .fold(0, |acc, (&ci, &s)| acc * s as usize + (ci % s) as usize)
-}
-
 impl Placement {
     /// Checks `c` against the array's grid: its rank, every coordinate in bounds (an
     /// unbounded axis 0 within [`WINDOW_ROWS`]) and not taken before.
@@ -89,7 +82,7 @@ impl Placement {
             || self
                 .sets
                 .get(&sc)
-                .is_some_and(|(f, _)| f[index_in_box(c, &g.shard_lead)]);
+                .is_some_and(|(f, _)| f[Grid::index_in_box(c, &g.shard_lead)]);
         if taken {
             return Err(FrameIndexError::Duplicate);
         }
@@ -115,7 +108,7 @@ impl Placement {
             .sets
             .entry(sc.clone())
             .or_insert_with(|| (vec![false; per_set], 0));
-        frames[index_in_box(c, &g.shard_lead)] = true;
+        frames[Grid::index_in_box(c, &g.shard_lead)] = true;
         *n += 1;
         if *n == box_frames(g, &sc, &g.shard_lead) {
             self.sets.remove(&sc);
@@ -213,17 +206,7 @@ impl Level {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::ArraySpec;
-
-    fn grid(shape: &[u64], chunk: &[u64], shard: &[u64]) -> Grid {
-        let spec = ArraySpec::builder()
-            .shape(shape)
-            .chunk_shape(chunk)
-            .shard_shape(shard)
-            .build()
-            .unwrap();
-        Grid::new(&spec)
-    }
+    use crate::writer::grid::tests::grid;
 
     #[test]
     fn boxes_complete_whatever_the_order() {

@@ -175,21 +175,35 @@ struct OmeKeys {
     level_lz4_acceleration: Option<i32>,
 }
 
-/// `"auto"` or `{"channels": [..]}`, as `Omero`.
+/// `"auto"`, `{"window": {..}}` or `{"channels": [..]}`, as `Omero::Auto`,
+/// `Omero::AutoWindow` and `Omero::Channels`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum OmeroKey {
     Auto,
+    Window(WindowKeys),
     Channels(Vec<OmeroChannelKeys>),
 }
 
+/// A channel without `window` has its window taken from the data.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct OmeroChannelKeys {
     label: String,
     color: String,
-    window: WindowKeys,
+    window: Option<WindowKeys>,
     active: bool,
+}
+
+impl From<WindowKeys> for Window {
+    fn from(w: WindowKeys) -> Self {
+        Window {
+            min: w.min,
+            max: w.max,
+            start: w.start,
+            end: w.end,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -435,16 +449,15 @@ impl OmeKeys {
         if let Some(v) = self.omero {
             ome = ome.omero(match v {
                 OmeroKey::Auto => Omero::Auto,
+                OmeroKey::Window(w) => Omero::AutoWindow(w.into()),
                 OmeroKey::Channels(chs) => Omero::Channels(
                     chs.into_iter()
                         .map(|c| {
-                            let window = Window {
-                                min: c.window.min,
-                                max: c.window.max,
-                                start: c.window.start,
-                                end: c.window.end,
+                            let channel = match c.window {
+                                Some(w) => OmeroChannel::new(c.label, c.color, w.into()),
+                                None => OmeroChannel::from_data(c.label, c.color),
                             };
-                            OmeroChannel::new(c.label, c.color, window).active(c.active)
+                            channel.active(c.active)
                         })
                         .collect(),
                 ),
@@ -1059,6 +1072,28 @@ mod tests {
                 },
             )]));
         assert_eq!(ome, want);
+        // A channel without a window, and a window for every channel of `auto`.
+        let o = Config::parse(
+            r##"{"ome": {"omero": {"channels": [{"label": "a", "color": "FF0000",
+                 "active": false}]}}}"##,
+        )
+        .unwrap();
+        let want = Ome::new().omero(Omero::Channels(vec![
+            OmeroChannel::from_data("a", "FF0000").active(false),
+        ]));
+        assert_eq!(o.ome.unwrap().into_ome().unwrap(), want);
+        let o = Config::parse(
+            r#"{"ome": {"omero": {"window": {"min": 0, "max": 255, "start": 3, "end": 99}}}}"#,
+        )
+        .unwrap();
+        let w = Window {
+            min: 0.0,
+            max: 255.0,
+            start: 3.0,
+            end: 99.0,
+        };
+        let want = Ome::new().omero(Omero::AutoWindow(w));
+        assert_eq!(o.ome.unwrap().into_ome().unwrap(), want);
     }
 
     /// BASE with the keys of `extra` (a JSON object's inside) added or replaced.

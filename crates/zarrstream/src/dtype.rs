@@ -142,6 +142,28 @@ impl DataType {
         Ok(FillPattern::new(&bytes))
     }
 
+    /// The value of one element from its little-endian bytes (`size()` of them; the
+    /// 64-bit integers rounded to the nearest `f64`).
+    pub(crate) fn value_f64(self, b: &[u8]) -> f64 {
+        fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
+            let mut a = [0u8; N];
+            a.copy_from_slice(&b[..N]);
+            a
+        }
+        match self {
+            DataType::Int8 => f64::from(i8::from_le_bytes(arr(b))),
+            DataType::UInt8 => f64::from(b[0]),
+            DataType::Int16 => f64::from(i16::from_le_bytes(arr(b))),
+            DataType::UInt16 => f64::from(u16::from_le_bytes(arr(b))),
+            DataType::Int32 => f64::from(i32::from_le_bytes(arr(b))),
+            DataType::UInt32 => f64::from(u32::from_le_bytes(arr(b))),
+            DataType::Int64 => i64::from_le_bytes(arr(b)) as f64,
+            DataType::UInt64 => u64::from_le_bytes(arr(b)) as f64,
+            DataType::Float32 => f64::from(f32::from_le_bytes(arr(b))),
+            DataType::Float64 => f64::from_le_bytes(arr(b)),
+        }
+    }
+
     /// The `fill_value` JSON for an already validated value: a number, or for the float
     /// types the strings `NaN`, `Infinity` and `-Infinity` Zarr v3 uses where JSON has none.
     pub(crate) fn fill_json(self, value: f64) -> Value {

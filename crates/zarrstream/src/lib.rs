@@ -64,7 +64,8 @@ pub use error::{
 pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};
 pub use meter::MemoryUsage;
 pub use ome::{
-    Acquisition, Axis, AxisKind, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero,
+    Acquisition, Axis, AxisKind, DISPLAY_HIGH_QUANTILE, DISPLAY_LOW_QUANTILE,
+    DISPLAY_SAMPLE_INTERVAL, LEVEL_LZ4_ACCELERATION, LEVEL0_PATH, OME_VERSION, Ome, Omero,
     OmeroChannel, Plate, PlateImage, SpaceUnit, TimeUnit, Window,
 };
 pub use pyramid::{Downsample, Levels, MAX_LEVELS};

@@ -37,6 +37,9 @@ struct Image {
 #[path = "support/record.rs"]
 mod record_example;
 
+#[path = "ome/display.rs"]
+mod display;
+
 fn images() -> Vec<Image> {
     vec![
         Image {

@@ -8,6 +8,7 @@
 //! acquisition (`crate::pyramid`); each lists its scale and pixel-centre translation.
 
 mod axis;
+mod display;
 mod omero;
 mod plate;
 mod units;
@@ -21,6 +22,8 @@ use crate::pyramid::{Downsample, Levels};
 use crate::spec::ArraySpec;
 
 pub use axis::{Axis, AxisKind};
+pub(crate) use display::DisplayEstimate;
+pub use display::{DISPLAY_HIGH_QUANTILE, DISPLAY_LOW_QUANTILE, DISPLAY_SAMPLE_INTERVAL};
 pub use omero::{Omero, OmeroChannel, Window};
 pub use plate::{Acquisition, Plate, PlateImage};
 pub use units::{SpaceUnit, TimeUnit};
@@ -258,6 +261,11 @@ impl Ome {
     }
 
     fn validate(&self, spec: &ArraySpec, kinds: &[AxisKind]) -> Result<(), OmeError> {
+        let valid = |w: Window| {
+            [w.min, w.max, w.start, w.end].iter().all(|v| v.is_finite())
+                && w.min <= w.max
+                && w.start <= w.end
+        };
         let positive = |field: &'static str, value: f64| {
             if value.is_finite() && value > 0.0 {
                 Ok(())
@@ -313,14 +321,15 @@ impl Ome {
                         color: c.color.clone(),
                     });
                 }
-                let w = c.window;
-                if ![w.min, w.max, w.start, w.end].iter().all(|v| v.is_finite())
-                    || w.min > w.max
-                    || w.start > w.end
-                {
+                if c.window.is_some_and(|w| !valid(w)) {
                     return Err(OmeError::Window { channel: i });
                 }
             }
+        }
+        if let Some(Omero::AutoWindow(w)) = &self.omero
+            && !valid(*w)
+        {
+            return Err(OmeError::Window { channel: 0 });
         }
         Ok(())
     }
@@ -398,54 +407,65 @@ impl Ome {
             "datasets": datasets,
         });
         let mut ome = json!({"version": OME_VERSION, "multiscales": [multiscale]});
-        if let Some(omero) = &self.omero {
-            ome["omero"] = self.omero_json(omero, &axes, spec);
+        if self.omero.is_some() {
+            ome["omero"] = self.omero_json(spec);
         }
         Ok(json!({ "ome": ome }))
     }
 
-    fn omero_json(&self, omero: &Omero, axes: &[Axis], spec: &ArraySpec) -> Value {
-        let channels = match omero {
-            Omero::Channels(chs) => chs.clone(),
-            Omero::Auto => {
-                let n = axes
-                    .iter()
-                    .position(|a| a.kind == AxisKind::Channel)
-                    .map_or(1, |i| spec.shape()[i]);
-                let (min, max) = dtype_range(spec.dtype());
-                let window = Window {
-                    min,
-                    max,
-                    start: min,
-                    end: max,
-                };
-                (0..n as usize)
-                    .map(|i| OmeroChannel {
-                        label: self
-                            .channels
-                            .as_ref()
-                            .and_then(|c| c.get(i).cloned())
-                            .unwrap_or_else(|| i.to_string()),
-                        color: if n == 1 {
-                            "FFFFFF".into()
-                        } else {
-                            PALETTE[i % PALETTE.len()].into()
-                        },
-                        window,
-                        active: true,
-                    })
-                    .collect()
-            }
+    /// The `omero` channels written for an image stored as `spec`: those given, or one
+    /// per channel-axis entry for [`Omero::Auto`]/[`Omero::AutoWindow`]. A channel's
+    /// `window` is `None` where it follows the frames recorded. `None` without `omero`.
+    pub(crate) fn omero_channels(&self, spec: &ArraySpec) -> Option<Vec<OmeroChannel>> {
+        let window = match self.omero.as_ref()? {
+            Omero::Channels(chs) => return Some(chs.clone()),
+            Omero::Auto => None,
+            Omero::AutoWindow(w) => Some(*w),
         };
-        let channels: Vec<Value> = channels
+        let n = self
+            .axes(spec)
+            .ok()?
             .iter()
+            .position(|a| a.kind == AxisKind::Channel)
+            .map_or(1, |i| spec.shape()[i]) as usize;
+        let channels = (0..n).map(|i| OmeroChannel {
+            label: (self.channels.as_ref())
+                .and_then(|c| c.get(i).cloned())
+                .unwrap_or_else(|| i.to_string()),
+            color: if n == 1 {
+                "FFFFFF".into()
+            } else {
+                PALETTE[i % PALETTE.len()].into()
+            },
+            window,
+            active: true,
+        });
+        Some(channels.collect())
+    }
+
+    /// The position of the channel axis among `spec`'s axes, if it has one.
+    pub(crate) fn channel_axis(&self, spec: &ArraySpec) -> Result<Option<usize>, OmeError> {
+        let axes = self.axes(spec)?;
+        Ok(axes.iter().position(|a| a.kind == AxisKind::Channel))
+    }
+
+    fn omero_json(&self, spec: &ArraySpec) -> Value {
+        let (min, max) = dtype_range(spec.dtype());
+        // Until frames are sampled, a window that follows the data spans the type.
+        let unknown = Window {
+            min,
+            max,
+            start: min,
+            end: max,
+        };
+        let channels: Vec<Value> = (self.omero_channels(spec).unwrap_or_default().iter())
             .map(|c| {
+                let w = c.window.unwrap_or(unknown);
                 json!({
                     "label": c.label,
                     "color": c.color,
                     "active": c.active,
-                    "window": {"min": c.window.min, "max": c.window.max,
-                               "start": c.window.start, "end": c.window.end},
+                    "window": {"min": w.min, "max": w.max, "start": w.start, "end": w.end},
                 })
             })
             .collect();

@@ -3,6 +3,15 @@
 use crate::dtype::DataType;
 
 /// A channel's display window for `omero` (in data values).
+///
+/// Viewers (napari-ome-zarr, OMERO, vizarr) show `start..end` as the contrast limits,
+/// within the slider range `min..max`.
+///
+/// ```
+/// use zarrstream::{DataType, Window};
+/// let w = Window::of_type(DataType::UInt16, 100.0, 4000.0);
+/// assert_eq!((w.min, w.max, w.start, w.end), (0.0, 65535.0, 100.0, 4000.0));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Window {
     /// Smallest value the data type holds (or the data may take).
@@ -15,10 +24,30 @@ pub struct Window {
     pub end: f64,
 }
 
+impl Window {
+    /// The display range `start..end` within the range of `dtype` (`min`, `max`; for
+    /// floating-point types 0..1, widened to take `start..end`).
+    pub fn of_type(dtype: DataType, start: f64, end: f64) -> Self {
+        let (min, max) = dtype_range(dtype);
+        let (min, max) = if dtype.is_float() {
+            (min.min(start), max.max(end))
+        } else {
+            (min, max)
+        };
+        Window {
+            min,
+            max,
+            start,
+            end,
+        }
+    }
+}
+
 /// One channel of the transitional `omero` rendering metadata.
 ///
-/// Built with [`OmeroChannel::new`] (OMERO defines more per-channel fields, e.g.
-/// `inverted` or `family`, that may be added later):
+/// Built with [`OmeroChannel::new`] (a window given) or [`OmeroChannel::from_data`]
+/// (the window follows the frames recorded). OMERO defines more per-channel fields,
+/// e.g. `inverted` or `family`, that may be added later.
 ///
 /// ```
 /// use zarrstream::{OmeroChannel, Window};
@@ -26,6 +55,8 @@ pub struct Window {
 ///     .active(false);
 /// assert_eq!(gfp.label, "GFP");
 /// assert!(!gfp.active);
+/// let rfp = OmeroChannel::from_data("RFP", "FF00FF");
+/// assert_eq!(rfp.window, None);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -34,8 +65,9 @@ pub struct OmeroChannel {
     pub label: String,
     /// Colour as 6 hexadecimal digits, `RRGGBB`.
     pub color: String,
-    /// Display window.
-    pub window: Window,
+    /// Display window as given; `None`: `start..end` from the frames recorded (see
+    /// [`Omero::Auto`]), `min..max` the data type's range.
+    pub window: Option<Window>,
     /// Whether the channel is shown.
     pub active: bool,
 }
@@ -47,7 +79,18 @@ impl OmeroChannel {
         OmeroChannel {
             label: label.into(),
             color: color.into(),
-            window,
+            window: Some(window),
+            active: true,
+        }
+    }
+
+    /// A channel shown by default, labelled `label`, coloured `color`, whose display
+    /// window follows the frames recorded (as [`Omero::Auto`]'s channels).
+    pub fn from_data(label: impl Into<String>, color: impl Into<String>) -> Self {
+        OmeroChannel {
+            label: label.into(),
+            color: color.into(),
+            window: None,
             active: true,
         }
     }
@@ -65,8 +108,20 @@ impl OmeroChannel {
 pub enum Omero {
     /// One channel per channel-axis entry (one if there is no channel axis), labelled
     /// with the channel names, coloured from a fixed palette (grey for a single
-    /// channel), windows over the data type's range.
+    /// channel), each displayed over a window taken from the frames recorded.
+    ///
+    /// The writer samples pixels of the frames it encodes (a few thousand per frame, at
+    /// most every [`DISPLAY_SAMPLE_INTERVAL`](crate::DISPLAY_SAMPLE_INTERVAL) per channel, on the
+    /// encoding workers), and sets each channel's `window.start`/`end` to the
+    /// [`DISPLAY_LOW_QUANTILE`](crate::DISPLAY_LOW_QUANTILE) and
+    /// [`DISPLAY_HIGH_QUANTILE`](crate::DISPLAY_HIGH_QUANTILE) of its samples, so a few hot or dead
+    /// pixels do not set the contrast. The group's `zarr.json` is republished with them
+    /// as the level array's is (a viewer opening the image while it is recorded gets a
+    /// sensible contrast from the first shard on). `window.min`/`max` are the data
+    /// type's range; before any frame, `start`/`end` are too.
     Auto,
+    /// As [`Auto`](Self::Auto), with every channel displayed over this window.
+    AutoWindow(Window),
     /// These channels, one per channel-axis entry.
     Channels(Vec<OmeroChannel>),
 }
@@ -76,7 +131,7 @@ pub(super) const PALETTE: [&str; 6] = ["00FF00", "FF00FF", "00FFFF", "FFFF00", "
 
 /// The display range of a data type (floats: 0..1). The 64-bit integer limits are
 /// rounded to the nearest f64, as JSON numbers are read by viewers.
-pub(super) fn dtype_range(dtype: DataType) -> (f64, f64) {
+pub(crate) fn dtype_range(dtype: DataType) -> (f64, f64) {
     match dtype {
         DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
         DataType::UInt8 => (0.0, u8::MAX.into()),

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::grid::Grid;
+use super::image::ImageGroup;
 use super::level::Level;
 use super::levels;
 use super::options::{Backpressure, WriterOptions};
@@ -27,7 +28,7 @@ pub(super) fn create_image(
     options: WriterOptions,
     workers: &Workers,
     root_made: bool,
-) -> Result<Level> {
+) -> Result<(Level, Arc<ImageGroup>)> {
     let (level_specs, group) = image_levels(spec, ome, &options)?;
     let n_levels = level_specs.len();
     let spec = level_specs[0].clone();
@@ -49,7 +50,17 @@ pub(super) fn create_image(
             if !options.resume {
                 metadata::publish(root, &group)?;
             }
-            Ok(level)
+            let image = Arc::new(ImageGroup::new(
+                root,
+                ome,
+                &level.shared.spec,
+                &level.shared.grid,
+            )?);
+            if image.samples() {
+                // Before any frame: from here on the workers sample level 0's frames.
+                let _ = level.shared.image.set(Arc::clone(&image));
+            }
+            Ok((level, image))
         });
     made.inspect_err(|_| {
         if !options.resume {

@@ -134,6 +134,8 @@ impl Level {
             remaining: AtomicUsize::new(g.tiles),
             times: group.times,
             reduction: None,
+            channel: self.shared.image.get().map_or(0, |i| i.channel_of(&first)),
+            received: group.received,
         });
         self.dispatch(&first, batch)
     }

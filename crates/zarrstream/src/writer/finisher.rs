@@ -251,7 +251,11 @@ pub(crate) fn publish(shared: &Shared, extent0: u64, progress: &Progress) -> Res
     };
     shared
         .published
-        .publish(&shared.dir, &shared.spec, (shape0, extent0), progress)
+        .publish(&shared.dir, &shared.spec, (shape0, extent0), progress)?;
+    match shared.image.get() {
+        Some(image) => image.publish_windows(),
+        None => Ok(()),
+    }
 }
 
 /// Workers drop their reference right after releasing the shard, and the preparer holds

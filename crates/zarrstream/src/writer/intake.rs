@@ -288,6 +288,8 @@ impl Level {
             remaining: AtomicUsize::new(self.shared.grid.tiles),
             times: vec![scheduled],
             reduction,
+            channel: self.shared.image.get().map_or(0, |i| i.channel_of(c)),
+            received: Vec::new(),
         });
         self.dispatch(c, Arc::clone(&batch))?;
         if let Some(p) = self.pyramid.as_mut() {

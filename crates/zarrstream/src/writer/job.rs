@@ -21,6 +21,11 @@ pub(crate) struct Batch {
     pub times: Vec<Instant>,
     /// Level 1 of the frame, for an OME pyramid whose level 1 the workers reduce.
     pub reduction: Option<Reduction>,
+    /// The channel of the batch's (first) frame, for an image's display windows (0
+    /// without a channel axis).
+    pub channel: usize,
+    /// Which frames of a staging group arrived (the others are fill); empty for one frame.
+    pub received: Vec<bool>,
 }
 
 impl Batch {

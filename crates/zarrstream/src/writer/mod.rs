@@ -17,6 +17,7 @@ mod engine;
 mod feed;
 mod finisher;
 mod grid;
+mod image;
 mod intake;
 mod job;
 mod level;
@@ -39,7 +40,7 @@ mod start;
 mod worker;
 mod writeback;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -52,6 +53,7 @@ pub use pool::PoolBuf;
 pub use recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
 
 use self::destination::Destination;
+use self::image::ImageGroup;
 use self::intake::Frame;
 use self::level::Level;
 use self::start::Workers;
@@ -94,7 +96,7 @@ use crate::store::prepare_dir;
 pub struct Writer {
     level: Level,
     /// The image group of [`create_ome`](Self::create_ome); `None` for a plain array.
-    image: Option<PathBuf>,
+    image: Option<Arc<ImageGroup>>,
     /// Per-frame metadata rows, sent for every frame when the options ask for them.
     meta: Option<MetaRows>,
     /// Where the buffers of every level (and of the encoding workers of a writer that
@@ -126,7 +128,7 @@ impl Writer {
     /// metadata when `meta` asks for it.
     fn from_level(
         level: Level,
-        image: Option<PathBuf>,
+        image: Option<Arc<ImageGroup>>,
         meta: Option<&FrameMetaSpec>,
     ) -> Result<Self> {
         let meter = Arc::clone(&level.shared.meter);
@@ -230,12 +232,12 @@ impl Writer {
         let workers = Workers::Own {
             meter: Arc::clone(&meter),
         };
-        let level = chain::create_image(&root, spec, ome, options, &workers, false)?;
+        let (level, image) = chain::create_image(&root, spec, ome, options, &workers, false)?;
         let (level, meta) = Self::with_frame_meta(level, meta.as_ref())?;
         destination.started()?;
         Ok(Writer {
             level,
-            image: Some(root),
+            image: Some(image),
             meta,
             meter,
             mirror: destination.mirror,
@@ -573,19 +575,19 @@ impl Writer {
     /// `zarr.json`; `"ome"` is the image metadata the writer maintains and is refused.
     /// [`Error::NotAnImage`] for a plain array.
     pub fn set_group_attribute(&self, name: &str, value: serde_json::Value) -> Result<()> {
-        let Some(root) = &self.image else {
+        let Some(image) = &self.image else {
             return Err(Error::NotAnImage("set_group_attribute"));
         };
-        published::set_group_attribute(root, name, Some(value), "ome")
+        image.set_attribute(name, Some(value))
     }
 
     /// Removes the attribute `name` of the OME-Zarr image group (see
     /// [`set_group_attribute`](Self::set_group_attribute)).
     pub fn remove_group_attribute(&self, name: &str) -> Result<()> {
-        let Some(root) = &self.image else {
+        let Some(image) = &self.image else {
             return Err(Error::NotAnImage("remove_group_attribute"));
         };
-        published::set_group_attribute(root, name, None, "ome")
+        image.set_attribute(name, None)
     }
 
     /// Counts a frame the caller could not push (e.g. no free buffer under `Drop`) as

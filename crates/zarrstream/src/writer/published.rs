@@ -130,6 +130,17 @@ pub(crate) fn set_group_attribute(
     reserved: &str,
 ) -> Result<()> {
     check_name(name, reserved)?;
+    edit_group(dir, |attributes| {
+        match value {
+            Some(v) => attributes.insert(name.to_string(), v),
+            None => attributes.remove(name),
+        };
+    })
+}
+
+/// Applies `edit` to the attributes of the group document at `dir` as it is on disk
+/// (keeping every key someone else wrote) and publishes the result atomically.
+pub(crate) fn edit_group(dir: &Path, edit: impl FnOnce(&mut Map<String, Value>)) -> Result<()> {
     let path = dir.join(crate::store::METADATA_FILE);
     let text = std::fs::read(&path).map_err(|e| Error::io("read", &path, e, 0))?;
     let invalid = |why: String| {
@@ -153,9 +164,6 @@ pub(crate) fn set_group_attribute(
     let Some(attributes) = attributes.as_object_mut() else {
         return Err(invalid("attributes is not an object".into()));
     };
-    match value {
-        Some(v) => attributes.insert(name.to_string(), v),
-        None => attributes.remove(name),
-    };
+    edit(attributes);
     metadata::publish(dir, &doc)
 }

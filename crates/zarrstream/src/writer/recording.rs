@@ -562,8 +562,9 @@ impl Recording {
             let workers = workers(Meter::child(&meter));
             let writer = match &a.ome {
                 Some(ome) => {
-                    let level = chain::create_image(&dir, a.spec, ome, opts, &workers, true)?;
-                    Writer::from_level(level, Some(dir), meta)?
+                    let (level, image) =
+                        chain::create_image(&dir, a.spec, ome, opts, &workers, true)?;
+                    Writer::from_level(level, Some(image), meta)?
                 }
                 None => Writer::from_level(
                     Level::start(dir, a.spec, opts, false, &workers)?,

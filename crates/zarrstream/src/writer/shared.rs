@@ -3,13 +3,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crossbeam_channel::Sender;
 use hdrhistogram::Histogram;
 
 use super::grid::Grid;
+use super::image::ImageGroup;
 use super::options::Durability;
 use super::published::Published;
 use super::resume::Start;
@@ -48,6 +49,9 @@ pub(crate) struct Shared {
     /// With an object-store destination: where finished shards are handed to the
     /// uploader.
     pub staging: Option<Arc<crate::remote::Staging>>,
+    /// Level 0 of an OME image whose display windows follow the data: the image group,
+    /// which samples the frames and is republished with this level's `zarr.json`.
+    pub image: OnceLock<Arc<ImageGroup>>,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
@@ -85,6 +89,7 @@ impl Shared {
             frames_encoded: AtomicU64::new(0),
             unfinished_shards: Arc::new(AtomicUsize::new(0)),
             frame_latency: Mutex::new(crate::stats::histogram()),
+            image: OnceLock::new(),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         }

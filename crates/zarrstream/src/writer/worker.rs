@@ -102,7 +102,11 @@ pub(crate) fn run(
                 let n = job.batch.times.len() as u64;
                 shared.frames_encoded.fetch_add(n, Ordering::Release);
             }
-            shared.record_frame_latency(&job.batch.times, Instant::now());
+            let now = Instant::now();
+            shared.record_frame_latency(&job.batch.times, now);
+            if let Some(image) = shared.image.get() {
+                image.offer(&shared.grid, &job.batch, now);
+            }
         }
         let Job {
             batch, shard, link, ..

@@ -328,9 +328,10 @@ fn build_spec(o: &Options) -> Result<ArraySpec, Failure> {
     Ok(builder.attributes(attrs).build()?)
 }
 
-/// The library's OME-Zarr options from `--pixel-size`, `--z-step`, `--frame-interval`
-/// and `--channels` (micrometers and milliseconds; `omero` metadata with channels).
-fn ome_options(a: &OmeArgs) -> Ome {
+/// The library's OME-Zarr options from `--pixel-size`, `--z-step`, `--frame-interval`,
+/// `--channels` and `--window` (micrometers and milliseconds). The `omero` metadata is
+/// always written, so viewers open the image at the contrast of its data.
+fn ome_options(a: &OmeArgs, dtype: zarrstream::DataType) -> Ome {
     let mut ome = Ome::new().name("record");
     if let Some((y, x)) = a.pixel_size {
         ome = ome.pixel_size(y, x);
@@ -342,8 +343,12 @@ fn ome_options(a: &OmeArgs) -> Ome {
         ome = ome.frame_interval(std::time::Duration::from_secs_f64(ms / 1e3));
     }
     if let Some(c) = &a.channels {
-        ome = ome.channels(c.iter().cloned()).omero(Omero::Auto);
+        ome = ome.channels(c.iter().cloned());
     }
+    ome = ome.omero(match a.window {
+        Some((start, end)) => Omero::AutoWindow(zarrstream::Window::of_type(dtype, start, end)),
+        None => Omero::Auto,
+    });
     if let Some(l) = a.levels {
         ome = ome.levels(l);
     }
@@ -481,7 +486,7 @@ fn array_configs(opts: &Options, spec: &ArraySpec, n: usize) -> Vec<ArrayConfig>
         .map(|k| {
             let mut a = ArrayConfig::new(array_key(k), spec.clone());
             if let Some(o) = &opts.ome {
-                a = a.ome(ome_options(o));
+                a = a.ome(ome_options(o, spec.dtype()));
             }
             if opts.frame_meta {
                 a = a.frame_meta(synthetic_meta_spec());
@@ -495,14 +500,14 @@ fn array_configs(opts: &Options, spec: &ArraySpec, n: usize) -> Vec<ArrayConfig>
 fn memory_estimate(opts: &Options, spec: &ArraySpec) -> Result<MemoryEstimate, Failure> {
     let options = writer_options(opts, spec)?;
     if let Some(plate) = plate_of(opts) {
-        let ome = ome_options(&opts.ome.clone().unwrap_or_default());
+        let ome = ome_options(&opts.ome.clone().unwrap_or_default(), spec.dtype());
         return Ok(Recording::estimate_plate_memory(
             &plate, spec, &ome, &options,
         )?);
     }
     Ok(match (opts.arrays, &opts.ome) {
         (Some(n), _) => Recording::estimate_memory(&array_configs(opts, spec, n), &options)?,
-        (None, Some(a)) => estimate_memory_ome(spec, &ome_options(a), &options)?,
+        (None, Some(a)) => estimate_memory_ome(spec, &ome_options(a, spec.dtype()), &options)?,
         (None, None) => estimate_memory(spec, &options)?,
     })
 }
@@ -511,14 +516,14 @@ fn memory_estimate(opts: &Options, spec: &ArraySpec) -> Result<MemoryEstimate, F
 fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
     let options = writer_options(opts, spec)?;
     if let Some(plate) = plate_of(opts) {
-        let ome = ome_options(&opts.ome.clone().unwrap_or_default());
+        let ome = ome_options(&opts.ome.clone().unwrap_or_default(), spec.dtype());
         let rec = Recording::create_plate(&opts.out, &plate, spec.clone(), &ome, options)?;
         return Ok(Target::Many(rec));
     }
     let Some(n) = opts.arrays else {
         let spec = spec.clone();
         return Ok(Target::One(match &opts.ome {
-            Some(a) => Writer::create_ome(&opts.out, spec, &ome_options(a), options)?,
+            Some(a) => Writer::create_ome(&opts.out, spec.clone(), &ome_options(a, spec.dtype()), options)?,
             None => Writer::create(destination(opts)?, spec, options)?,
         }));
     };

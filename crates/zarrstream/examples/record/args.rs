@@ -59,8 +59,11 @@ OME-ZARR:
     --frame-interval MS     time between frames (time axis) in milliseconds
                             (needs --ome) [default with --fps: 1000/F]
     --channels A,B,...      channel names, one per entry of the channel axis; with
-                            rank 4 and no --dim-names the axes become t,c,y,x; also
-                            writes omero channel metadata (needs --ome)
+                            rank 4 and no --dim-names the axes become t,c,y,x, and
+                            the omero channels are labelled with them (needs --ome)
+    --window START,END      every channel's omero display window (needs --ome)
+                            [default: each channel's 0.1 % to 99.9 % quantiles of
+                            the frames recorded, republished while recording]
     --levels N|auto         resolution levels, level 0 included, built while
                             recording by 2x2 reduction in y,x at --out/1, /2, ...;
                             auto: until a level fits in one inner chunk (needs
@@ -277,6 +280,8 @@ pub(crate) struct OmeArgs {
     pub frame_interval_ms: Option<f64>,
     /// Channel names.
     pub channels: Option<Vec<String>>,
+    /// The omero display window (start, end) of every channel (`None`: from the data).
+    pub window: Option<(f64, f64)>,
     /// Resolution levels (`None`: 1).
     pub levels: Option<zarrstream::Levels>,
     /// Downsampling method.
@@ -478,7 +483,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                 })
             }
             "--pixel-size" | "--z-step" | "--frame-interval" | "--channels" | "--levels"
-            | "--downsample" => {
+            | "--downsample" | "--window" => {
                 raw.ome_option.get_or_insert_with(|| name.clone());
                 let a = &mut raw.ome_args;
                 match name.as_str() {
@@ -494,6 +499,21 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                         }
                     }
                     "--z-step" => a.z_step = Some(positive(&name, v)?),
+                    "--window" => {
+                        let w: Vec<f64> = v
+                            .split(',')
+                            .map(|x| x.trim().parse::<f64>())
+                            .collect::<Result<_, _>>()
+                            .map_err(|_| UsageError(format!("--window '{v}': expected START,END")))?;
+                        a.window = match w[..] {
+                            [s, e] if s.is_finite() && e.is_finite() && s < e => Some((s, e)),
+                            _ => {
+                                return usage(format!(
+                                    "--window '{v}': expected START,END with START < END"
+                                ));
+                            }
+                        }
+                    }
                     "--levels" => {
                         a.levels = Some(if v == "auto" {
                             zarrstream::Levels::Auto
@@ -994,7 +1014,14 @@ mod tests {
         let o = run(&["--ome", "--pixel-size", "0.5,0.25", "--z-step=2"]);
         let a = o.ome.expect("ome");
         assert_eq!((a.pixel_size, a.z_step), (Some((0.5, 0.25)), Some(2.0)));
+        assert_eq!(a.window, None, "the window follows the data unless given");
         assert!(run(&[]).ome.is_none());
+        let a = run(&["--ome", "--window", "90,2500"]).ome.expect("ome");
+        assert_eq!(a.window, Some((90.0, 2500.0)));
+        assert!(err(&["--window", "1,2"]).contains("needs --ome"));
+        assert!(err(&["--ome", "--window", "5"]).contains("START,END"));
+        assert!(err(&["--ome", "--window", "9,1"]).contains("START < END"));
+        assert!(err(&["--ome", "--window", "a,b"]).contains("START,END"));
     }
 
     fn err(a: &[&str]) -> String {

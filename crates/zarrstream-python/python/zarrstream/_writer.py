@@ -59,9 +59,13 @@ class Ome:
     #: Channel names (one per entry of the ``c`` axis).
     channels: Sequence[str] | None = None
     #: ``omero`` rendering metadata: ``True`` for one channel per entry of ``c``
-    #: labelled with ``channels``, coloured from a palette, windows over the dtype's
-    #: range; or one mapping per channel with ``label``, ``color`` (``"RRGGBB"``),
-    #: ``window`` (``{"min", "max", "start", "end"}``) and ``active``.
+    #: labelled with ``channels``, coloured from a palette, each displayed over a
+    #: window taken from the frames recorded (the 0.1 % and 99.9 % quantiles of
+    #: sampled pixels, republished with the image while recording, so napari opens it
+    #: at a readable contrast); or one mapping per channel with ``label``, ``color``
+    #: (``"RRGGBB"``), ``active`` and optionally ``window``
+    #: (``{"min", "max", "start", "end"}``, kept as given; without it the channel's
+    #: window follows the data).
     omero: bool | Sequence[Mapping[str, Any]] | None = None
     #: Pyramid levels including full resolution (1 = none), or ``"auto"``.
     levels: int | Literal["auto"] | None = None

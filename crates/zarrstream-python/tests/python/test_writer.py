@@ -263,6 +263,39 @@ def test_ome_image(tmp_path: Path, rng) -> None:
                                ("second", [0.5, 1.0, 0.65, 0.65])]
 
 
+def test_ome_display_windows_follow_the_data(tmp_path: Path, rng) -> None:
+    """``omero=True`` windows come from the frames (robust to hot pixels), a channel
+    mapping without ``window`` follows the data too, and a window given is kept."""
+    from ome_zarr_models.v05.image import Image
+
+    frames = rng.integers(100, 110, size=(6, 2, 64, 64), dtype=np.uint16)
+    frames[:, 0, 20:40, 20:40] = 2000
+    frames[:, 1, 20:40, 20:40] = 30000
+    frames[:, :, 0, 0] = 65000  # a hot pixel in every frame
+    cases = {
+        "auto": True,
+        "mapped": [{"label": "a", "color": "00FF00"},
+                   {"label": "b", "color": "FF00FF",
+                    "window": {"min": 0, "max": 65535, "start": 5, "end": 6}}],
+    }
+    for name, omero in cases.items():
+        path = tmp_path / f"{name}.ome.zarr"
+        ome = zarrstream.Ome(channels=["a", "b"], omero=omero)
+        with zarrstream.Writer(path, shape=(None, 2, 64, 64), chunks=(1, 1, 32, 32),
+                               shards=(2, 2, 64, 64), ome=ome) as w:
+            w.append(frames)
+        Image.from_zarr(zarr.open_group(str(path), mode="r"))
+        channels = json.loads((path / "zarr.json").read_text())["attributes"]["ome"][
+            "omero"]["channels"]
+        windows = [(c["window"]["start"], c["window"]["end"]) for c in channels]
+        assert 100 <= windows[0][0] < 110 and windows[0][1] == 2000, (name, windows)
+        assert channels[0]["window"]["min"] == 0 and channels[0]["window"]["max"] == 65535
+        if name == "auto":
+            assert 100 <= windows[1][0] < 110 and windows[1][1] == 30000, windows
+        else:
+            assert windows[1] == (5, 6), windows
+
+
 @pytest.mark.parametrize("layout", ["c", "fortran", "strided"])
 def test_append_makes_no_python_side_copy(tmp_path: Path, rng, layout: str) -> None:
     """numpy reports its allocations to tracemalloc: appending 32 MiB of frames in any

@@ -70,9 +70,11 @@ use zarrstream::config::{Config, ConfigError, RecordingConfig};
 /// and the array its level 0 at `store_path`/0. Keys of `ome`, all optional: `name`
 /// (default "image"), `pixel_size` [Y, X], `z_step`, `frame_interval_ms`, `space_unit`
 /// ("micrometer" default, "nanometer"), `time_unit` ("millisecond" default, "second"),
-/// `channels` [names, one per entry of the channel axis], `omero` ("auto" or
-/// {"channels": [{"label", "color" ("RRGGBB"), "window" {"min", "max", "start", "end"},
-/// "active"}]}), and the pyramid: `levels` (a count, 1 = level 0 only (default), at most
+/// `channels` [names, one per entry of the channel axis], `omero` ("auto": each
+/// channel's display window from the frames recorded, the 0.1 % to 99.9 % quantiles of
+/// sampled pixels, republished while recording; {"window": {"min", "max", "start",
+/// "end"}} for every channel; or {"channels": [{"label", "color" ("RRGGBB"), "window"
+/// (optional: without it, from the data), "active"}]}), and the pyramid: `levels` (a count, 1 = level 0 only (default), at most
 /// 16, or "auto": until a level's frame fits one inner chunk; level k at
 /// `store_path`/k), `downsample` ("mean" default, "decimate", "min", "max"),
 /// `downsample_z` (halve z too, default false), `level_lz4_acceleration` (LZ4

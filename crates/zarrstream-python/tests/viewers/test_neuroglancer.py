@@ -47,13 +47,19 @@ from ng_support import (
     chromium,
     overlay_rects,
     panel_rect,
+    require,
     save_screenshot,
     screenshots_dir,
     stable_screenshot,
     wait_until_loaded,
 )
 
-neuroglancer = pytest.importorskip("neuroglancer")
+try:
+    import neuroglancer
+    import playwright.sync_api  # noqa: F401
+except ImportError as e:
+    require(f"Python package {e.name}", False,
+            "install crates/zarrstream-python/tests/viewers/requirements.txt")
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -65,10 +65,14 @@ class StoreServer:
     """Serves ``root`` over HTTP on 127.0.0.1 (a free port) from a thread, as a static
     file host would serve a Zarr store to a browser: CORS on every answer, single byte
     ranges (``bytes=a-b``, ``bytes=a-``, ``bytes=-n``) answered 206 with
-    ``Content-Range``, HEAD, and OPTIONS preflights. ``requests`` logs every answer."""
+    ``Content-Range``, HEAD, and OPTIONS preflights. ``requests`` logs every answer.
 
-    def __init__(self, root: Path) -> None:
+    ``ranges=False`` makes it a host that ignores ``Range`` (the whole file, 200), to
+    show what neuroglancer does then."""
+
+    def __init__(self, root: Path, ranges: bool = True) -> None:
         self.root = Path(root)
+        self.ranges = ranges
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         server = self
@@ -85,7 +89,8 @@ class StoreServer:
                 self.send_header("Access-Control-Allow-Headers", "Range, Content-Type")
                 self.send_header("Access-Control-Expose-Headers",
                                  "Content-Range, Content-Length, Accept-Ranges, ETag")
-                self.send_header("Accept-Ranges", "bytes")
+                if server.ranges:
+                    self.send_header("Accept-Ranges", "bytes")
                 super().end_headers()
 
             def send_response(self, code: int, message: str | None = None) -> None:
@@ -108,7 +113,7 @@ class StoreServer:
             def send_head(self) -> Any:
                 spec = self.headers.get("Range")
                 path = self.translate_path(self.path)
-                if spec is None or not os.path.isfile(path):
+                if spec is None or not os.path.isfile(path) or not server.ranges:
                     return super().send_head()
                 size = os.path.getsize(path)
                 m = re.fullmatch(r"\s*bytes=(\d*)-(\d*)\s*", spec)

@@ -20,7 +20,9 @@ in (``viewer.isReady()``, what neuroglancer's own screenshot tool waits for) wit
 layer error; the server answered every request without error and the shard index was
 read where the writer put it; the screenshot's bright pixels form the squares, at
 the places the state's position and zoom map them to (within 2 screen pixels), in
-each channel's colour, over a dark background.
+each channel's colour, over a dark background. And the waits are not vacuous: a
+missing store and a zarr.json that is not an array's are layer errors, and a host
+that ignores byte ranges never gets the view ready (a timeout at the deadline).
 
 Screenshots go to ``$ZARRSTREAM_SCREENSHOTS`` (the Rust driver's
 target/viewer-screenshots) or a temporary directory; ``ZARRSTREAM_UPDATE_SCREENSHOTS=1``
@@ -71,9 +73,11 @@ VIEWPORT = {"width": 800, "height": 600}
 LOAD_SECONDS = 90
 
 # neuroglancer's default image shader maps the data type's whole range (0-65535 for
-# uint16) to black-white, whatever the store says (it does not read omero windows), so
-# 2000 would be 3 % grey; the states below set each layer's `normalized` range to
-# [0, 2500] so the squares are clearly bright and the background (100) stays dark.
+# uint16) to black-white, whatever the store says: 2.41.2 applies no omero window or
+# colour, neither from OME-Zarr 0.5's attributes.ome.omero (where zarrstream writes it)
+# nor from a top-level attributes.omero (0.4's place; tried by hand), so 2000 would be
+# 3 % grey. The states below set each layer's `normalized` range to [0, 2500] so the
+# squares are clearly bright and the background (100) stays dark (4 % grey).
 RANGE = [0, 2500]
 
 
@@ -482,22 +486,37 @@ def test_ome_image_and_pyramid(ng: Any, browser: Any, page: tuple[Any, PageLog],
         server.close()
 
 
-def test_unreadable_array_fails(ng: Any, page: tuple[Any, PageLog], tmp_path: Path) -> None:
-    """The waiting above fails when neuroglancer cannot open the source: a zarr.json
-    that is not an array's (the check is not vacuous)."""
+@pytest.mark.parametrize("case", ["missing", "not-an-array", "no-byte-ranges"])
+def test_unreadable_store_fails(ng: Any, page: tuple[Any, PageLog], tmp_path: Path,
+                                case: str) -> None:
+    """The waiting above fails when neuroglancer cannot show the array (the checks are
+    not vacuous): no store there (404) or a zarr.json that is not an array's, and the
+    layer reports the error; a host that ignores byte ranges (the whole shard, 200, for
+    a read of its index), and the chunks never arrive: a timeout at the deadline."""
     p, _ = page
     root = tmp_path / "store"
-    (root / "broken.zarr").mkdir(parents=True)
-    (root / "broken.zarr" / "zarr.json").write_text('{"zarr_format": 3, "node_type": 7}')
-    server = StoreServer(root)
+    root.mkdir()
+    if case == "not-an-array":
+        (root / "plain.zarr").mkdir()
+        (root / "plain.zarr" / "zarr.json").write_text('{"zarr_format": 3, "node_type": 7}')
+    elif case == "no-byte-ranges":
+        write_plain(root / "plain.zarr", "end")
+    server = StoreServer(root, ranges=case != "no-byte-ranges")
     try:
         viewer = ng.Viewer()
         viewer.set_state(ng.ViewerState(base_state(
-            {"x": [1, ""], "y": [1, ""]}, [8, 8], 1.0,
-            [{"type": "image", "name": "broken",
-              "source": f"zarr3://{server.url}/broken.zarr/"}])))
+            {"x": [1, ""], "y": [1, ""], "t": [1, ""]}, [128, 128, 0.5], 0.5,
+            [{"type": "image", "name": "plain",
+              "source": f"zarr3://{server.url}/plain.zarr/"}])))
         p.goto(viewer.get_viewer_url(), timeout=LOAD_SECONDS * 1000)
-        with pytest.raises(LayerError):
-            wait_until_loaded(p, time.monotonic() + LOAD_SECONDS)
+        if case == "no-byte-ranges":
+            with pytest.raises(TimeoutError, match="not ready"):
+                wait_until_loaded(p, time.monotonic() + 10)
+            # It was not for want of asking: the shard was fetched, whole.
+            assert any(r.path.startswith("/plain.zarr/c/") and r.status == 200
+                       for r in server.log())
+        else:
+            with pytest.raises(LayerError):
+                wait_until_loaded(p, time.monotonic() + LOAD_SECONDS)
     finally:
         server.close()

@@ -476,6 +476,7 @@ impl Ome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::DataType;
 
     fn spec(shape: &[u64], names: Option<&[&str]>) -> ArraySpec {
         let rank = shape.len();
@@ -616,12 +617,12 @@ mod tests {
                 Ome::new().omero(Omero::Channels(vec![OmeroChannel {
                     label: "a".into(),
                     color: "GG0000".into(),
-                    window: Window {
+                    window: Some(Window {
                         min: 0.0,
                         max: 1.0,
                         start: 0.0,
                         end: 1.0,
-                    },
+                    }),
                     active: true,
                 }])),
                 &s3,
@@ -629,6 +630,24 @@ mod tests {
                     channel: 0,
                     color: "GG0000".into(),
                 },
+            ),
+            (
+                Ome::new().omero(Omero::AutoWindow(Window::of_type(
+                    DataType::UInt16,
+                    9.0,
+                    1.0,
+                ))),
+                &s3,
+                OmeError::Window { channel: 0 },
+            ),
+            (
+                Ome::new().omero(Omero::Channels(vec![OmeroChannel::new(
+                    "a",
+                    "00FF00",
+                    Window::of_type(DataType::UInt16, f64::NAN, 1.0),
+                )])),
+                &s3,
+                OmeError::Window { channel: 0 },
             ),
         ];
         for (o, s, want) in cases {
@@ -651,5 +670,19 @@ mod tests {
         assert_eq!(ch[0]["label"], "GFP");
         assert_eq!(ch[1]["color"], "FF00FF");
         assert_eq!(ch[0]["window"]["max"], 65535.0);
+        // Before any frame, a window that follows the data spans the type's range.
+        assert_eq!(ch[1]["window"]["start"], 0.0);
+        assert_eq!(ch[1]["window"]["end"], 65535.0);
+        let given = Window::of_type(DataType::UInt16, 90.0, 2500.0);
+        let o = Ome::new()
+            .channels(["GFP", "RFP"])
+            .omero(Omero::AutoWindow(given));
+        let a = o.attributes(&spec(&[0, 2, 8, 8], None)).unwrap();
+        let w = &a["ome"]["omero"]["channels"][1]["window"];
+        assert_eq!(
+            (w["start"].as_f64(), w["end"].as_f64()),
+            (Some(90.0), Some(2500.0))
+        );
+        assert_eq!(a["ome"]["omero"]["channels"][1]["color"], "FF00FF");
     }
 }

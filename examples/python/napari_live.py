@@ -115,7 +115,8 @@ class LiveImage:
         self.layers: list[Any] = []
         #: The extents along t shown so far, in order (one entry per update).
         self.history: list[int] = []
-        self._windows: list[tuple[float, float]] = []
+        #: The omero windows ``(start, end)`` per channel as last applied.
+        self.windows: list[tuple[float, float]] = []
         self._timer = QTimer()
         self._timer.timeout.connect(self.refresh)
         self._timer.start(int(poll * 1000))
@@ -133,13 +134,14 @@ class LiveImage:
         whether anything changed."""
         extent = published_extent(self.path)
         windows = omero_windows(self.path)
-        if extent == 0 or (extent == self.extent and windows == self._windows):
+        if extent == 0 or (extent == self.extent and windows == self.windows):
             return False
         if not self.layers:
             # The first time as a user opens it: napari-ome-zarr makes one layer per
             # channel, coloured and windowed from the group's omero metadata.
             self.layers = self.viewer.open(self.path, plugin="napari-ome-zarr")
-            self._windows = windows
+            # The windows it applied (read after ours: they may be newer).
+            self.windows = [tuple(layer.contrast_limits) for layer in self.layers]
         else:
             self._update(extent, windows)
         # Follow the newest frame unless the slider was moved away from the last one.
@@ -166,12 +168,12 @@ class LiveImage:
                 index = (slice(None),) * axis + (i,)
                 layer.data = [level[index] for level in data]
             # A window the user has not changed follows the published one.
-            if (i < min(len(windows), len(self._windows)) and windows[i] != self._windows[i]
-                    and tuple(layer.contrast_limits) == self._windows[i]):
+            if (i < min(len(windows), len(self.windows)) and windows[i] != self.windows[i]
+                    and tuple(layer.contrast_limits) == self.windows[i]):
                 lo, hi = layer.contrast_limits_range
                 layer.contrast_limits_range = (min(lo, windows[i][0]), max(hi, windows[i][1]))
                 layer.contrast_limits = windows[i]
-        self._windows = windows
+        self.windows = windows
 
 
 def main() -> None:

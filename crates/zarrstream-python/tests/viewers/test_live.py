@@ -53,7 +53,10 @@ def test_live_view_follows_recording(tmp_path: Path, viewer) -> None:
             extent = live.layers[0].data[0].shape[0]
             if not seen or seen[-1][0] != extent:
                 seen.append((extent, running))
-        return not running and live.extent == FRAMES
+        # Done when the recording is, and the viewer has caught up with its last
+        # publication (the windows too: the writer republishes them when it finishes).
+        return (not running and live.extent == FRAMES
+                and live.windows == live_mod.omero_windows(path))
 
     try:
         wait_until(observe, FRAMES / FPS + 60, f"the viewer to show all {FRAMES} frames")

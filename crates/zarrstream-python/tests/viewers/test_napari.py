@@ -109,13 +109,13 @@ def test_python_ome_image(tmp_path: Path, viewer) -> None:
     rng = np.random.default_rng(20261128)
     frames = np.stack([np.stack([pattern_frame(rng, c) for c in range(2)]) for _ in range(3)])
     path = tmp_path / "pattern.ome.zarr"
-    ome = zarrstream.Ome(name="pattern", channels=["bright", "dim"], omero=True, levels=3)
+    ome = zarrstream.Ome(name="pattern", channels=["square", "bar"], omero=True, levels=3)
     with zarrstream.Writer(path, shape=(None, 2, H, W), chunks=(1, 1, H // 2, W // 2),
                            shards=(1, 2, H, W), dimension_names=("t", "c", "y", "x"),
                            ome=ome) as w:
         w.append(frames)
     layers = viewer.open(str(path), plugin="napari-ome-zarr")
-    assert [layer.name for layer in layers] == ["pattern: bright", "pattern: dim"]
+    assert [layer.name for layer in layers] == ["pattern: square", "pattern: bar"]
     windows = group_windows(path)
     t = viewer.dims.current_step[0]
     for c, layer in enumerate(layers):

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 import zarrstream
+
 from ng_support import (
     LayerError,
     ScreenMap,
@@ -96,7 +96,8 @@ def write_plain(path: Path, index_location: str) -> None:
                            shards=(2, *PLAIN_SHAPE), dtype="uint16",
                            dimension_names=("t", "y", "x"),
                            index_location=index_location) as w:
-        for t, (y0, x0) in PLAIN_SQUARES.items():
+        for t in range(len(PLAIN_SQUARES)):
+            y0, x0 = PLAIN_SQUARES[t]
             frame = np.full(PLAIN_SHAPE, BACKGROUND, np.uint16)
             frame[y0:y0 + PLAIN_SIDE, x0:x0 + PLAIN_SIDE] = BRIGHT
             w.append(frame)

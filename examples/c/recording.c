@@ -161,7 +161,8 @@ static const char *config(const char *top, const char *codec1, int with_cam0)
              "  {\"key\": \"stage/cam1\", \"shape\": [0, 32, 40], \"chunk_shape\": [1, 16, 20],"
              "   \"shard_shape\": [4, 32, 40], \"dtype\": \"uint8\", \"codec\": \"%s\"},"
              "  {\"key\": \"img\", \"shape\": [0, 16, 16], \"chunk_shape\": [1, 16, 16],"
-             "   \"shard_shape\": [2, 16, 16], \"dtype\": \"uint16\", \"ome\": {}}]}",
+             "   \"shard_shape\": [2, 16, 16], \"dtype\": \"uint16\","
+             "   \"ome\": {\"omero\": \"auto\"}}]}",
              top, with_cam0 ? cam0 : "", codec1);
     return buf;
 }

@@ -28,7 +28,8 @@ pub use omero::{Omero, OmeroChannel, Window};
 pub use plate::{Acquisition, Plate, PlateImage};
 pub use units::{SpaceUnit, TimeUnit};
 
-use omero::{PALETTE, dtype_range};
+use omero::PALETTE;
+pub(crate) use omero::dtype_range;
 
 /// The OME-Zarr version written.
 pub const OME_VERSION: &str = "0.5";

@@ -55,6 +55,7 @@ pub(super) fn create_image(
                 ome,
                 &level.shared.spec,
                 &level.shared.grid,
+                options.resume,
             )?);
             if image.samples() {
                 // Before any frame: from here on the workers sample level 0's frames.

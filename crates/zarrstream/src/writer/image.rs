@@ -44,12 +44,22 @@ struct Display {
     /// step along the channel axis, and the steps a group spans.
     group_stride: usize,
     group_channels: usize,
+    /// A resumed image's windows from the frames of its earlier runs (`None` where the
+    /// window still spans the type's range, i.e. nothing was sampled).
+    prior: Vec<Option<(f64, f64)>>,
 }
 
 impl ImageGroup {
     /// The group at `root` of an image with `ome`'s options whose level 0 is stored as
-    /// `spec` (its grid `grid`).
-    pub(crate) fn new(root: &Path, ome: &Ome, spec: &ArraySpec, grid: &Grid) -> Result<Self> {
+    /// `spec` (its grid `grid`); `resumed`: the image holds frames of earlier runs,
+    /// whose windows the new frames' widen.
+    pub(crate) fn new(
+        root: &Path,
+        ome: &Ome,
+        spec: &ArraySpec,
+        grid: &Grid,
+        resumed: bool,
+    ) -> Result<Self> {
         let from_data: Vec<bool> = (ome.omero_channels(spec).unwrap_or_default().iter())
             .map(|c| c.window.is_none())
             .collect();
@@ -63,7 +73,13 @@ impl ImageGroup {
                 ),
                 None => (1, 1),
             };
+            let prior = if resumed {
+                prior_windows(root, spec.dtype())
+            } else {
+                Vec::new()
+            };
             Some(Display {
+                prior,
                 estimate: DisplayEstimate::new(spec.dtype(), &from_data),
                 dtype: spec.dtype(),
                 channel_axis,
@@ -147,7 +163,12 @@ impl ImageGroup {
         if changes == last.changes {
             return Ok(());
         }
-        let windows = d.estimate.windows();
+        let mut windows = d.estimate.windows();
+        for (w, p) in windows.iter_mut().zip(&d.prior) {
+            if let (Some((s, e)), Some((ps, pe))) = (w.as_mut(), p) {
+                (*s, *e) = (s.min(*ps), e.max(*pe));
+            }
+        }
         if windows == last.windows {
             last.changes = changes;
             return Ok(());
@@ -178,4 +199,28 @@ impl ImageGroup {
         *last = Published { changes, windows };
         Ok(())
     }
+}
+
+/// The `start`/`end` of each `omero` channel of the group document at `root`, `None` for
+/// a window that spans the range of `dtype` (nothing sampled yet) or cannot be read.
+fn prior_windows(root: &Path, dtype: DataType) -> Vec<Option<(f64, f64)>> {
+    let (min, max) = crate::ome::dtype_range(dtype);
+    let doc: Option<Value> = std::fs::read(root.join(crate::store::METADATA_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let channels = doc
+        .as_ref()
+        .and_then(|d| {
+            d["attributes"]["ome"]["omero"]["channels"]
+                .as_array()
+                .cloned()
+        })
+        .unwrap_or_default();
+    channels
+        .iter()
+        .map(|c| {
+            let (s, e) = (c["window"]["start"].as_f64()?, c["window"]["end"].as_f64()?);
+            (s != min || e != max).then_some((s, e))
+        })
+        .collect()
 }

@@ -245,3 +245,34 @@ fn float_windows_widen_the_slider_range() {
     assert_eq!(ws[0]["min"].as_f64(), Some(0.0));
     assert_eq!(ws[0]["max"].as_f64(), Some(1000.0));
 }
+
+/// A resumed image widens the window of its earlier frames with the new ones' (the
+/// earlier frames are still there to be seen).
+#[test]
+fn a_resumed_image_widens_the_earlier_window() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("resumed.ome.zarr");
+    let ome = Ome::new().channels(["A", "B"]).omero(Omero::Auto);
+    let runs = [
+        (options(), (100, 2000)),
+        (options().resume(true), (1000, 5000)),
+    ];
+    for (opts, (base, bright)) in runs {
+        let mut w = Writer::create_ome(&path, spec([1, 1], 2), &ome, opts).expect("create");
+        for t in 0..4 {
+            for _ in 0..2 {
+                assert!(w.push(&frame(base, bright, t)).expect("push").is_accepted());
+            }
+        }
+        w.finish().expect("finish");
+    }
+    let ws = windows(&path);
+    for w in &ws {
+        let (start, end) = (w["start"].as_f64().unwrap(), w["end"].as_f64().unwrap());
+        assert!(
+            (100.0..110.0).contains(&start),
+            "start {start}: the first run's background"
+        );
+        assert_eq!(end, 5000.0, "the second run's square");
+    }
+}

@@ -78,24 +78,32 @@ impl Xvfb {
     /// Starts Xvfb on the first free display from :90 on, waiting at most 10 s for its
     /// socket; a display another server takes meanwhile makes it try the next.
     fn start() -> Result<Xvfb, String> {
+        let log = tempfile::NamedTempFile::new().map_err(|e| format!("Xvfb log: {e}"))?;
+        let mut said = String::new();
         for n in 90..140 {
             let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
             if socket.exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
                 continue;
             }
+            let stderr = log.reopen().map_err(|e| format!("Xvfb log: {e}"))?;
             let mut child = Command::new("Xvfb")
                 .arg(format!(":{n}"))
                 .args(["-screen", "0", "1280x1024x24", "-nolisten", "tcp"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stderr(stderr)
                 .process_group(0)
                 .spawn()
                 .map_err(|e| format!("cannot start Xvfb: {e}"))?;
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break; // lost the display to another server: the next one
+                if let Ok(Some(status)) = child.try_wait() {
+                    // Most likely another server took the display: try the next one.
+                    said = format!(
+                        "Xvfb :{n} exited ({status}): {}",
+                        std::fs::read_to_string(log.path()).unwrap_or_default()
+                    );
+                    break;
                 }
                 if socket.exists() {
                     return Ok(Xvfb {
@@ -111,7 +119,9 @@ impl Xvfb {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        Err("no free X display between :90 and :139".into())
+        Err(format!(
+            "no X display from :90 to :139 could be had; last: {said}"
+        ))
     }
 }
 

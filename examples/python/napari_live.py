@@ -9,7 +9,8 @@ a few hot pixels) with the Python package, on a thread, into an OME-Zarr 0.5 ima
 published extent along t is read from the level arrays' ``zarr.json``; when it grew, or
 the group's ``omero`` windows changed, the layers get the longer arrays, the windows as
 contrast limits (unless you changed them) and the slider moves to the newest frame
-(unless you moved it). Close the window to quit; the recording finishes either way.
+(unless you moved it). Closing the window (or Ctrl-C) ends the recording at the frame
+it has reached, closed properly.
 
 Needs zarrstream, napari with a Qt binding (PyQt6) and napari-ome-zarr
 (``crates/zarrstream-python/tests/viewers/requirements.txt`` pins a working set;
@@ -193,10 +194,16 @@ def main() -> None:
     recorder.start()
     viewer = napari.Viewer(title=f"zarrstream live: {args.store}")
     live = LiveImage(viewer, args.store, args.poll)
-    napari.run()
-    live.stop()
-    stop.set()
-    recorder.join()
+    try:
+        napari.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # The recording ends with the window: closed at the frame it has reached.
+        live.stop()
+        stop.set()
+        recorder.join()
+    print(f"{args.store}: {published_extent(args.store)} time points")
 
 
 if __name__ == "__main__":

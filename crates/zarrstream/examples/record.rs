@@ -523,7 +523,10 @@ fn open_target(opts: &Options, spec: &ArraySpec) -> Result<Target, Failure> {
     let Some(n) = opts.arrays else {
         let spec = spec.clone();
         return Ok(Target::One(match &opts.ome {
-            Some(a) => Writer::create_ome(&opts.out, spec.clone(), &ome_options(a, spec.dtype()), options)?,
+            Some(a) => {
+                let ome = ome_options(a, spec.dtype());
+                Writer::create_ome(&opts.out, spec, &ome, options)?
+            }
             None => Writer::create(destination(opts)?, spec, options)?,
         }));
     };

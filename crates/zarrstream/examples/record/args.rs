@@ -504,7 +504,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, U
                             .split(',')
                             .map(|x| x.trim().parse::<f64>())
                             .collect::<Result<_, _>>()
-                            .map_err(|_| UsageError(format!("--window '{v}': expected START,END")))?;
+                            .map_err(|_| {
+                                UsageError(format!("--window '{v}': expected START,END"))
+                            })?;
                         a.window = match w[..] {
                             [s, e] if s.is_finite() && e.is_finite() && s < e => Some((s, e)),
                             _ => {

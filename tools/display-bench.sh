@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Same-run ratios for BENCHMARKS.md §18 (issue 29): what sampling frames for the OME
+# display windows costs on the hot path. C1 frames (2048 x 2048 uint16, 192 frames,
+# 2 threads) recorded as an OME image with a 4-level pyramid (`--ome --levels 4`),
+# windows from the data (the default) against a window given (`--window 0,65535`: no
+# sampling), both with the binary given; and, with OLD_RECORD_BINARY (a build from
+# before the issue, whose `--ome` without `--channels` wrote no omero), the same
+# against it.
+#
+#   tools/display-bench.sh NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]
+#
+# Runs alternate so that drift hits both sides alike; each pair gives one ratio
+# (sampled / not sampled), and the medians are printed with the push latency p99.
+set -euo pipefail
+new=${1:?usage: $0 NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]}
+old=${2:-}
+pairs=${3:-6}
+dir=$(mktemp -d "${ZARRSTREAM_BENCH_TMP:-/tmp}/display-bench.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+c1=(--shape 0,2048,2048 --chunk 1,512,512 --shard 32,2048,2048 --frames 192 --threads 2
+  --ome --levels 4)
+
+run() { # binary report args...
+  local bin=$1 report=$2
+  shift 2
+  rm -rf "$dir/out.zarr"
+  "$bin" --out "$dir/out.zarr" --report "$report" --quiet "$@" >/dev/null
+}
+
+field() { # report key [subkey]
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d[sys.argv[2]]
+if len(sys.argv) > 3:
+    v = v[sys.argv[3]]
+print(v)' "$@"
+}
+
+median() { python3 -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
+
+compare() { # label base_bin base_args... -- bin args...
+  local label=$1 base_bin=$2
+  shift 2
+  local base_args=() args=()
+  while [[ $1 != -- ]]; do base_args+=("$1"); shift; done
+  shift
+  local bin=$1
+  shift
+  args=("$@")
+  local ratios=() a_all=() b_all=() p99_a=() p99_b=()
+  for _ in $(seq "$pairs"); do
+    run "$base_bin" "$dir/a.json" "${base_args[@]}"
+    run "$bin" "$dir/b.json" "${args[@]}"
+    local a b
+    a=$(field "$dir/a.json" throughput_mib_s) b=$(field "$dir/b.json" throughput_mib_s)
+    a_all+=("$a") b_all+=("$b")
+    p99_a+=("$(field "$dir/a.json" push_latency_us p99)")
+    p99_b+=("$(field "$dir/b.json" push_latency_us p99)")
+    ratios+=("$(python3 -c "print(round($b / $a, 3))")")
+  done
+  echo "$label: ratios ${ratios[*]}"
+  echo "  median ratio $(median "${ratios[@]}"); median MiB/s $(median "${a_all[@]}") -> $(median "${b_all[@]}"); push p99 us $(median "${p99_a[@]}") -> $(median "${p99_b[@]}")"
+}
+
+for codec in lz4:1 none; do
+  compare "C1 --ome --levels 4 $codec, windows from the data / window given" \
+    "$new" "${c1[@]}" --codec "$codec" --window 0,65535 -- "$new" "${c1[@]}" --codec "$codec"
+done
+if [[ -n $old ]]; then
+  for codec in lz4:1 none; do
+    compare "C1 --ome --levels 4 $codec, this build / the old one" \
+      "$old" "${c1[@]}" --codec "$codec" -- "$new" "${c1[@]}" --codec "$codec"
+  done
+fi

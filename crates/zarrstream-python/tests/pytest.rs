@@ -14,71 +14,14 @@
 mod garage;
 #[path = "../../zarrstream/tests/support/python.rs"]
 mod python;
+#[path = "support/wheel.rs"]
+mod wheel;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target/tmp has a parent")
-        .to_path_buf()
-}
-
-/// Builds the wheel with the venv's maturin and installs it; returns the wheel.
-fn install_wheel(py: &Path) -> PathBuf {
-    let out = target_dir().join("wheels");
-    let _ = std::fs::remove_dir_all(&out);
-    // The dev profile reuses what `cargo test` compiled; speed is measured elsewhere
-    // (tools/peers), not here.
-    let status = Command::new(py)
-        .args([
-            "-m",
-            "maturin",
-            "build",
-            "--profile",
-            "dev",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .arg("--manifest-path")
-        .arg(crate_dir().join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir())
-        .status()
-        .expect("run maturin");
-    assert!(status.success(), "maturin build failed: {status}");
-    let wheel = std::fs::read_dir(&out)
-        .expect("wheel directory")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .expect("maturin wrote a wheel");
-    let name = wheel
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    assert!(
-        name.contains("-abi3-"),
-        "the wheel is not an abi3 wheel: {name}"
-    );
-    let status = Command::new(py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--force-reinstall",
-        ])
-        .arg(&wheel)
-        .status()
-        .expect("run pip");
-    assert!(status.success(), "pip install {} failed", wheel.display());
-    wheel
 }
 
 #[test]
@@ -88,13 +31,13 @@ fn python_package() {
     let Some(py) = python::require(env, "the Python package's tests") else {
         return;
     };
-    let wheel = install_wheel(&py);
+    let wheel = wheel::install_wheel(&py, "wheels");
     python::shout(&format!("python package: installed {}", wheel.display()));
     let garage = garage::require("the Python package's object-store tests (test_s3.py)");
     // From a directory outside the source tree, so `import zarrstream` is the
     // installed wheel, never crates/zarrstream-python/python.
     let work = tempfile::tempdir().expect("tempdir");
-    let junit = target_dir().join("python-tests.xml");
+    let junit = wheel::target_dir().join("python-tests.xml");
     let status = Command::new(&py)
         .args([
             "-m",
@@ -108,7 +51,7 @@ fn python_package() {
         .arg(&junit)
         .arg(crate_dir().join("tests/python"))
         .current_dir(work.path())
-        .env("ZARRSTREAM_TARGET_DIR", target_dir())
+        .env("ZARRSTREAM_TARGET_DIR", wheel::target_dir())
         .envs(garage.map(|bin| ("ZARRSTREAM_GARAGE", bin)))
         .status()
         .expect("run pytest");

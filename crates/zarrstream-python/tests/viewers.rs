@@ -14,11 +14,17 @@
 
 #[path = "../../zarrstream/tests/support/python.rs"]
 mod python;
+#[path = "../../zarrstream/tests/support/record.rs"]
+mod record_example;
+#[path = "support/wheel.rs"]
+mod wheel;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use wheel::{kill_group, run, target_dir};
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -26,41 +32,6 @@ fn crate_dir() -> PathBuf {
 
 fn repo() -> PathBuf {
     crate_dir().join("../..")
-}
-
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target/tmp has a parent")
-        .to_path_buf()
-}
-
-/// Runs `cmd` in its own process group and waits at most `limit`; past it the whole
-/// group is killed and the result is an error naming `what`.
-fn run(mut cmd: Command, limit: Duration, what: &str) -> Result<ExitStatus, String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("{what}: cannot start: {e}"))?;
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Ok(None) => {
-                kill_group(&child);
-                let _ = child.wait();
-                return Err(format!("{what}: still running after {limit:?}, killed"));
-            }
-            Err(e) => return Err(format!("{what}: wait failed: {e}")),
-        }
-    }
-}
-
-fn kill_group(child: &Child) {
-    let pid = rustix::process::Pid::from_child(child);
-    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
 }
 
 /// A loud skip outside CI, a failure (panic) in CI.
@@ -132,90 +103,6 @@ impl Drop for Xvfb {
     }
 }
 
-/// Builds the wheel with the environment's maturin into `target/viewer-wheels` and
-/// installs it there; returns the wheel.
-fn install_wheel(py: &Path) -> PathBuf {
-    let out = target_dir().join("viewer-wheels");
-    let _ = std::fs::remove_dir_all(&out);
-    let mut maturin = Command::new(py);
-    maturin
-        .args([
-            "-m",
-            "maturin",
-            "build",
-            "--profile",
-            "dev",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .arg("--manifest-path")
-        .arg(crate_dir().join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir());
-    let status = run(maturin, Duration::from_secs(1800), "maturin build").unwrap();
-    assert!(status.success(), "maturin build failed: {status}");
-    let wheel = std::fs::read_dir(&out)
-        .expect("wheel directory")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .expect("maturin wrote a wheel");
-    let mut pip = Command::new(py);
-    pip.args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        "--force-reinstall",
-    ])
-    .arg(&wheel);
-    let status = run(pip, Duration::from_secs(300), "pip install").unwrap();
-    assert!(status.success(), "pip install {} failed", wheel.display());
-    wheel
-}
-
-/// Builds the `record` example (once; a no-op when current) with this test's profile
-/// and target directory and returns its path.
-fn record_example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test>-<hash> -> target/<profile>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("profile directory")
-        .to_path_buf();
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo
-        .current_dir(repo())
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "zarrstream",
-            "--example",
-            "record",
-        ])
-        .arg("--target-dir")
-        .arg(target_dir());
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cargo.arg("--release");
-    }
-    let status = run(
-        cargo,
-        Duration::from_secs(1800),
-        "cargo build --example record",
-    )
-    .unwrap();
-    assert!(
-        status.success(),
-        "cargo build --example record failed: {status}"
-    );
-    let bin = profile_dir.join("examples/record");
-    assert!(bin.exists(), "{} missing after the build", bin.display());
-    bin
-}
-
 #[test]
 fn viewers() {
     let started = Instant::now();
@@ -243,8 +130,11 @@ fn viewers() {
         return;
     };
     let setup = started.elapsed();
-    let wheel = install_wheel(&py);
-    let record = record_example();
+    let wheel = wheel::install_wheel(&py, "viewer-wheels");
+    let record = match record_example::binary() {
+        Ok(bin) => bin,
+        Err(e) => panic!("{e}"),
+    };
     python::shout(&format!(
         "viewers: installed {} ({:.0?} for packages and environment, {:.0?} with wheel and \
          record example)",

@@ -14,9 +14,10 @@ import pytest
 from viewer_support import (REPO, assert_readable, intensity, layer_figure,
                             process_events, save_screenshot, wait_until)
 
-#: 4 s of recording: napari's first open of the image (plugin discovery included) takes
-#: one to two of them on a loaded machine, the rest is seen frame by frame.
-FRAMES, FPS, SIZE = 40, 10.0, 256
+#: The camera runs at FPS until the viewer has shown at least GROWTH extents while it
+#: records (napari's first open of the image, plugin discovery included, takes one to a
+#: few seconds on a loaded machine), then stops; MAX_FRAMES bounds it (60 s).
+FPS, SIZE, GROWTH, MAX_FRAMES = 10.0, 256, 4, 600
 
 
 def load_example():
@@ -35,10 +36,11 @@ def test_live_view_follows_recording(tmp_path: Path, viewer) -> None:
     live = live_mod.LiveImage(viewer, path, poll=0.05)
     stats: list = []
     failure: list[BaseException] = []
+    enough = threading.Event()
 
     def camera() -> None:
         try:
-            stats.append(live_mod.record(path, FRAMES, FPS, SIZE))
+            stats.append(live_mod.record(path, MAX_FRAMES, FPS, SIZE, stop=enough))
         except BaseException as e:  # reported by the test below
             failure.append(e)
 
@@ -53,29 +55,38 @@ def test_live_view_follows_recording(tmp_path: Path, viewer) -> None:
             extent = live.layers[0].data[0].shape[0]
             if not seen or seen[-1][0] != extent:
                 seen.append((extent, running))
+        if sum(1 for _, r in seen if r) >= GROWTH:
+            enough.set()
         # Done when the recording is, and the viewer has caught up with its last
         # publication (the windows too: the writer republishes them when it finishes).
-        return (not running and live.extent == FRAMES
+        return (not running and bool(stats) and live.extent == frames_of(stats[0])
                 and live.windows == live_mod.omero_windows(path))
 
+    def frames_of(st) -> int:
+        # frames_written counts 2-D frames: one per channel and time point.
+        return st.frames_written // len(live_mod.CHANNELS)
+
     try:
-        wait_until(observe, FRAMES / FPS + 60, f"the viewer to show all {FRAMES} frames")
+        wait_until(observe, MAX_FRAMES / FPS + 60, "the viewer to show every frame recorded")
     finally:
         live.stop()
+        enough.set()
         recorder.join(timeout=30)
     assert not failure, f"the recording failed: {failure[0]!r}"
-    # frames_written counts 2-D frames: one per channel and time point.
-    assert stats and stats[0].frames_written == FRAMES * len(live_mod.CHANNELS)
+    frames = frames_of(stats[0])
+    # Every time point of both channels was written, and all of them are published.
+    assert stats[0].frames_written == frames * len(live_mod.CHANNELS)
+    assert live_mod.published_extent(path) == frames
     print(f"extents shown (extent, recording): {seen}")
     extents = [e for e, _ in seen]
     assert extents == sorted(set(extents)), f"the extent along t went back: {extents}"
     while_recording = [e for e, running in seen if running]
-    assert len(while_recording) >= 3 and while_recording[0] < FRAMES // 2, (
+    assert len(while_recording) >= GROWTH and while_recording[0] < frames, (
         f"the layer did not grow while recording: extents {seen}")
-    assert all(len(layer.data[0]) == FRAMES for layer in live.layers)
+    assert all(len(layer.data[0]) == frames for layer in live.layers)
 
     # The slider followed the recording to its last frame.
-    last = FRAMES - 1
+    last = frames - 1
     assert viewer.dims.current_step[0] == last
     omero = json.loads((path / "zarr.json").read_text())["attributes"]["ome"]["omero"]
     side = SIZE // 4

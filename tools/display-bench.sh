@@ -9,7 +9,7 @@
 #
 #   tools/display-bench.sh NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]
 #
-# Runs alternate so that drift hits both sides alike; each pair gives one ratio
+# Runs alternate (ABBA) so that drift and order hit both sides alike; each pair gives one ratio
 # (sampled / not sampled), and the medians are printed with the push latency p99.
 set -euo pipefail
 new=${1:?usage: $0 NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]}
@@ -49,9 +49,15 @@ compare() { # label base_bin base_args... -- bin args...
   shift
   args=("$@")
   local ratios=() a_all=() b_all=() p99_a=() p99_b=()
-  for _ in $(seq "$pairs"); do
-    run "$base_bin" "$dir/a.json" "${base_args[@]}"
-    run "$bin" "$dir/b.json" "${args[@]}"
+  for i in $(seq "$pairs"); do
+    # ABBA: which side runs first alternates, so an order effect cancels out.
+    if ((i % 2)); then
+      run "$base_bin" "$dir/a.json" "${base_args[@]}"
+      run "$bin" "$dir/b.json" "${args[@]}"
+    else
+      run "$bin" "$dir/b.json" "${args[@]}"
+      run "$base_bin" "$dir/a.json" "${base_args[@]}"
+    fi
     local a b
     a=$(field "$dir/a.json" throughput_mib_s) b=$(field "$dir/b.json" throughput_mib_s)
     a_all+=("$a") b_all+=("$b")

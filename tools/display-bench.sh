@@ -17,6 +17,8 @@ old=${2:-}
 pairs=${3:-6}
 dir=$(mktemp -d "${ZARRSTREAM_BENCH_TMP:-/tmp}/display-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
+# shellcheck source=tools/bench-common.sh
+source "$(dirname "$0")/bench-common.sh"
 c1=(--shape 0,2048,2048 --chunk 1,512,512 --shard 32,2048,2048 --frames 192 --threads 2
   --ome --levels 4)
 
@@ -27,17 +29,7 @@ run() { # binary report args...
   "$bin" --out "$dir/out.zarr" --report "$report" --quiet "$@" >/dev/null
 }
 
-field() { # report key [subkey]
-  python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-v = d[sys.argv[2]]
-if len(sys.argv) > 3:
-    v = v[sys.argv[3]]
-print(v)' "$@"
-}
 
-median() { python3 -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
 compare() { # label base_bin base_args... -- bin args...
   local label=$1 base_bin=$2
@@ -63,7 +55,7 @@ compare() { # label base_bin base_args... -- bin args...
     a_all+=("$a") b_all+=("$b")
     p99_a+=("$(field "$dir/a.json" push_latency_us p99)")
     p99_b+=("$(field "$dir/b.json" push_latency_us p99)")
-    ratios+=("$(python3 -c "print(round($b / $a, 3))")")
+    ratios+=("$(ratio "$a" "$b")")
   done
   echo "$label: ratios ${ratios[*]}"
   echo "  median ratio $(median "${ratios[@]}"); median MiB/s $(median "${a_all[@]}") -> $(median "${b_all[@]}"); push p99 us $(median "${p99_a[@]}") -> $(median "${p99_b[@]}")"

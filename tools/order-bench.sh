@@ -16,6 +16,8 @@ old=${2:-}
 pairs=${3:-6}
 dir=$(mktemp -d "${ZARRSTREAM_BENCH_TMP:-/tmp}/order-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
+# shellcheck source=tools/bench-common.sh
+source "$(dirname "$0")/bench-common.sh"
 # 96 time points x 2 channels = 192 frames, as the other C1 rows; shards 32 t deep per
 # channel.
 two=(--shape 96,2,2048,2048 --chunk 1,1,512,512 --shard 32,1,2048,2048 --dim-names t,c,y,x
@@ -29,17 +31,7 @@ run() { # binary report args...
   "$bin" --out "$dir/out.zarr" --report "$report" --quiet "$@" >/dev/null
 }
 
-field() { # report key [subkey]
-  python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-v = d[sys.argv[2]]
-if len(sys.argv) > 3:
-    v = v[sys.argv[3]]
-print(v)' "$@"
-}
 
-median() { python3 -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
 for codec in lz4:1 none; do
   ratios=() a_all=() b_all=() rss_a=() rss_b=() est_a=() est_b=()
@@ -56,7 +48,7 @@ for codec in lz4:1 none; do
       lat_a[$p]+=" $(field "$dir/a.json" push_latency_us "$p")"
       lat_b[$p]+=" $(field "$dir/b.json" push_latency_us "$p")"
     done
-    ratios+=("$(python3 -c "print(round($b / $a, 3))")")
+    ratios+=("$(ratio "$a" "$b")")
   done
   echo "channel-first / appended, C1 2 channels $codec: ratios ${ratios[*]}"
   echo "  median ratio $(median "${ratios[@]}"); median MiB/s appended $(median "${a_all[@]}"), channel-first $(median "${b_all[@]}")"
@@ -76,7 +68,7 @@ if [[ -n $old ]]; then
       run "$new" "$dir/new.json" "${c1[@]}" --codec "$codec"
       a=$(field "$dir/old.json" throughput_mib_s) b=$(field "$dir/new.json" throughput_mib_s)
       a_all+=("$a") b_all+=("$b")
-      ratios+=("$(python3 -c "print(round($b / $a, 3))")")
+      ratios+=("$(ratio "$a" "$b")")
     done
     echo "C1 appended $codec, new / old: ratios ${ratios[*]}"
     echo "  median ratio $(median "${ratios[@]}"); median MiB/s old $(median "${a_all[@]}"), new $(median "${b_all[@]}")"

@@ -13,6 +13,8 @@ old=${2:-}
 pairs=${3:-6}
 dir=$(mktemp -d /tmp/recording-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
+# shellcheck source=tools/bench-common.sh
+source "$(dirname "$0")/bench-common.sh"
 c1=(--shape 0,2048,2048 --chunk 1,512,512 --shard 32,2048,2048 --threads 2)
 
 run() { # binary codec report extra-args...
@@ -22,11 +24,7 @@ run() { # binary codec report extra-args...
   "$bin" --out "$dir/out.zarr" "${c1[@]}" --codec "$codec" --report "$report" "$@" >/dev/null
 }
 
-field() { # report key
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("total", d)[sys.argv[2]] if sys.argv[2] in d.get("total", {}) else d[sys.argv[2]])' "$1" "$2"
-}
 
-median() { python3 -c 'import statistics,sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))' "$@"; }
 
 for codec in lz4:1 zstd:1; do
   ratios=() one=() two=() rss1=() rss2=()
@@ -36,7 +34,7 @@ for codec in lz4:1 zstd:1; do
     a=$(field "$dir/one.json" throughput_mib_s) b=$(field "$dir/two.json" throughput_mib_s)
     one+=("$a") two+=("$b")
     rss1+=("$(field "$dir/one.json" extra_rss_mib)") rss2+=("$(field "$dir/two.json" extra_rss_mib)")
-    ratios+=("$(python3 -c "print(round($b / $a, 3))")")
+    ratios+=("$(ratio "$a" "$b")")
   done
   echo "two arrays / one array, C1 $codec: ratios ${ratios[*]}"
   echo "  median ratio $(median "${ratios[@]}"); median MiB/s one $(median "${one[@]}"), two $(median "${two[@]}")"
@@ -50,7 +48,7 @@ if [[ -n $old ]]; then
     run "$new" lz4:1 "$dir/new.json" --frames 192
     a=$(field "$dir/old.json" throughput_mib_s) b=$(field "$dir/new.json" throughput_mib_s)
     a_all+=("$a") b_all+=("$b")
-    ratios+=("$(python3 -c "print(round($b / $a, 3))")")
+    ratios+=("$(ratio "$a" "$b")")
   done
   echo "single array C1 lz4:1, new / old: ratios ${ratios[*]}"
   echo "  median ratio $(median "${ratios[@]}"); median MiB/s old $(median "${a_all[@]}"), new $(median "${b_all[@]}")"

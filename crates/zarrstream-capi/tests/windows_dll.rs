@@ -259,9 +259,21 @@ fn dll_exports_every_function_the_header_declares() {
     // The parser misses nothing: the header declares one function per exported item of
     // the crate's sources.
     let src = repo().join("crates/zarrstream-capi/src");
-    let exported_items: usize = std::fs::read_dir(&src)
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let exported_items: usize = files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
         .map(|code| code.matches("#[unsafe(no_mangle)]").count())
         .sum();
     assert_eq!(declared.len(), exported_items, "{declared:?}");

@@ -461,12 +461,11 @@ impl Ome {
         };
         let channels: Vec<Value> = (self.omero_channels(spec).unwrap_or_default().iter())
             .map(|c| {
-                let w = c.window.unwrap_or(unknown);
                 json!({
                     "label": c.label,
                     "color": c.color,
                     "active": c.active,
-                    "window": {"min": w.min, "max": w.max, "start": w.start, "end": w.end},
+                    "window": c.window.unwrap_or(unknown).json(),
                 })
             })
             .collect();

@@ -41,6 +41,11 @@ impl Window {
             end,
         }
     }
+
+    /// The `window` object of an `omero` channel.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!({"min": self.min, "max": self.max, "start": self.start, "end": self.end})
+    }
 }
 
 /// One channel of the transitional `omero` rendering metadata.

@@ -14,7 +14,7 @@ use super::job::Batch;
 use super::published;
 use crate::dtype::DataType;
 use crate::error::Result;
-use crate::ome::{DisplayEstimate, Ome};
+use crate::ome::{DisplayEstimate, Ome, Window};
 use crate::spec::ArraySpec;
 
 /// An OME-Zarr image group written by a [`Writer`](super::Writer).
@@ -173,7 +173,6 @@ impl ImageGroup {
             last.changes = changes;
             return Ok(());
         }
-        let float = d.dtype.is_float();
         published::edit_group(&self.root, |attributes| {
             let channels = attributes
                 .get_mut("ome")
@@ -181,18 +180,11 @@ impl ImageGroup {
                 .and_then(|o| o.get_mut("channels"))
                 .and_then(Value::as_array_mut);
             for (c, w) in channels.into_iter().flatten().zip(&windows) {
-                let (Some((start, end)), Some(window)) = (w, c.get_mut("window")) else {
-                    continue;
-                };
-                window["start"] = (*start).into();
-                window["end"] = (*end).into();
-                if float {
-                    // Floating-point data has no type range: the slider must take the data.
-                    let widen = |v: &Value, by: f64, f: fn(f64, f64) -> f64| {
-                        v.as_f64().map_or(by, |m| f(m, by))
-                    };
-                    window["min"] = widen(&window["min"], *start, f64::min).into();
-                    window["max"] = widen(&window["max"], *end, f64::max).into();
+                if let (Some((start, end)), Some(map)) = (w, c.as_object_mut()) {
+                    map.insert(
+                        "window".into(),
+                        Window::of_type(d.dtype, *start, *end).json(),
+                    );
                 }
             }
         })?;

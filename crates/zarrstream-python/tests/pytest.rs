@@ -18,7 +18,7 @@ mod python;
 mod wheel;
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::time::Duration;
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -37,24 +37,15 @@ fn python_package() {
     // From a directory outside the source tree, so `import zarrstream` is the
     // installed wheel, never crates/zarrstream-python/python.
     let work = tempfile::tempdir().expect("tempdir");
-    let junit = wheel::target_dir().join("python-tests.xml");
-    let status = Command::new(&py)
-        .args([
-            "-m",
-            "pytest",
-            "-q",
-            "-rfEs",
-            "-p",
-            "no:cacheprovider",
-            "--junitxml",
-        ])
-        .arg(&junit)
-        .arg(crate_dir().join("tests/python"))
-        .current_dir(work.path())
-        .env("ZARRSTREAM_TARGET_DIR", wheel::target_dir())
-        .envs(garage.map(|bin| ("ZARRSTREAM_GARAGE", bin)))
-        .status()
-        .expect("run pytest");
+    let mut pytest = wheel::pytest(&py, "python", "python-tests.xml", work.path());
+    pytest.envs(garage.map(|bin| ("ZARRSTREAM_GARAGE", bin)));
+    // About 4 minutes here; the deadline only stops a hung run.
+    let status = wheel::run(
+        pytest,
+        Duration::from_secs(2400),
+        "pytest over tests/python",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         status.success(),
         "pytest failed ({status}); see its output above"

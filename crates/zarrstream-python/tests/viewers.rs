@@ -160,31 +160,15 @@ fn viewers() {
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
     )
     .expect("chmod runtime dir");
-    let junit = target_dir().join("viewer-tests.xml");
-    let mut pytest = Command::new(&py);
+    let mut pytest = wheel::pytest(&py, "viewers", "viewer-tests.xml", work.path());
     pytest
-        .args([
-            "-m",
-            "pytest",
-            "-q",
-            "-rfEs",
-            "-p",
-            "no:cacheprovider",
-            // napari's dependencies' deprecation notices would bury the results.
-            "-W",
-            "ignore::DeprecationWarning",
-            "--timeout=240",
-            "--junitxml",
-        ])
-        .arg(&junit)
-        .arg(crate_dir().join("tests/viewers"))
-        .current_dir(work.path())
+        // napari's dependencies' deprecation notices would bury the results.
+        .args(["-W", "ignore::DeprecationWarning", "--timeout=240"])
         .env("DISPLAY", &xvfb.display)
         .env("QT_QPA_PLATFORM", "xcb")
         .env("XDG_RUNTIME_DIR", &runtime)
         .env("NAPARI_CONFIG", work.path().join("napari-settings.yaml"))
         .env("ZARRSTREAM_RECORD", &record)
-        .env("ZARRSTREAM_TARGET_DIR", target_dir())
         .env(
             "ZARRSTREAM_SCREENSHOTS",
             target_dir().join("viewer-screenshots"),

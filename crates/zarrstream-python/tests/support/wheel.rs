@@ -98,3 +98,21 @@ pub(crate) fn install_wheel(py: &Path, dir: &str) -> PathBuf {
     assert!(status.success(), "pip install {} failed", wheel.display());
     wheel
 }
+
+/// pytest from `py` over `tests/<dir>` of this package, from `work` (outside the source
+/// tree, so `import zarrstream` is the installed wheel), with its JUnit report at
+/// `target/<junit>`; the caller adds its own options and environment.
+pub(crate) fn pytest(py: &Path, dir: &str, junit: &str, work: &Path) -> Command {
+    let mut cmd = Command::new(py);
+    cmd.args(["-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider"])
+        .arg("--junitxml")
+        .arg(target_dir().join(junit))
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests")
+                .join(dir),
+        )
+        .current_dir(work)
+        .env("ZARRSTREAM_TARGET_DIR", target_dir());
+    cmd
+}

@@ -6,8 +6,9 @@
 //! * `an_array_in_garage_equals_its_frames_in_three_readers`: multipart shards, a
 //!   staging budget that makes every push wait for the uploader, a read of the bucket
 //!   while the recording runs (a prefix of the frames, never more) and after it (all).
-//! * `drop_mode_counts_the_frames_the_budget_refused`: the same budget under `Drop`:
-//!   exact counts, and the dropped frames read as the fill value.
+//! * `drop_mode_counts_the_frames_the_budget_refused`: a one-byte budget under `Drop`
+//!   with the node down while a shard waits in staging, so every frame pushed then is
+//!   refused: exact counts, and the dropped frames read as the fill value.
 //! * `create_refuses_what_cannot_work_before_the_first_frame`: wrong secret, a key
 //!   without rights, a missing bucket, a dead endpoint, an existing array: each a typed
 //!   error, nothing left behind.
@@ -27,7 +28,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[path = "support/garage.rs"]
 mod garage;
@@ -36,9 +37,7 @@ mod pyenv;
 
 use garage::Garage;
 use zarrstream::remote::{RemoteOptions, publish_parts, upload_staged};
-use zarrstream::{
-    ArraySpec, Backpressure, Codec, Error, PushOutcome, RemoteError, Writer, WriterOptions,
-};
+use zarrstream::{ArraySpec, Backpressure, Codec, Error, RemoteError, Writer, WriterOptions};
 
 const Y: usize = 256;
 const X: usize = 256;
@@ -171,31 +170,62 @@ fn drop_mode_counts_the_frames_the_budget_refused() {
         return;
     };
     let dir = scratch("s3-drop");
-    let g = Garage::single(&dir.path().join("garage"));
+    let mut g = Garage::single(&dir.path().join("garage"));
     let staging = dir.path().join("staging");
     let url = format!("s3://{}/drop.zarr", g.bucket());
+    // The uploader must not give up while the node is down.
     let mut o = options(&g, &staging).backpressure(Backpressure::Drop);
-    o.remote = o.remote.staging_budget(1);
+    o.remote = o
+        .remote
+        .staging_budget(1)
+        .upload_timeout(Duration::from_secs(600));
     let mut w = Writer::create(&url, spec(), o).unwrap();
+    // With the only node down no staged shard can leave, so the budget's state is known
+    // at every push rather than a race between the pushes and the uploads.
+    g.stop_node(0);
     let mut expected = Vec::new();
     let mut dropped = 0;
-    for f in 0..192 {
+    let mut push = |w: &mut Writer, f: u64| {
         let fr = frame(0, f);
-        match w.push(&fr).unwrap() {
-            PushOutcome::Accepted => expected.push(fr),
-            _ => {
-                dropped += 1;
-                expected.push(vec![0; Y * X]);
-            }
+        let accepted = w.push(&fr).unwrap().is_accepted();
+        if accepted {
+            expected.push(fr);
+        } else {
+            dropped += 1;
+            expected.push(vec![0; Y * X]);
         }
+        accepted
+    };
+    // Nothing is staged yet: only a full frame pool could refuse these.
+    for f in 0..48 {
+        push(&mut w, f);
+    }
+    let first = staging.join("c").join("0").join("0").join("0");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !first.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the first shard was not staged within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A shard waits in staging: the one-byte budget refuses every frame.
+    for f in 48..96 {
+        assert!(
+            !push(&mut w, f),
+            "frame {f} accepted over the staging budget"
+        );
+    }
+    g.start_node(0);
+    // The uploads resume; these frames are taken or refused as the uploader keeps up.
+    for f in 96..192 {
+        push(&mut w, f);
     }
     let stats = w.finish().unwrap();
-    assert!(
-        dropped > 0,
-        "a one-byte budget refuses frames while shards upload"
-    );
+    assert!(dropped >= 48, "{dropped} frames dropped");
     assert_eq!(stats.frames_dropped, dropped);
     assert_eq!(stats.frames_written + stats.frames_dropped, 192);
+    assert!(!staging.exists(), "every staged shard was uploaded");
     let npy = write_npy(dir.path(), "drop.npy", &[192, Y, X], &bytes(&expected));
     let (ok, text) = garage::s3_read(
         &py,

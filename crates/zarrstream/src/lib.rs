@@ -33,6 +33,7 @@
 
 pub mod codec;
 pub mod config;
+pub mod document;
 mod dtype;
 mod error;
 mod frame_meta;

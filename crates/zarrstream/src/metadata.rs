@@ -2,21 +2,17 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
+pub(crate) use crate::document::State;
+use crate::document::{
+    ArrayDocument, ArrayNode, BytesConfiguration, DefaultKeyEncoding, Endian, Named, RegularGrid,
+    ShardingConfiguration, WriterAttributes, ZarrFormat,
+};
 use crate::error::{Error, Result};
 use crate::spec::ArraySpec;
 use crate::store::{METADATA_FILE, publish_bytes};
-
-/// Acquisition state recorded in `attributes.zarrstream`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    Running,
-    Finished,
-    Aborted,
-    /// Rebuilt by `zarrstream recover` after the writer stopped without finishing.
-    Recovered,
-}
 
 /// Progress written into the array's attributes on each publication.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,8 +23,22 @@ pub(crate) struct Progress {
     pub error: Option<String>,
 }
 
+impl Progress {
+    /// `attributes.zarrstream` for this progress, stamped with this version.
+    pub(crate) fn attributes(&self) -> WriterAttributes {
+        WriterAttributes {
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+            state: Some(self.state.as_str().into()),
+            frames_committed: Some(self.frames_committed),
+            frames_dropped: Some(self.frames_dropped),
+            error: self.error.clone(),
+            extra: Map::new(),
+        }
+    }
+}
+
 /// The array metadata document with `shape[0] = extent0` and the spec's attributes.
-pub(crate) fn array_json(spec: &ArraySpec, extent0: u64, progress: &Progress) -> Value {
+pub(crate) fn array_json(spec: &ArraySpec, extent0: u64, progress: &Progress) -> ArrayDocument {
     array_json_with(spec, extent0, progress, &spec.attributes)
 }
 
@@ -38,62 +48,64 @@ pub(crate) fn array_json_with(
     spec: &ArraySpec,
     extent0: u64,
     progress: &Progress,
-    attributes: &serde_json::Map<String, Value>,
-) -> Value {
+    attributes: &Map<String, Value>,
+) -> ArrayDocument {
     // A single frame (`y, x`) has no append axis: its shape is fixed.
     let mut shape = spec.shape().to_vec();
     if !spec.planar {
         shape[0] = extent0;
     }
-    let mut attributes = attributes.clone();
-    let state = match progress.state {
-        State::Running => "running",
-        State::Finished => "finished",
-        State::Aborted => "aborted",
-        State::Recovered => "recovered",
+    let little = BytesConfiguration {
+        endian: Some(Endian::Little),
     };
-    let mut ours = json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "state": state,
-        "frames_committed": progress.frames_committed,
-        "frames_dropped": progress.frames_dropped,
-    });
-    if let Some(e) = &progress.error {
-        ours["error"] = Value::from(e.as_str());
-    }
-    attributes.insert("zarrstream".into(), ours);
-    let mut doc = json!({
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": shape,
-        "data_type": spec.dtype.zarr_name(),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": spec.shard_shape()}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": spec.dtype.fill_json(spec.fill_value),
-        "codecs": [{
-            "name": "sharding_indexed",
-            "configuration": {
-                "chunk_shape": spec.chunk_shape(),
-                "codecs": spec.codec.zarr_codecs(spec.dtype, spec.crc32c),
-                "index_codecs": [
-                    {"name": "bytes", "configuration": {"endian": "little"}},
-                    {"name": "crc32c"}
-                ],
-                "index_location": spec.index_location.as_str(),
-            }
-        }],
-        "attributes": attributes,
-        "storage_transformers": [],
-    });
-    if let Some(names) = &spec.dimension_names {
-        doc["dimension_names"] = json!(names);
-    }
+    let sharding = ShardingConfiguration {
+        chunk_shape: spec.chunk_shape().to_vec(),
+        codecs: spec.codec.zarr_codecs(spec.dtype, spec.crc32c),
+        index_codecs: vec![Named::with("bytes", &little), Named::new("crc32c")],
+        index_location: spec.index_location,
+    };
+    let mut doc = ArrayDocument {
+        zarr_format: ZarrFormat,
+        node_type: ArrayNode,
+        shape,
+        data_type: spec.dtype.zarr_name().into(),
+        chunk_grid: Named::with(
+            "regular",
+            &RegularGrid {
+                chunk_shape: spec.shard_shape().to_vec(),
+            },
+        ),
+        chunk_key_encoding: Named::with(
+            "default",
+            &DefaultKeyEncoding {
+                separator: "/".into(),
+            },
+        ),
+        fill_value: spec.dtype.fill_json(spec.fill_value),
+        codecs: vec![Named::with("sharding_indexed", &sharding)],
+        attributes: attributes.clone(),
+        storage_transformers: Some(Vec::new()),
+        dimension_names: spec
+            .dimension_names
+            .as_ref()
+            .map(|names| names.iter().cloned().map(Some).collect()),
+        extra: Map::new(),
+    };
+    set_progress(&mut doc, &progress.attributes());
     doc
+}
+
+/// Replaces `attributes.zarrstream`. Our attribute type always serializes.
+pub(crate) fn set_progress(doc: &mut ArrayDocument, attributes: &WriterAttributes) {
+    if let Ok(v) = serde_json::to_value(attributes) {
+        doc.attributes
+            .insert(crate::document::WRITER_ATTRIBUTES.into(), v);
+    }
 }
 
 /// Writes `doc` to `dir/zarr.json` so a reader sees the old or the new document, never a
 /// mix (see [`publish_bytes`]). A full disk is [`Error::DiskFull`] with the document's size.
-pub(crate) fn publish(dir: &Path, doc: &Value) -> Result<()> {
+pub(crate) fn publish(dir: &Path, doc: &impl Serialize) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(doc).map_err(|e| Error::Internal(e.to_string()))?;
     publish_bytes(dir, METADATA_FILE, &bytes).map_err(|e| {
         // Only the write of the document itself consumes space.
@@ -110,6 +122,7 @@ pub(crate) fn publish(dir: &Path, doc: &Value) -> Result<()> {
 mod tests {
     use super::*;
     use crate::{Codec, DataType, IndexLocation};
+    use serde_json::json;
     use std::fs;
 
     #[test]
@@ -130,7 +143,7 @@ mod tests {
             frames_dropped: 0,
             error: None,
         };
-        let doc = array_json(&spec, 1, &p);
+        let doc = serde_json::to_value(array_json(&spec, 1, &p)).unwrap();
         let want = json!({
           "zarr_format": 3, "node_type": "array",
           "shape": [1, 2, 40, 2048, 2048],

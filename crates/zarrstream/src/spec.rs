@@ -50,6 +50,20 @@ impl fmt::Display for IndexLocation {
     }
 }
 
+/// As its `zarr.json` name, so the document types and the text form agree.
+impl serde::Serialize for IndexLocation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IndexLocation {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Largest number of inner chunks in one shard (tensorstore's limit).
 pub const MAX_CHUNKS_PER_SHARD: u64 = 1 << 30;
 

@@ -8,10 +8,9 @@ mod raw;
 pub(crate) mod shuffle;
 mod zstd;
 
-use serde_json::{Value, json};
-
 pub use encoder::{Checksum, ChunkEncoder};
 
+use crate::document::{BloscConfiguration, BytesConfiguration, Endian, Named, ZstdConfiguration};
 use crate::dtype::DataType;
 use crate::error::SpecError;
 
@@ -293,12 +292,17 @@ impl Codec {
 
     /// The inner `codecs` list of `sharding_indexed`: `bytes` (little-endian), then the
     /// compressor, then `crc32c` when chunks carry one.
-    pub(crate) fn zarr_codecs(self, dtype: DataType, crc32c: bool) -> Vec<Value> {
-        let mut v = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+    pub(crate) fn zarr_codecs(self, dtype: DataType, crc32c: bool) -> Vec<Named> {
+        let mut v = vec![Named::with(
+            "bytes",
+            &BytesConfiguration {
+                endian: Some(Endian::Little),
+            },
+        )];
         match self {
             Codec::None => {}
             Codec::Zstd { level, checksum } => {
-                v.push(json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}));
+                v.push(Named::with("zstd", &ZstdConfiguration { level, checksum }));
             }
             Codec::Blosc {
                 compressor, clevel, ..
@@ -307,13 +311,20 @@ impl Codec {
                     .blosc_shuffle(dtype)
                     .unwrap_or(BloscShuffle::Shuffle)
                     .name();
-                v.push(json!({"name": "blosc", "configuration": {
-                "cname": compressor.cname(), "clevel": clevel, "shuffle": shuffle,
-                "typesize": dtype.size(), "blocksize": 0}}))
+                v.push(Named::with(
+                    "blosc",
+                    &BloscConfiguration {
+                        cname: compressor.cname().into(),
+                        clevel,
+                        shuffle: shuffle.into(),
+                        typesize: Some(dtype.size()),
+                        blocksize: 0,
+                    },
+                ));
             }
         }
         if crc32c {
-            v.push(json!({"name": "crc32c"}));
+            v.push(Named::new("crc32c"));
         }
         v
     }
@@ -336,12 +347,13 @@ pub(crate) fn grow_exact(scratch: &mut Vec<u8>, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn metadata_matches_the_checklist() {
         let c = Codec::blosc_lz4(1).zarr_codecs(DataType::UInt16, true);
         assert_eq!(
-            Value::Array(c),
+            serde_json::to_value(c).unwrap(),
             json!([{"name": "bytes", "configuration": {"endian": "little"}},
                    {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 1, "shuffle": "shuffle",
                                                        "typesize": 2, "blocksize": 0}},
@@ -349,7 +361,7 @@ mod tests {
         );
         let z = Codec::zstd(3).zarr_codecs(DataType::UInt8, false);
         assert_eq!(
-            z[1],
+            serde_json::to_value(&z[1]).unwrap(),
             json!({"name": "zstd", "configuration": {"level": 3, "checksum": false}})
         );
         assert_eq!(z.len(), 2);
@@ -359,7 +371,7 @@ mod tests {
     fn zstd_and_shuffles_in_metadata() {
         let c = Codec::blosc_zstd(3).zarr_codecs(DataType::UInt8, false);
         assert_eq!(
-            c[1],
+            serde_json::to_value(&c[1]).unwrap(),
             json!({"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3,
                    "shuffle": "shuffle", "typesize": 1, "blocksize": 0}})
         );
@@ -371,6 +383,7 @@ mod tests {
             let c = Codec::blosc_lz4(1)
                 .with_shuffle(s)
                 .zarr_codecs(DataType::UInt32, false);
+            let c = serde_json::to_value(c).unwrap();
             assert_eq!(c[1]["configuration"]["shuffle"], json!(name));
             assert_eq!(c[1]["configuration"]["typesize"], json!(4));
         }

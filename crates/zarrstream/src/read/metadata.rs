@@ -6,12 +6,17 @@
 //! `bytes(little)` + `crc32c` for the index, default `/` chunk keys); anything else is a
 //! [`ReadError::Metadata`] naming the field.
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::ReadError;
 use crate::codec::{BloscCompressor, BloscShuffle, Codec};
+use crate::document::{
+    ArrayDocument, BloscConfiguration, BytesConfiguration, DefaultKeyEncoding, Endian, Named,
+    RegularGrid, ShardingConfiguration, WRITER_ATTRIBUTES, WriterAttributes, ZstdConfiguration,
+};
 use crate::dtype::DataType;
-use crate::spec::{ArraySpec, IndexLocation};
+use crate::spec::ArraySpec;
 
 /// What a `zarr.json` written by zarrstream says.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,39 +40,39 @@ pub struct RecordedProgress {
     pub error: Option<String>,
 }
 
+impl From<WriterAttributes> for RecordedProgress {
+    fn from(a: WriterAttributes) -> Self {
+        RecordedProgress {
+            state: a.state,
+            frames_committed: a.frames_committed,
+            frames_dropped: a.frames_dropped,
+            error: a.error,
+        }
+    }
+}
+
 fn err(msg: impl Into<String>) -> ReadError {
     ReadError::Metadata(msg.into())
 }
 
-fn field<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Value, ReadError> {
-    v.get(key)
-        .ok_or_else(|| err(format!("{at}{key} is missing")))
+/// `named`'s configuration as `C`, or an error naming where it sits.
+fn configuration<C: serde::de::DeserializeOwned>(named: &Named, at: &str) -> Result<C, ReadError> {
+    named
+        .configuration()
+        .map_err(|e| err(format!("{at} ({}): {e}", named.name)))
 }
 
-fn shape(v: &Value, what: &str) -> Result<Vec<u64>, ReadError> {
-    v.as_array()
-        .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>())
-        .ok_or_else(|| err(format!("{what} is not a list of non-negative integers")))
-}
-
-fn name_of(v: &Value) -> Option<&str> {
-    v.get("name").and_then(Value::as_str)
-}
-
-fn is_bytes_little(v: &Value) -> bool {
-    name_of(v) == Some("bytes")
-        && v.get("configuration")
-            .and_then(|c| c.get("endian"))
-            .is_none_or(|e| e == "little")
+fn is_bytes_little(named: &Named) -> bool {
+    named.name == "bytes"
+        && named
+            .configuration::<BytesConfiguration>()
+            .is_ok_and(|c| c.endian.is_none_or(|e| e == Endian::Little))
 }
 
 /// The inner codec chain: `bytes(little)`, then optionally `zstd` or `blosc`, then
 /// optionally `crc32c`.
-fn inner_codecs(list: &Value, dtype: DataType) -> Result<(Codec, bool), ReadError> {
+fn inner_codecs(list: &[Named], dtype: DataType) -> Result<(Codec, bool), ReadError> {
     let at = "codecs[0].configuration.codecs";
-    let list = list
-        .as_array()
-        .ok_or_else(|| err(format!("{at} is not a list")))?;
     let (first, mut rest) = list
         .split_first()
         .ok_or_else(|| err(format!("{at} is empty")))?;
@@ -75,7 +80,7 @@ fn inner_codecs(list: &Value, dtype: DataType) -> Result<(Codec, bool), ReadErro
         return Err(err(format!("{at}[0] is not bytes(endian little)")));
     }
     let crc32c = match rest.split_last() {
-        Some((last, before)) if name_of(last) == Some("crc32c") => {
+        Some((last, before)) if last.name == "crc32c" => {
             rest = before;
             true
         }
@@ -83,63 +88,43 @@ fn inner_codecs(list: &Value, dtype: DataType) -> Result<(Codec, bool), ReadErro
     };
     let codec = match rest {
         [] => Codec::None,
-        [c] => {
-            let conf = c.get("configuration").unwrap_or(&Value::Null);
-            match name_of(c) {
-                Some("zstd") => {
-                    let level = conf
-                        .get("level")
-                        .and_then(Value::as_i64)
-                        .and_then(|l| i32::try_from(l).ok())
-                        .ok_or_else(|| err("zstd level is not an integer"))?;
-                    let checksum = conf
-                        .get("checksum")
-                        .map_or(Some(false), Value::as_bool)
-                        .ok_or_else(|| err("zstd checksum is not a boolean"))?;
-                    Codec::Zstd { level, checksum }
-                }
-                Some("blosc") => {
-                    let compressor = match conf.get("cname").and_then(Value::as_str) {
-                        Some("lz4") => BloscCompressor::Lz4,
-                        Some("zstd") => BloscCompressor::Zstd,
-                        _ => return Err(err("blosc cname other than lz4 or zstd")),
-                    };
-                    let shuffle = conf
-                        .get("shuffle")
-                        .and_then(Value::as_str)
-                        .and_then(|s| s.parse::<BloscShuffle>().ok())
-                        .ok_or_else(|| {
-                            err("blosc shuffle is not noshuffle, shuffle or bitshuffle")
-                        })?;
-                    if conf.get("typesize").and_then(Value::as_u64) != Some(dtype.size() as u64) {
-                        return Err(err("blosc typesize does not match data_type"));
-                    }
-                    let clevel = conf
-                        .get("clevel")
-                        .and_then(Value::as_u64)
-                        .and_then(|l| u8::try_from(l).ok())
-                        .ok_or_else(|| err("blosc clevel is not in 0..=255"))?;
-                    // The default shuffle reads back as the default (for 1-byte elements
-                    // an explicit byte shuffle would be refused, though it is what
-                    // zarrstream writes by default).
-                    let shuffle = (shuffle != BloscShuffle::default_for(dtype)).then_some(shuffle);
-                    Codec::Blosc {
-                        compressor,
-                        clevel,
-                        shuffle,
-                    }
-                }
-                other => {
-                    return Err(err(format!(
-                        "unsupported inner codec {}",
-                        other.unwrap_or("(unnamed)")
-                    )));
+        [c] => match c.name.as_str() {
+            "zstd" => {
+                let z: ZstdConfiguration = configuration(c, at)?;
+                Codec::Zstd {
+                    level: z.level,
+                    checksum: z.checksum,
                 }
             }
-        }
+            "blosc" => blosc(configuration(c, at)?, dtype)?,
+            other => return Err(err(format!("unsupported inner codec {other}"))),
+        },
         _ => return Err(err(format!("{at}: more codecs than zarrstream writes"))),
     };
     Ok((codec, crc32c))
+}
+
+fn blosc(conf: BloscConfiguration, dtype: DataType) -> Result<Codec, ReadError> {
+    let compressor = match conf.cname.as_str() {
+        "lz4" => BloscCompressor::Lz4,
+        "zstd" => BloscCompressor::Zstd,
+        _ => return Err(err("blosc cname other than lz4 or zstd")),
+    };
+    let shuffle = conf
+        .shuffle
+        .parse::<BloscShuffle>()
+        .map_err(|_| err("blosc shuffle is not noshuffle, shuffle or bitshuffle"))?;
+    if conf.typesize != Some(dtype.size()) {
+        return Err(err("blosc typesize does not match data_type"));
+    }
+    // The default shuffle reads back as the default (for 1-byte elements an explicit
+    // byte shuffle would be refused, though it is what zarrstream writes by default).
+    let shuffle = (shuffle != BloscShuffle::default_for(dtype)).then_some(shuffle);
+    Ok(Codec::Blosc {
+        compressor,
+        clevel: conf.clevel,
+        shuffle,
+    })
 }
 
 fn fill_value(v: &Value, dtype: DataType) -> Result<f64, ReadError> {
@@ -161,19 +146,6 @@ fn fill_value(v: &Value, dtype: DataType) -> Result<f64, ReadError> {
     }
 }
 
-fn progress(ours: Option<&Value>) -> RecordedProgress {
-    let Some(o) = ours else {
-        return RecordedProgress::default();
-    };
-    let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
-    RecordedProgress {
-        state: text("state"),
-        frames_committed: o.get("frames_committed").and_then(Value::as_u64),
-        frames_dropped: o.get("frames_dropped").and_then(Value::as_u64),
-        error: text("error"),
-    }
-}
-
 /// Parses an array `zarr.json` written by zarrstream back into its specification (built
 /// with [`ArraySpec::builder`], so every builder check applies) and the recorded progress.
 ///
@@ -183,23 +155,27 @@ fn progress(ours: Option<&Value>) -> RecordedProgress {
 /// assert!(parse_array_json(&doc).is_err());
 /// ```
 pub fn parse_array_json(doc: &Value) -> Result<StoreMetadata, ReadError> {
-    // The checks run in document order so that the first problem is the one reported.
-    check_header(doc)?;
-    let shape_v = shape(field(doc, "shape", "")?, "shape")?;
-    let dtype = data_type(doc)?;
+    let doc = ArrayDocument::deserialize(doc).map_err(|e| err(e.to_string()))?;
+    parse_array_document(&doc)
+}
+
+/// [`parse_array_json`] of a document already read as its type.
+pub fn parse_array_document(doc: &ArrayDocument) -> Result<StoreMetadata, ReadError> {
+    let dtype = data_type(&doc.data_type)?;
     let shard = shard_shape(doc)?;
     check_layout_options(doc)?;
     let sharding = sharding(doc, dtype)?;
-    let fill = fill_value(field(doc, "fill_value", "")?, dtype)?;
-    let mut attributes: Map<String, Value> = match doc.get("attributes") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err(err("attributes is not an object")),
+    let fill = fill_value(&doc.fill_value, dtype)?;
+    let mut attributes = doc.attributes.clone();
+    let progress = match attributes.remove(WRITER_ATTRIBUTES) {
+        None => RecordedProgress::default(),
+        Some(v) => WriterAttributes::deserialize(&v)
+            .map_err(|e| err(format!("attributes.{WRITER_ATTRIBUTES}: {e}")))?
+            .into(),
     };
-    let ours = attributes.remove("zarrstream");
     let mut builder = ArraySpec::builder()
-        .shape(&shape_v)
-        .chunk_shape(&sharding.chunk)
+        .shape(&doc.shape)
+        .chunk_shape(&sharding.chunk_shape)
         .shard_shape(&shard)
         .dtype(dtype)
         .fill_value(fill)
@@ -207,72 +183,50 @@ pub fn parse_array_json(doc: &Value) -> Result<StoreMetadata, ReadError> {
         .crc32c(sharding.crc32c)
         .index_location(sharding.index_location)
         .attributes(attributes);
-    if let Some(names) = dimension_names(doc)? {
+    if let Some(names) = &doc.dimension_names {
+        let names: Vec<&str> = names
+            .iter()
+            .map(Option::as_deref)
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("dimension_names has an unnamed axis"))?;
         builder = builder.dimension_names(names);
     }
     let spec = builder
         .build()
         .map_err(|e| err(format!("invalid array: {e}")))?;
-    Ok(StoreMetadata {
-        spec,
-        progress: progress(ours.as_ref()),
-    })
-}
-
-/// A Zarr v3 array node.
-fn check_header(doc: &Value) -> Result<(), ReadError> {
-    if doc.get("zarr_format").and_then(Value::as_u64) != Some(3) {
-        return Err(err("zarr_format is not 3"));
-    }
-    if doc.get("node_type").and_then(Value::as_str) != Some("array") {
-        return Err(err("node_type is not array"));
-    }
-    Ok(())
+    Ok(StoreMetadata { spec, progress })
 }
 
 /// The data type, spelled exactly as this library writes it.
-fn data_type(doc: &Value) -> Result<DataType, ReadError> {
-    let dt_name = field(doc, "data_type", "")?
-        .as_str()
-        .ok_or_else(|| err("data_type is not a string"))?;
-    dt_name
-        .parse::<DataType>()
+fn data_type(name: &str) -> Result<DataType, ReadError> {
+    name.parse::<DataType>()
         .ok()
-        .filter(|d| d.zarr_name() == dt_name)
-        .ok_or_else(|| err(format!("unsupported data_type {dt_name}")))
+        .filter(|d| d.zarr_name() == name)
+        .ok_or_else(|| err(format!("unsupported data_type {name}")))
 }
 
 /// The shard shape: the chunk shape of the regular chunk grid.
-fn shard_shape(doc: &Value) -> Result<Vec<u64>, ReadError> {
-    let grid = field(doc, "chunk_grid", "")?;
-    if name_of(grid) != Some("regular") {
+fn shard_shape(doc: &ArrayDocument) -> Result<Vec<u64>, ReadError> {
+    if doc.chunk_grid.name != "regular" {
         return Err(err("chunk_grid is not regular"));
     }
-    shape(
-        field(
-            field(grid, "configuration", "chunk_grid.")?,
-            "chunk_shape",
-            "chunk_grid.configuration.",
-        )?,
-        "chunk_grid.configuration.chunk_shape",
-    )
+    let grid: RegularGrid = configuration(&doc.chunk_grid, "chunk_grid")?;
+    Ok(grid.chunk_shape)
 }
 
 /// Keys `c/0/1/2` (the default encoding with `/`) and no storage transformers.
-fn check_layout_options(doc: &Value) -> Result<(), ReadError> {
-    if let Some(enc) = doc.get("chunk_key_encoding") {
-        let sep = enc
-            .get("configuration")
-            .and_then(|c| c.get("separator"))
-            .and_then(Value::as_str)
-            .unwrap_or("/");
-        if name_of(enc) != Some("default") || sep != "/" {
-            return Err(err("chunk_key_encoding is not default with separator /"));
-        }
+fn check_layout_options(doc: &ArrayDocument) -> Result<(), ReadError> {
+    let enc = &doc.chunk_key_encoding;
+    let default_slash = enc.name == "default"
+        && enc
+            .configuration::<DefaultKeyEncoding>()
+            .is_ok_and(|c| c.separator == "/");
+    if !default_slash {
+        return Err(err("chunk_key_encoding is not default with separator /"));
     }
     if doc
-        .get("storage_transformers")
-        .and_then(Value::as_array)
+        .storage_transformers
+        .as_ref()
         .is_some_and(|t| !t.is_empty())
     {
         return Err(err("storage_transformers are not supported"));
@@ -282,65 +236,45 @@ fn check_layout_options(doc: &Value) -> Result<(), ReadError> {
 
 /// What the one `sharding_indexed` codec says.
 struct Sharding {
-    chunk: Vec<u64>,
+    chunk_shape: Vec<u64>,
     codec: Codec,
     crc32c: bool,
-    index_location: IndexLocation,
+    index_location: crate::spec::IndexLocation,
 }
 
-fn sharding(doc: &Value, dtype: DataType) -> Result<Sharding, ReadError> {
-    let codecs = field(doc, "codecs", "")?
-        .as_array()
-        .ok_or_else(|| err("codecs is not a list"))?;
-    let [sharding] = codecs.as_slice() else {
+fn sharding(doc: &ArrayDocument, dtype: DataType) -> Result<Sharding, ReadError> {
+    let [sharding] = doc.codecs.as_slice() else {
         return Err(err("codecs is not exactly one sharding_indexed codec"));
     };
-    if name_of(sharding) != Some("sharding_indexed") {
+    if sharding.name != "sharding_indexed" {
         return Err(err("codecs[0] is not sharding_indexed"));
     }
-    let conf = field(sharding, "configuration", "codecs[0].")?;
-    let at = "codecs[0].configuration.";
-    let chunk = shape(
-        field(conf, "chunk_shape", at)?,
-        "codecs[0].configuration.chunk_shape",
-    )?;
-    let (codec, crc32c) = inner_codecs(field(conf, "codecs", at)?, dtype)?;
-    let index_codecs = field(conf, "index_codecs", at)?.as_array();
-    let index_ok = index_codecs.is_some_and(|l| {
-        l.len() == 2 && is_bytes_little(&l[0]) && name_of(&l[1]) == Some("crc32c")
-    });
+    let conf: ShardingConfiguration = configuration(sharding, "codecs[0]")?;
+    let (codec, crc32c) = inner_codecs(&conf.codecs, dtype)?;
+    let index_ok = matches!(conf.index_codecs.as_slice(),
+        [bytes, crc] if is_bytes_little(bytes) && crc.name == "crc32c");
     if !index_ok {
         return Err(err("index_codecs are not [bytes(little), crc32c]"));
     }
-    let index_location = match conf.get("index_location").and_then(Value::as_str) {
-        None | Some("end") => IndexLocation::End,
-        Some("start") => IndexLocation::Start,
-        Some(other) => return Err(err(format!("index_location {other}"))),
-    };
     Ok(Sharding {
-        chunk,
+        chunk_shape: conf.chunk_shape,
         codec,
         crc32c,
-        index_location,
+        index_location: conf.index_location,
     })
-}
-
-/// `dimension_names`, when given (null counts as not given).
-fn dimension_names(doc: &Value) -> Result<Option<Vec<&str>>, ReadError> {
-    match doc.get("dimension_names") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_array()
-            .and_then(|a| a.iter().map(Value::as_str).collect::<Option<Vec<&str>>>())
-            .map(Some)
-            .ok_or_else(|| err("dimension_names is not a list of strings")),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::{Progress, State, array_json};
+    use crate::codec::BloscShuffle;
+    use crate::metadata::{Progress, State};
+    use crate::spec::IndexLocation;
+    use serde_json::Map;
+
+    fn array_json(spec: &ArraySpec, extent0: u64, progress: &Progress) -> Value {
+        serde_json::to_value(crate::metadata::array_json(spec, extent0, progress)).unwrap()
+    }
 
     fn specs() -> Vec<ArraySpec> {
         let base = || {

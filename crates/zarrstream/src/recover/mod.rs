@@ -147,14 +147,19 @@ fn publish(store: &StoreReader, report: &RecoveryReport) -> Result<(), RecoverEr
         error: recorded.error.clone(),
     };
     let mut doc = metadata::array_json(store.spec(), report.shape[0], &progress);
-    doc["attributes"]["zarrstream"]["recovery"] = json!({
-        "previous_state": recorded.state,
-        "frames_committed_before": recorded.frames_committed,
-        "shards_recovered": report.shards_recovered,
-        "chunks_kept": report.chunks_kept,
-        "chunks_rejected": report.chunks_rejected,
-        "validation": report.validation,
-    });
+    let mut ours = progress.attributes();
+    ours.extra.insert(
+        "recovery".into(),
+        json!({
+            "previous_state": recorded.state,
+            "frames_committed_before": recorded.frames_committed,
+            "shards_recovered": report.shards_recovered,
+            "chunks_kept": report.chunks_kept,
+            "chunks_rejected": report.chunks_rejected,
+            "validation": report.validation,
+        }),
+    );
+    metadata::set_progress(&mut doc, &ours);
     metadata::publish(store.root(), &doc)?;
     Ok(())
 }

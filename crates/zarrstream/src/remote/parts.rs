@@ -3,11 +3,13 @@
 
 use futures::TryStreamExt;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::keys::{PARTS_DIR, progress_key};
 use super::options::RemoteOptions;
 use super::target::{Target, block_on};
+use crate::document::{ArrayDocument, WriterAttributes};
 use crate::error::{Error, RemoteError, Result};
 use crate::store::METADATA_FILE;
 
@@ -47,11 +49,28 @@ pub fn publish_parts(url: &str, options: &RemoteOptions) -> Result<PublishReport
     block_on(publish(&target))?
 }
 
-/// One part's progress object.
+/// One part's progress object (`_parts/<k>.json`), as each part's writer uploads it.
+#[derive(Deserialize)]
 struct Part {
+    #[serde(rename = "part")]
     index: u64,
     parts: u64,
-    array: Value,
+    array: ArrayDocument,
+}
+
+impl Part {
+    /// The part's own progress; a part whose document lacks it has committed nothing.
+    fn progress(&self) -> WriterAttributes {
+        self.array
+            .writer_attributes()
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn shape0(&self) -> u64 {
+        self.array.shape.first().copied().unwrap_or(0)
+    }
 }
 
 pub(crate) async fn publish(t: &Target) -> Result<PublishReport> {
@@ -76,19 +95,12 @@ pub(crate) async fn publish(t: &Target) -> Result<PublishReport> {
             .bytes()
             .await
             .map_err(|e| Error::Remote(t.error(&key, &e)))?;
-        let v: Value =
+        let part: Part =
             serde_json::from_slice(&bytes).map_err(|e| invalid(t, &key, &e.to_string()))?;
-        let (Some(index), Some(n)) = (v["part"].as_u64(), v["parts"].as_u64()) else {
-            return Err(invalid(t, &key, "no part and parts"));
-        };
-        if t.path(&progress_key(index)) != meta.location {
+        if t.path(&progress_key(part.index)) != meta.location {
             return Err(invalid(t, &key, "its part index does not match its name"));
         }
-        parts.push(Part {
-            index,
-            parts: n,
-            array: v["array"].clone(),
-        });
+        parts.push(part);
     }
     parts.sort_by_key(|p| p.index);
     let Some(first) = parts.first() else {
@@ -102,18 +114,16 @@ pub(crate) async fn publish(t: &Target) -> Result<PublishReport> {
     if parts.iter().any(|p| p.parts != n || p.index >= n) {
         return Err(invalid(t, PARTS_DIR, "the parts disagree on their number"));
     }
-    let shape0 = |p: &Part| p.array["shape"][0].as_u64().unwrap_or(0);
-    let ours = |p: &Part, k: &str| p.array["attributes"]["zarrstream"][k].clone();
     let found = parts.len() as u64;
     // A part that has not reported yet has committed nothing.
     let extent0 = if found < n {
         0
     } else {
-        parts.iter().map(shape0).min().unwrap_or(0)
+        parts.iter().map(Part::shape0).min().unwrap_or(0)
     };
     let states: Vec<String> = parts
         .iter()
-        .map(|p| ours(p, "state").as_str().unwrap_or("running").to_string())
+        .map(|p| p.progress().state.unwrap_or_else(|| "running".into()))
         .collect();
     let state = if states.iter().any(|s| s == "aborted") {
         "aborted"
@@ -127,20 +137,30 @@ pub(crate) async fn publish(t: &Target) -> Result<PublishReport> {
     let mut dropped = 0u64;
     let mut summary = Vec::new();
     for p in &parts {
-        let c = ours(p, "frames_committed").as_u64().unwrap_or(0);
-        let s0 = shape0(p);
-        let per_step = c.checked_div(s0).unwrap_or(0);
+        let ours = p.progress();
+        let c = ours.frames_committed.unwrap_or(0);
+        let per_step = c.checked_div(p.shape0()).unwrap_or(0);
         committed += c.min(extent0 * per_step);
-        dropped += ours(p, "frames_dropped").as_u64().unwrap_or(0);
-        summary.push(json!({"part": p.index, "state": ours(p, "state"), "frames_committed": c}));
+        dropped += ours.frames_dropped.unwrap_or(0);
+        summary.push(json!({"part": p.index, "state": ours.state, "frames_committed": c}));
     }
     let mut doc = first.array.clone();
-    doc["shape"][0] = json!(extent0);
-    doc["shape"][1] = json!(n);
-    doc["attributes"]["zarrstream"]["state"] = json!(state);
-    doc["attributes"]["zarrstream"]["frames_committed"] = json!(committed);
-    doc["attributes"]["zarrstream"]["frames_dropped"] = json!(dropped);
-    doc["attributes"]["zarrstream"]["parts"] = Value::from(summary);
+    if doc.shape.len() < 2 {
+        return Err(invalid(
+            t,
+            PARTS_DIR,
+            "a part's array has fewer than two axes",
+        ));
+    }
+    doc.shape[0] = extent0;
+    doc.shape[1] = n;
+    let mut ours = first.progress();
+    ours.state = Some(state.into());
+    ours.frames_committed = Some(committed);
+    ours.frames_dropped = Some(dropped);
+    ours.extra.insert("parts".into(), Value::from(summary));
+    doc.set_writer_attributes(&ours)
+        .map_err(|e| Error::Internal(e.to_string()))?;
     let bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
     let published = put_if_changed(t, bytes).await?;
     Ok(PublishReport {

@@ -7,12 +7,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::mirror::{Mirror, Uploads};
 use super::options::RemoteOptions;
 use super::staging::Staging;
 use super::target::Target;
+use crate::document::ArrayDocument;
 use crate::error::{Error, RemoteError, Result};
 use crate::store::{self, METADATA_FILE};
 
@@ -62,8 +62,11 @@ fn hidden(name: &std::ffi::OsStr) -> bool {
 
 /// Whether the document at `dir` is a sharded array: its `c/` holds shards.
 fn sharded(doc: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(doc)
-        .is_ok_and(|v| v["node_type"] == "array" && v["codecs"][0]["name"] == "sharding_indexed")
+    serde_json::from_slice::<ArrayDocument>(doc).is_ok_and(|d| {
+        d.codecs
+            .first()
+            .is_some_and(|c| c.name == "sharding_indexed")
+    })
 }
 
 /// `path` below `root` as a store key (components joined with `/`).

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::document::{GroupDocument, WRITER_ATTRIBUTES};
 use serde_json::{Map, Value, json};
 
 use super::contract::METADATA_FILE;
@@ -34,7 +35,7 @@ pub(crate) fn group_document(attributes: Value) -> Value {
 /// its arrays, with `extra` attributes beside the mark (a plate's `ome`).
 pub(crate) fn recording_group(keys: &[String], extra: &Map<String, Value>) -> Value {
     let mut attributes = extra.clone();
-    attributes.insert("zarrstream".into(), json!({MARK: {"arrays": keys}}));
+    attributes.insert(WRITER_ATTRIBUTES.into(), json!({MARK: {"arrays": keys}}));
     group_document(Value::Object(attributes))
 }
 
@@ -54,13 +55,14 @@ pub(crate) fn group_state(dir: &Path) -> GroupState {
     let Ok(text) = std::fs::read(dir.join(METADATA_FILE)) else {
         return GroupState::NotAGroup;
     };
-    let Ok(doc) = serde_json::from_slice::<Value>(&text) else {
+    let Ok(doc) = serde_json::from_slice::<GroupDocument>(&text) else {
         return GroupState::NotAGroup;
     };
-    if doc.get("zarr_format") != Some(&json!(3)) || doc.get("node_type") != Some(&json!("group")) {
-        return GroupState::NotAGroup;
-    }
-    match doc.pointer(&format!("/attributes/zarrstream/{MARK}")) {
+    match doc
+        .attributes
+        .get(WRITER_ATTRIBUTES)
+        .and_then(|a| a.get(MARK))
+    {
         Some(_) => GroupState::Ours,
         None => GroupState::Foreign,
     }

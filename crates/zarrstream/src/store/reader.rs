@@ -4,10 +4,12 @@ use crate::platform::FileExt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::contract::{CHUNK_DIR, METADATA_FILE};
 use super::key::{parse_shard_key, shard_key};
+use crate::document::ArrayHeader;
 use crate::error::IoError;
 use crate::read::ReadError;
 use crate::read::index::parse_index;
@@ -124,9 +126,7 @@ impl StoreReader {
         };
         let doc: Value = serde_json::from_str(&text)
             .map_err(|e| not_a_store(format!("zarr.json is not JSON: {e}")))?;
-        if doc.get("zarr_format").and_then(Value::as_u64) != Some(3)
-            || doc.get("node_type").and_then(Value::as_str) != Some("array")
-        {
+        if ArrayHeader::deserialize(&doc).is_err() {
             return Err(not_a_store(
                 "zarr.json is not a Zarr v3 array (zarr_format 3, node_type array)".into(),
             ));

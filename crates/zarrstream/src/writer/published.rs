@@ -11,13 +11,14 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{Map, Value};
 
+use crate::document::GroupDocument;
 use crate::error::{Error, Result};
 use crate::frame_meta::MetaStore;
 use crate::metadata::{self, Progress};
 use crate::spec::ArraySpec;
 
 /// The namespace of the writer's own attributes (`attributes.zarrstream`).
-pub(crate) const OURS: &str = "zarrstream";
+pub(crate) const OURS: &str = crate::document::WRITER_ATTRIBUTES;
 
 /// The attributes of the array and the last extent and progress published.
 #[derive(Debug)]
@@ -151,19 +152,8 @@ pub(crate) fn edit_group(dir: &Path, edit: impl FnOnce(&mut Map<String, Value>))
             0,
         )
     };
-    let mut doc: Value = serde_json::from_slice(&text).map_err(|e| invalid(e.to_string()))?;
-    if doc.get("node_type").and_then(Value::as_str) != Some("group") {
-        return Err(invalid("not a Zarr group document".into()));
-    }
-    let Some(object) = doc.as_object_mut() else {
-        return Err(invalid("not a JSON object".into()));
-    };
-    let attributes = object
-        .entry("attributes")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(attributes) = attributes.as_object_mut() else {
-        return Err(invalid("attributes is not an object".into()));
-    };
-    edit(attributes);
+    let mut doc: GroupDocument = serde_json::from_slice(&text)
+        .map_err(|e| invalid(format!("not a Zarr group document: {e}")))?;
+    edit(&mut doc.attributes);
     metadata::publish(dir, &doc)
 }

@@ -25,6 +25,10 @@ use serde_json::{Map, Value, json};
 use error::ConvertError;
 use legacy::{Layout, LegacyArray, LegacyStore};
 use shard::convert_shard;
+use zarrstream::IndexLocation;
+use zarrstream::document::{
+    ArrayDocument, ArrayNode, Endian, Named, ShardingConfiguration, ZarrFormat,
+};
 use zarrstream::store::{METADATA_FILE, shard_key, sync_dir};
 
 /// Options of `zarrstream convert`.
@@ -271,46 +275,50 @@ fn convert_array(
 
 /// The standard v3 `zarr.json` of a converted array: `sharding_indexed` with the legacy
 /// inner codecs and a crc32c-checked index.
-fn array_json(a: &LegacyArray) -> Value {
-    let endian = if a.dtype.big_endian { "big" } else { "little" };
+fn array_json(a: &LegacyArray) -> ArrayDocument {
+    let endian = if a.dtype.big_endian {
+        Endian::Big
+    } else {
+        Endian::Little
+    };
     let mut inner = Vec::new();
     if a.fortran {
         let order: Vec<usize> = (0..a.shape.len()).rev().collect();
-        inner.push(json!({"name": "transpose", "configuration": {"order": order}}));
+        inner.push(Named::with("transpose", &json!({"order": order})));
     }
-    inner.push(json!({"name": "bytes", "configuration": {"endian": endian}}));
+    inner.push(Named::bytes(endian));
     inner.extend(a.compressor.codec(&a.dtype));
-    let mut doc = json!({
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": a.shape,
-        "data_type": a.dtype.name,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": a.shard_shape()}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": a.fill.value,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": a.inner,
-            "codecs": inner,
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                             {"name": "crc32c"}],
-            "index_location": "end",
-        }}],
-        "attributes": a.attributes,
-    });
-    if let (Some(names), Some(obj)) = (
-        dimension_names(&a.attributes, a.shape.len()),
-        doc.as_object_mut(),
-    ) {
-        obj.insert("dimension_names".into(), names);
+    let sharding = ShardingConfiguration {
+        chunk_shape: a.inner.clone(),
+        codecs: inner,
+        index_codecs: vec![Named::bytes(Endian::Little), Named::new("crc32c")],
+        index_location: IndexLocation::End,
+    };
+    ArrayDocument {
+        zarr_format: ZarrFormat,
+        node_type: ArrayNode,
+        shape: a.shape.clone(),
+        data_type: a.dtype.name.into(),
+        chunk_grid: Named::regular_grid(a.shard_shape()),
+        chunk_key_encoding: Named::default_keys(),
+        fill_value: a.fill.value.clone(),
+        codecs: vec![Named::with("sharding_indexed", &sharding)],
+        attributes: a.attributes.clone(),
+        storage_transformers: None,
+        dimension_names: dimension_names(&a.attributes, a.shape.len()),
+        extra: Map::new(),
     }
-    doc
 }
 
 /// xarray's `_ARRAY_DIMENSIONS` attribute as v3 `dimension_names`, when it is a list
 /// of strings of the right length.
-fn dimension_names(attrs: &Map<String, Value>, rank: usize) -> Option<Value> {
+fn dimension_names(attrs: &Map<String, Value>, rank: usize) -> Option<Vec<Option<String>>> {
     let list = attrs.get("_ARRAY_DIMENSIONS")?.as_array()?;
-    (list.len() == rank && list.iter().all(Value::is_string)).then(|| Value::Array(list.clone()))
+    let names: Vec<Option<String>> = list
+        .iter()
+        .map(|v| v.as_str().map(|s| Some(s.to_string())))
+        .collect::<Option<_>>()?;
+    (names.len() == rank).then_some(names)
 }
 
 /// C-order iteration over every coordinate of a grid.
@@ -351,8 +359,14 @@ fn create_dir(dir: &Path) -> Result<(), ConvertError> {
 }
 
 /// Writes a JSON document and flushes it to disk.
-fn write_json(path: &Path, doc: &Value) -> Result<(), ConvertError> {
-    let text = serde_json::to_string_pretty(doc).unwrap_or_default();
+fn write_json(path: &Path, doc: &impl Serialize) -> Result<(), ConvertError> {
+    let text = serde_json::to_string_pretty(doc).map_err(|e| {
+        IoError::new(
+            "serialize",
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
+    })?;
     fs::write(path, text).map_err(IoError::with("write", path))?;
     fs::File::open(path)
         .and_then(|f| f.sync_all())

@@ -121,6 +121,26 @@ impl Named {
         }
     }
 
+    /// The `regular` chunk grid with chunks (for a sharded array, shards) of `chunk_shape`.
+    pub fn regular_grid(chunk_shape: Vec<u64>) -> Self {
+        Named::with("regular", &RegularGrid { chunk_shape })
+    }
+
+    /// The `default` chunk key encoding with `/` (`c/0/1/2`), the only one written here.
+    pub fn default_keys() -> Self {
+        Named::with("default", &DefaultKeyEncoding { separator: slash() })
+    }
+
+    /// The `bytes` codec in `endian` order.
+    pub fn bytes(endian: Endian) -> Self {
+        Named::with(
+            "bytes",
+            &BytesConfiguration {
+                endian: Some(endian),
+            },
+        )
+    }
+
     /// The configuration read as `C`; an absent configuration reads as an empty object,
     /// so types whose fields all have defaults accept it.
     pub fn configuration<C: DeserializeOwned>(&self) -> Result<C, serde_json::Error> {
@@ -245,7 +265,7 @@ impl ArrayDocument {
     pub fn writer_attributes(&self) -> Result<Option<WriterAttributes>, serde_json::Error> {
         self.attributes
             .get(WRITER_ATTRIBUTES)
-            .map(|v| WriterAttributes::deserialize(v))
+            .map(WriterAttributes::deserialize)
             .transpose()
     }
 

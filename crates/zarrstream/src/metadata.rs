@@ -7,8 +7,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use crate::document::State;
 use crate::document::{
-    ArrayDocument, ArrayNode, BytesConfiguration, DefaultKeyEncoding, Endian, Named, RegularGrid,
-    ShardingConfiguration, WriterAttributes, ZarrFormat,
+    ArrayDocument, ArrayNode, Endian, Named, ShardingConfiguration, WriterAttributes, ZarrFormat,
 };
 use crate::error::{Error, Result};
 use crate::spec::ArraySpec;
@@ -55,13 +54,10 @@ pub(crate) fn array_json_with(
     if !spec.planar {
         shape[0] = extent0;
     }
-    let little = BytesConfiguration {
-        endian: Some(Endian::Little),
-    };
     let sharding = ShardingConfiguration {
         chunk_shape: spec.chunk_shape().to_vec(),
         codecs: spec.codec.zarr_codecs(spec.dtype, spec.crc32c),
-        index_codecs: vec![Named::with("bytes", &little), Named::new("crc32c")],
+        index_codecs: vec![Named::bytes(Endian::Little), Named::new("crc32c")],
         index_location: spec.index_location,
     };
     let mut doc = ArrayDocument {
@@ -69,18 +65,8 @@ pub(crate) fn array_json_with(
         node_type: ArrayNode,
         shape,
         data_type: spec.dtype.zarr_name().into(),
-        chunk_grid: Named::with(
-            "regular",
-            &RegularGrid {
-                chunk_shape: spec.shard_shape().to_vec(),
-            },
-        ),
-        chunk_key_encoding: Named::with(
-            "default",
-            &DefaultKeyEncoding {
-                separator: "/".into(),
-            },
-        ),
+        chunk_grid: Named::regular_grid(spec.shard_shape().to_vec()),
+        chunk_key_encoding: Named::default_keys(),
         fill_value: spec.dtype.fill_json(spec.fill_value),
         codecs: vec![Named::with("sharding_indexed", &sharding)],
         attributes: attributes.clone(),

@@ -5,6 +5,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::error::{ConvertError, bad_meta, unsupported};
+use zarrstream::document::{BloscConfiguration, Named, ZstdConfiguration};
 
 /// A data type: its v3 name, element size and the byte order of its encoded elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,7 +126,7 @@ pub(super) enum Compressor {
     /// Zstandard.
     Zstd {
         /// Compression level.
-        level: i64,
+        level: i32,
         /// Frame content checksum flag.
         checksum: bool,
     },
@@ -134,11 +135,11 @@ pub(super) enum Compressor {
         /// Internal compressor name.
         cname: String,
         /// Compression level 0–9.
-        clevel: i64,
+        clevel: u8,
         /// `noshuffle`, `shuffle` or `bitshuffle`.
         shuffle: &'static str,
         /// Block size (0 = automatic).
-        blocksize: i64,
+        blocksize: usize,
     },
     /// gzip (DEFLATE in a gzip container).
     Gzip {
@@ -211,7 +212,11 @@ impl Compressor {
         };
         match name {
             "zstd" => Ok(Self::Zstd {
-                level: int("level", 0)?,
+                level: {
+                    let level = int("level", 0)?;
+                    i32::try_from(level)
+                        .map_err(|_| bad_meta(path, format!("zstd level {level}")))?
+                },
                 checksum: conf
                     .get("checksum")
                     .and_then(Value::as_bool)
@@ -245,9 +250,10 @@ impl Compressor {
             return Err(unsupported(path, format!("blosc cname {cname:?}")));
         }
         check_range(path, "blosc clevel", clevel, 0, 9)?;
-        if blocksize < 0 {
-            return Err(bad_meta(path, format!("blosc blocksize {blocksize}")));
-        }
+        let clevel =
+            u8::try_from(clevel).map_err(|_| bad_meta(path, format!("blosc clevel {clevel}")))?;
+        let blocksize = usize::try_from(blocksize)
+            .map_err(|_| bad_meta(path, format!("blosc blocksize {blocksize}")))?;
         let shuffle = match conf.get("shuffle") {
             None | Some(Value::Null) => default_shuffle(dt),
             Some(Value::Number(n)) => match n.as_i64() {
@@ -273,22 +279,34 @@ impl Compressor {
         })
     }
 
-    /// The v3 codec object, or `None` for no compression.
-    pub(super) fn codec(&self, dt: &DType) -> Option<Value> {
+    /// The v3 codec, or `None` for no compression.
+    pub(super) fn codec(&self, dt: &DType) -> Option<Named> {
         match self {
             Self::None => None,
-            Self::Zstd { level, checksum } => Some(json!({
-                "name": "zstd", "configuration": {"level": level, "checksum": checksum}})),
-            Self::Gzip { level } => Some(json!({
-                "name": "gzip", "configuration": {"level": level}})),
+            Self::Zstd { level, checksum } => Some(Named::with(
+                "zstd",
+                &ZstdConfiguration {
+                    level: *level,
+                    checksum: *checksum,
+                },
+            )),
+            // No configuration type of the library's: zarrstream never writes gzip.
+            Self::Gzip { level } => Some(Named::with("gzip", &json!({"level": level}))),
             Self::Blosc {
                 cname,
                 clevel,
                 shuffle,
                 blocksize,
-            } => Some(json!({"name": "blosc", "configuration": {
-                "cname": cname, "clevel": clevel, "shuffle": shuffle,
-                "typesize": dt.size, "blocksize": blocksize}})),
+            } => Some(Named::with(
+                "blosc",
+                &BloscConfiguration {
+                    cname: cname.clone(),
+                    clevel: *clevel,
+                    shuffle: (*shuffle).into(),
+                    typesize: Some(dt.size),
+                    blocksize: *blocksize,
+                },
+            )),
         }
     }
 
@@ -365,7 +383,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            b.codec(&u2).unwrap()["configuration"],
+            serde_json::to_value(b.codec(&u2).unwrap()).unwrap()["configuration"],
             json!({"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 0})
         );
         let z = Compressor::from_draft(

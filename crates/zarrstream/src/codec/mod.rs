@@ -10,7 +10,7 @@ mod zstd;
 
 pub use encoder::{Checksum, ChunkEncoder};
 
-use crate::document::{BloscConfiguration, BytesConfiguration, Endian, Named, ZstdConfiguration};
+use crate::document::{BloscConfiguration, Endian, Named, ZstdConfiguration};
 use crate::dtype::DataType;
 use crate::error::SpecError;
 
@@ -293,12 +293,7 @@ impl Codec {
     /// The inner `codecs` list of `sharding_indexed`: `bytes` (little-endian), then the
     /// compressor, then `crc32c` when chunks carry one.
     pub(crate) fn zarr_codecs(self, dtype: DataType, crc32c: bool) -> Vec<Named> {
-        let mut v = vec![Named::with(
-            "bytes",
-            &BytesConfiguration {
-                endian: Some(Endian::Little),
-            },
-        )];
+        let mut v = vec![Named::bytes(Endian::Little)];
         match self {
             Codec::None => {}
             Codec::Zstd { level, checksum } => {

@@ -4,8 +4,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
+use crate::document::{ArrayDocument, ArrayNode, Endian, Named, ZarrFormat};
 use crate::error::{Error, Result};
 use crate::metadata;
 use crate::store::publish_bytes;
@@ -175,18 +176,21 @@ impl Column {
         Ok(())
     }
 
-    fn document(&self, shape0: u64) -> Value {
-        json!({
-            "zarr_format": 3,
-            "node_type": "array",
-            "shape": [shape0],
-            "data_type": self.dtype,
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [self.chunk]}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": self.fill,
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "attributes": {},
-        })
+    fn document(&self, shape0: u64) -> ArrayDocument {
+        ArrayDocument {
+            zarr_format: ZarrFormat,
+            node_type: ArrayNode,
+            shape: vec![shape0],
+            data_type: self.dtype.into(),
+            chunk_grid: Named::regular_grid(vec![self.chunk]),
+            chunk_key_encoding: Named::default_keys(),
+            fill_value: self.fill.clone(),
+            codecs: vec![Named::bytes(Endian::Little)],
+            attributes: Map::new(),
+            storage_transformers: None,
+            dimension_names: None,
+            extra: Map::new(),
+        }
     }
 }
 

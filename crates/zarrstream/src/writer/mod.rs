@@ -1,62 +1,45 @@
 //! The writer: accepts frames on the caller's thread and drives the workers, the
 //! preparer and the finisher.
 //!
-//! [`Writer`] is the public face; each array (level 0, and each pyramid level below it)
-//! is written by an internal [`Level`](level::Level), whose jobs live in files named for
-//! them: `start` (threads, pools, channels), `intake` (checks, buffers, staging),
-//! `dispatch` (jobs, shard sets, sealing), `shutdown` (joining and publishing). `chain`
-//! links the levels of an OME-Zarr image, `levels` is the pyramid thread between two of
-//! them, `feed` the pushing thread's handle on it and `reduction` the share of the next
-//! level that the encoding workers make. Below them: `shared` (state every thread sees),
-//! `job`, `grid`, `pool`, and the threads `worker`, `preparer` and `finisher`.
+//! [`Writer`] is the public face. The rest is in five folders, by job:
+//! - `api/`: what users see besides `Writer`: `recording` ([`Recording`]), `options`,
+//!   `outcome`, `memory` (the estimate), `order` (the acquisition order);
+//! - `level/`: the internal writer of one array, [`Level`](level::Level) (level 0, and
+//!   each pyramid level below it), and its stages: `start` (threads, pools, channels),
+//!   `intake` (checks, buffers, staging), `placement` (frames by index), `dispatch`
+//!   (jobs, shard sets, sealing), `shutdown` (joining and publishing);
+//! - `threads/`: the encoding `engine` and its `worker`s, the `preparer`, the
+//!   `finisher`, `writeback` and `priority`;
+//! - `pyramid/`: `chain` links the levels of an OME-Zarr image, `thread` is the pyramid
+//!   thread between two of them, `feed` the pushing thread's handle on it, `reduction`
+//!   the share of the next level that the encoding workers make, `image` the image
+//!   group's document;
+//! - `state/`: what the threads of one array share: `shared`, `published`, `grid`,
+//!   `job`, `pool`, `resume`, `destination`.
 
-mod chain;
-mod destination;
-mod dispatch;
-mod engine;
-mod feed;
-mod finisher;
-mod grid;
-mod image;
-mod intake;
-mod job;
+mod api;
 mod level;
-mod levels;
-mod memory;
-mod options;
-mod order;
-mod outcome;
-mod placement;
-mod pool;
-mod preparer;
-mod priority;
-mod published;
-mod recording;
-mod reduction;
-mod resume;
-mod shared;
-mod shutdown;
-mod start;
-mod worker;
-mod writeback;
+mod pyramid;
+mod state;
+mod threads;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use memory::{MemoryEstimate, estimate_memory, estimate_memory_ome};
-pub use options::{Backpressure, Durability, WriterOptions};
-pub use order::AcquisitionOrder;
-pub use outcome::PushOutcome;
-pub use placement::WINDOW_ROWS;
-pub use pool::PoolBuf;
-pub use recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
+pub use api::memory::{MemoryEstimate, estimate_memory, estimate_memory_ome};
+pub use api::options::{Backpressure, Durability, WriterOptions};
+pub use api::order::AcquisitionOrder;
+pub use api::outcome::PushOutcome;
+pub use api::recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
+pub use level::placement::WINDOW_ROWS;
+pub use state::pool::PoolBuf;
 
-use self::destination::Destination;
-use self::image::ImageGroup;
-use self::intake::Frame;
 use self::level::Level;
-use self::start::Workers;
+use self::level::intake::Frame;
+use self::level::start::Workers;
+use self::pyramid::image::ImageGroup;
+use self::state::destination::Destination;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::frame_meta::{self, FrameMeta, FrameMetaSpec, MetaRows, Row};
@@ -232,7 +215,8 @@ impl Writer {
         let workers = Workers::Own {
             meter: Arc::clone(&meter),
         };
-        let (level, image) = chain::create_image(&root, spec, ome, options, &workers, false)?;
+        let (level, image) =
+            pyramid::chain::create_image(&root, spec, ome, options, &workers, false)?;
         let (level, meta) = Self::with_frame_meta(level, meta.as_ref())?;
         destination.started()?;
         Ok(Writer {

@@ -9,16 +9,16 @@ use std::sync::{Mutex, OnceLock};
 use crossbeam_channel::Sender;
 use hdrhistogram::Histogram;
 
-use super::grid::Grid;
-use super::image::ImageGroup;
-use super::options::Durability;
-use super::published::Published;
-use super::resume::Start;
 use crate::error::Error;
 use crate::meter::Meter;
 use crate::shard::{IndexEntries, Packing, ShardLayout, SlotOrder};
 use crate::sink::{SinkKind, SlotSink};
 use crate::spec::ArraySpec;
+use crate::writer::api::options::Durability;
+use crate::writer::pyramid::image::ImageGroup;
+use crate::writer::state::grid::Grid;
+use crate::writer::state::published::Published;
+use crate::writer::state::resume::Start;
 
 pub(crate) struct Shared {
     pub spec: ArraySpec,

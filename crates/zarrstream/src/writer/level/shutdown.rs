@@ -5,19 +5,19 @@ use std::thread::JoinHandle;
 
 use hdrhistogram::Histogram;
 
-use super::finisher::{self, FinisherReport};
-use super::level::Level;
-use super::options::Durability;
-use super::pool::Pool;
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
 use crate::stats::Stats;
 use crate::store::{self, PARTIAL_DIR};
+use crate::writer::api::options::Durability;
+use crate::writer::level::Level;
+use crate::writer::state::pool::Pool;
+use crate::writer::threads::finisher::{self, FinisherReport};
 
 impl Level {
     /// Flushes partial chunks and shards, waits for every thread and publishes the final
     /// metadata. Returns the statistics, or the first error any thread met.
-    pub(super) fn finish(mut self) -> Result<Stats> {
+    pub(in crate::writer) fn finish(mut self) -> Result<Stats> {
         self.check_open()?;
         self.closed = true;
         let (report, latency) = self.shutdown(State::Finished, None);
@@ -44,7 +44,7 @@ impl Level {
     }
 
     /// Stops at once, publishing what was accepted, with state `aborted` and `reason`.
-    pub(super) fn abort(mut self, reason: impl Into<String>) -> Result<()> {
+    pub(in crate::writer) fn abort(mut self, reason: impl Into<String>) -> Result<()> {
         self.check_open()?;
         self.closed = true;
         self.shutdown(State::Aborted, Some(reason.into()));
@@ -52,7 +52,7 @@ impl Level {
     }
 
     /// Stops everything in order and writes the final `zarr.json`.
-    pub(super) fn shutdown(
+    pub(in crate::writer) fn shutdown(
         &mut self,
         state: State,
         error: Option<String>,

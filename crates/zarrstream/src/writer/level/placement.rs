@@ -1,4 +1,4 @@
-//! Frames written by index ([`Writer::write_frame`](super::Writer::write_frame)): the
+//! Frames written by index ([`Writer::write_frame`](crate::writer::Writer::write_frame)): the
 //! index checks, and the counts that tell when a staging group, a shard set or an
 //! append-axis row has all its frames, whatever order they came in.
 //!
@@ -10,17 +10,17 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::grid::Grid;
-use super::level::Level;
 use crate::error::{Error, FrameIndexError, Result};
+use crate::writer::level::Level;
+use crate::writer::state::grid::Grid;
 
 /// Rows of shard sets along an unbounded axis 0 that may be open at once: the lowest one
-/// not yet complete and the next (see [`Writer::write_frame`](super::Writer::write_frame)).
+/// not yet complete and the next (see [`Writer::write_frame`](crate::writer::Writer::write_frame)).
 pub const WINDOW_ROWS: u64 = 2;
 
 /// What the pushing thread knows of the frames written by index.
 #[derive(Debug, Default)]
-pub(super) struct Placement {
+pub(in crate::writer) struct Placement {
     /// Frames taken in each shard set not yet complete: one flag per frame of the set's
     /// box (C order), and how many are set.
     sets: HashMap<Vec<u64>, (Vec<bool>, u64)>,
@@ -35,7 +35,7 @@ pub(super) struct Placement {
     /// The lowest row not yet complete.
     low_row: u64,
     /// One past the largest axis-0 coordinate taken.
-    pub(super) extent0: u64,
+    pub(in crate::writer) extent0: u64,
 }
 
 /// Frames of the box at box coordinates `b` of boxes of `size`, clipped to the array.
@@ -53,7 +53,11 @@ fn box_frames(g: &Grid, b: &[u64], size: &[u64]) -> u64 {
 impl Placement {
     /// Checks `c` against the array's grid: its rank, every coordinate in bounds (an
     /// unbounded axis 0 within [`WINDOW_ROWS`]) and not taken before.
-    pub(super) fn check(&self, g: &Grid, c: &[u64]) -> std::result::Result<(), FrameIndexError> {
+    pub(in crate::writer) fn check(
+        &self,
+        g: &Grid,
+        c: &[u64],
+    ) -> std::result::Result<(), FrameIndexError> {
         if c.len() != g.extent.len() {
             return Err(FrameIndexError::Rank {
                 got: c.len(),
@@ -143,9 +147,9 @@ struct Completed {
 }
 
 impl Level {
-    /// Checks a frame index for [`write_frame`](super::Writer::write_frame), switching
+    /// Checks a frame index for [`write_frame`](crate::writer::Writer::write_frame), switching
     /// this level to indexed frames on the first one.
-    pub(super) fn check_index(&mut self, c: &[u64]) -> Result<()> {
+    pub(in crate::writer) fn check_index(&mut self, c: &[u64]) -> Result<()> {
         self.check_open()?;
         let refuse = |problem| Error::FrameIndex {
             index: c.to_vec(),
@@ -171,7 +175,7 @@ impl Level {
 
     /// After indexed frame `c` (accepted or not): dispatch the chunk group it completes,
     /// seal the shard set and the append-axis row it completes.
-    pub(super) fn seal_counted(&mut self, c: &[u64]) -> Result<()> {
+    pub(in crate::writer) fn seal_counted(&mut self, c: &[u64]) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let Some(p) = self.placement.as_mut() else {
             return Err(Error::Internal("indexed frames without placement".into()));
@@ -193,12 +197,12 @@ impl Level {
 
     /// Whether shard sets may be handed over out of the preparer's order, with those
     /// not yet needed kept open until their frames come.
-    pub(super) fn indexed(&self) -> bool {
+    pub(in crate::writer) fn indexed(&self) -> bool {
         self.placement.is_some()
     }
 
     /// One past the largest axis-0 coordinate of the indexed frames taken.
-    pub(super) fn indexed_extent0(&self) -> Option<u64> {
+    pub(in crate::writer) fn indexed_extent0(&self) -> Option<u64> {
         self.placement.as_ref().map(|p| p.extent0)
     }
 }
@@ -206,7 +210,7 @@ impl Level {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::writer::grid::tests::grid;
+    use crate::writer::state::grid::tests::grid;
 
     #[test]
     fn boxes_complete_whatever_the_order() {

@@ -6,20 +6,20 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
-use super::feed::{Feed, Source};
-use super::grid::Grid;
-use super::job::Batch;
-use super::level::{Group, Level};
-use super::options::Backpressure;
-use super::outcome::PushOutcome;
-use super::pool::PoolBuf;
-use super::reduction::NextReduction;
 use crate::dtype::DataType;
 use crate::error::{Error, FrameIndexError, Result};
 use crate::metadata::State;
+use crate::writer::api::options::Backpressure;
+use crate::writer::api::outcome::PushOutcome;
+use crate::writer::level::{Group, Level};
+use crate::writer::pyramid::feed::{Feed, Source};
+use crate::writer::pyramid::reduction::NextReduction;
+use crate::writer::state::grid::Grid;
+use crate::writer::state::job::Batch;
+use crate::writer::state::pool::PoolBuf;
 
 /// A frame as the caller handed it over.
-pub(super) enum Frame<'a> {
+pub(in crate::writer) enum Frame<'a> {
     Borrowed(&'a [u8]),
     Owned(PoolBuf),
     Skipped,
@@ -27,7 +27,7 @@ pub(super) enum Frame<'a> {
 
 impl Level {
     /// Pushes one frame of `dtype` (bytes copied, or a pooled buffer moved in).
-    pub(super) fn push_frame(
+    pub(in crate::writer) fn push_frame(
         &mut self,
         dtype: DataType,
         frame: Frame<'_>,
@@ -43,14 +43,18 @@ impl Level {
     }
 
     /// Pushes a buffer from [`buffer`](Self::buffer) without copying it.
-    pub(super) fn push_buffer(&mut self, buf: PoolBuf, scheduled: Instant) -> Result<PushOutcome> {
+    pub(in crate::writer) fn push_buffer(
+        &mut self,
+        buf: PoolBuf,
+        scheduled: Instant,
+    ) -> Result<PushOutcome> {
         let dtype = self.shared.spec.dtype;
         self.push_frame(dtype, Frame::Owned(buf), scheduled)
     }
 
     /// A frame buffer from the pool: waits for one under [`Backpressure::Block`], `None`
     /// under `Drop` when none is free.
-    pub(super) fn buffer(&mut self) -> Result<Option<PoolBuf>> {
+    pub(in crate::writer) fn buffer(&mut self) -> Result<Option<PoolBuf>> {
         self.check_open()?;
         Ok(self
             .frame_pool
@@ -58,7 +62,7 @@ impl Level {
     }
 
     /// Counts a frame the caller could not push as dropped, keeping its place.
-    pub(super) fn skip(&mut self) -> Result<()> {
+    pub(in crate::writer) fn skip(&mut self) -> Result<()> {
         self.check_open()?;
         self.check_capacity()?;
         let t = Instant::now();
@@ -96,8 +100,8 @@ impl Level {
     }
 
     /// Writes one frame at leading coordinates `c` (bytes copied, or a pooled buffer
-    /// moved in); see [`Writer::write_frame`](super::Writer::write_frame).
-    pub(super) fn write_frame_at(
+    /// moved in); see [`Writer::write_frame`](crate::writer::Writer::write_frame).
+    pub(in crate::writer) fn write_frame_at(
         &mut self,
         c: &[u64],
         dtype: DataType,

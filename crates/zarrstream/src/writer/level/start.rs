@@ -7,16 +7,6 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use super::engine::{Engine, Link};
-use super::finisher::{self, FinisherReport};
-use super::grid::Grid;
-use super::level::Level;
-use super::options::WriterOptions;
-use super::pool::Pool;
-use super::preparer::{self, PreparedSet};
-use super::priority;
-use super::resume::{self, Start};
-use super::shared::{FinisherMsg, Shared};
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
 use crate::meter::Meter;
@@ -26,6 +16,16 @@ use crate::spec::ArraySpec;
 use crate::stats::histogram;
 use crate::store::PARTIAL_DIR;
 use crate::store::StoreLock;
+use crate::writer::api::options::WriterOptions;
+use crate::writer::level::Level;
+use crate::writer::state::grid::Grid;
+use crate::writer::state::pool::Pool;
+use crate::writer::state::resume::{self, Start};
+use crate::writer::state::shared::{FinisherMsg, Shared};
+use crate::writer::threads::engine::{Engine, Link};
+use crate::writer::threads::finisher::{self, FinisherReport};
+use crate::writer::threads::preparer::{self, PreparedSet};
+use crate::writer::threads::priority;
 
 // Workers per `WriterOptions::threads` with the direct sink: a direct write holds its
 // worker until the device has the bytes, so the others on that core encode meanwhile.
@@ -34,7 +34,7 @@ use crate::store::StoreLock;
 const DIRECT_WORKERS_PER_THREAD: usize = 3;
 
 /// Encoding threads for the `threads` option (0 = one per core).
-pub(super) fn thread_count(threads: usize) -> usize {
+pub(in crate::writer) fn thread_count(threads: usize) -> usize {
     if threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -45,18 +45,18 @@ pub(super) fn thread_count(threads: usize) -> usize {
 /// Frame buffers for the `pool_frames` option with `threads` encoding threads: the
 /// option, or (0) `2 × threads + 2`, enough for every worker to hold one while the
 /// caller fills the next. A recording's budget is this many frames of its largest array.
-pub(super) fn pool_frames(option: usize, threads: usize) -> usize {
+pub(in crate::writer) fn pool_frames(option: usize, threads: usize) -> usize {
     if option == 0 { 2 * threads + 2 } else { option }
 }
 
 /// Where a level's encoding workers come from, and the meter its buffers count in.
 #[derive(Clone)]
-pub(super) enum Workers {
-    /// The level starts its own engine, sized by its options (a [`Writer`](super::Writer)),
+pub(in crate::writer) enum Workers {
+    /// The level starts its own engine, sized by its options (a [`Writer`](crate::writer::Writer)),
     /// whose buffers count in `meter` too.
     Own { meter: Arc<Meter> },
     /// Every level shares `engine` and, for pyramids, the reduction pool `reducers`
-    /// (a [`Recording`](super::Recording)); the engine counts in the recording's meter.
+    /// (a [`Recording`](crate::writer::Recording)); the engine counts in the recording's meter.
     Shared {
         engine: Arc<Engine>,
         reducers: Option<Arc<rayon::ThreadPool>>,
@@ -66,7 +66,7 @@ pub(super) enum Workers {
 
 impl Workers {
     /// The meter of the level's own buffers.
-    pub(super) fn meter(&self) -> &Arc<Meter> {
+    pub(in crate::writer) fn meter(&self) -> &Arc<Meter> {
         match self {
             Workers::Own { meter } | Workers::Shared { meter, .. } => meter,
         }
@@ -74,7 +74,7 @@ impl Workers {
 }
 
 /// Encoding workers for `threads` with `sink`: three per thread with the direct sink.
-pub(super) fn worker_count(threads: usize, sink: SinkKind) -> usize {
+pub(in crate::writer) fn worker_count(threads: usize, sink: SinkKind) -> usize {
     // A direct write holds its worker until the device has the bytes; the other
     // workers of the thread's core encode meanwhile.
     match sink {
@@ -87,7 +87,7 @@ impl Level {
     /// Creates the array's temporary directory and lock in `dir` (which exists),
     /// publishes its first `zarr.json` and starts its threads. `keep_frames`: a pyramid
     /// thread will read the frames of this level, so they stay in frame buffers.
-    pub(super) fn start(
+    pub(in crate::writer) fn start(
         dir: PathBuf,
         spec: ArraySpec,
         options: WriterOptions,
@@ -208,7 +208,7 @@ fn open(
 
 /// How many buffers of how many bytes a level's pools hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct PoolSizes {
+pub(in crate::writer) struct PoolSizes {
     /// Frame buffers and the bytes of one.
     pub frames: (usize, usize),
     /// Staging groups and the bytes of one (chunks deeper than one frame only).
@@ -218,7 +218,7 @@ pub(super) struct PoolSizes {
 impl PoolSizes {
     /// The pools of a level of `grid` with `frame_bytes` frames, as `options` and
     /// `threads` size them. `keep_frames`: a pyramid thread reads this level's frames.
-    pub(super) fn new(
+    pub(in crate::writer) fn new(
         grid: &Grid,
         frame_bytes: usize,
         options: &WriterOptions,
@@ -244,7 +244,7 @@ impl PoolSizes {
     }
 
     /// Frame buffers and staging groups in flight at once.
-    pub(super) fn in_flight(&self) -> usize {
+    pub(in crate::writer) fn in_flight(&self) -> usize {
         self.frames.0 + self.groups.map_or(0, |g| g.0)
     }
 }

@@ -4,12 +4,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
-use super::engine::Link;
-use super::grid::Grid;
-use super::pool::PoolBuf;
-use super::reduction::Reduction;
-use super::shared::OpenShard;
 use crate::tile::ChunkSource;
+use crate::writer::pyramid::reduction::Reduction;
+use crate::writer::state::grid::Grid;
+use crate::writer::state::pool::PoolBuf;
+use crate::writer::state::shared::OpenShard;
+use crate::writer::threads::engine::Link;
 
 /// The frames behind a set of chunk jobs: one frame (shallow chunks) or one staged
 /// group of frames (deep chunks). Its buffer returns to its pool when the last job drops it.

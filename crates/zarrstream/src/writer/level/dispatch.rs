@@ -7,17 +7,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_channel::TryRecvError;
 
-use super::grid::Grid;
-use super::job::{Batch, Job};
-use super::level::{Group, Level};
-use super::preparer::max_unfinished;
-use super::shared::{FinisherMsg, OpenShard};
 use crate::error::{Error, Result};
+use crate::writer::level::{Group, Level};
+use crate::writer::state::grid::Grid;
+use crate::writer::state::job::{Batch, Job};
+use crate::writer::state::shared::{FinisherMsg, OpenShard};
+use crate::writer::threads::preparer::max_unfinished;
 
 impl Level {
     /// Sends one job per tile of `batch`, whose frames sit at chunk-group coordinates
     /// derived from `c` (a frame's leading coordinates, or a group's first frame).
-    pub(super) fn dispatch(&mut self, c: &[u64], batch: Arc<Batch>) -> Result<()> {
+    pub(in crate::writer) fn dispatch(&mut self, c: &[u64], batch: Arc<Batch>) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
         let sc = Grid::box_of(c, &g.shard_lead);
@@ -59,7 +59,7 @@ impl Level {
     /// the open-shard bound of the order it prepares for); past that, the frame is
     /// refused with [`Error::WorkingSet`] rather than waiting for frames that cannot come
     /// while the caller waits.
-    pub(super) fn ensure_set(&mut self, sc: &[u64]) -> Result<&Vec<Arc<OpenShard>>> {
+    pub(in crate::writer) fn ensure_set(&mut self, sc: &[u64]) -> Result<&Vec<Arc<OpenShard>>> {
         while !self.open_sets.contains_key(sc) {
             let rx = self.prepared.as_ref().ok_or(Error::Closed)?;
             let received = match rx.try_recv() {
@@ -96,7 +96,7 @@ impl Level {
 
     /// After frame `c` (accepted or not): dispatch the chunk group it completes, seal
     /// the shard set it completes, and report a completed append-axis row.
-    pub(super) fn seal_completed(&mut self, c: &[u64]) -> Result<()> {
+    pub(in crate::writer) fn seal_completed(&mut self, c: &[u64]) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
         if g.deep() && g.last_in_box(c, &g.chunk_lead) {
@@ -116,7 +116,7 @@ impl Level {
     }
 
     /// Dispatches staging group `gc` as one batch, its missing frames filled.
-    pub(super) fn dispatch_group(&mut self, gc: &[u64], mut group: Group) -> Result<()> {
+    pub(in crate::writer) fn dispatch_group(&mut self, gc: &[u64], mut group: Group) -> Result<()> {
         let g = &self.shared.grid;
         let plane = g.plane_bytes();
         // Frames that never arrived (outside the array, dropped, or after the stream
@@ -142,7 +142,7 @@ impl Level {
 
     /// Releases the pushing thread's token on every shard of set `sc`: no more chunks
     /// can arrive for them.
-    pub(super) fn seal_set(&mut self, sc: &[u64]) {
+    pub(in crate::writer) fn seal_set(&mut self, sc: &[u64]) {
         if let (Some(set), Some(fin)) = (self.open_sets.remove(sc), self.link.as_ref()) {
             for shard in set {
                 shard.release(&fin.finisher);
@@ -152,7 +152,7 @@ impl Level {
 
     /// Tells the finisher how many shards row `row` opened, so it can publish the
     /// append axis up to `extent0` once they are all finished.
-    pub(super) fn seal_row(&mut self, row: u64, extent0: u64) {
+    pub(in crate::writer) fn seal_row(&mut self, row: u64, extent0: u64) {
         let shards = self.row_shards.remove(&row).unwrap_or(0);
         let frames = self.row_frames.remove(&row).unwrap_or_default();
         if let Some(link) = &self.link {

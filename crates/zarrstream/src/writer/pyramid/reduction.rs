@@ -8,10 +8,10 @@ use std::sync::Mutex;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
-use super::grid::Grid;
-use super::pool::PoolBuf;
-use super::shared::Shared;
 use crate::pyramid::{Downsample, Region, reduce};
+use crate::writer::state::grid::Grid;
+use crate::writer::state::pool::PoolBuf;
+use crate::writer::state::shared::Shared;
 
 /// The next level of one frame, reduced by the workers that encode the frame, each from
 /// the rows of its tile that the encoder has just read ([`TileReduction`]). Reducing
@@ -30,7 +30,7 @@ pub(crate) struct Reduction {
 impl Reduction {
     /// A reduction by `method` into `buf`, a frame buffer of the level below, and the
     /// receiver that [`finished`](Self::finished) fires.
-    pub(super) fn new(method: Downsample, buf: PoolBuf) -> (Self, Receiver<()>) {
+    pub(in crate::writer) fn new(method: Downsample, buf: PoolBuf) -> (Self, Receiver<()>) {
         let (done, rx) = bounded(1);
         let r = Reduction {
             method,
@@ -70,7 +70,7 @@ impl Reduction {
     }
 
     /// The reduced frame, once (after [`finished`](Self::finished) fired).
-    pub(super) fn take(&self) -> Option<PoolBuf> {
+    pub(in crate::writer) fn take(&self) -> Option<PoolBuf> {
         self.reduced.lock().ok()?.take()
     }
 }
@@ -137,7 +137,7 @@ impl TileReduction<'_> {
     }
 }
 
-/// What [`Feed::reduction`](super::feed::Feed::reduction) gives for the next frame.
+/// What [`Feed::reduction`](crate::writer::pyramid::feed::Feed::reduction) gives for the next frame.
 pub(crate) enum NextReduction {
     /// The workers reduce the frame; hand `done` over with the batch.
     Fused(Reduction, Receiver<()>),

@@ -45,7 +45,7 @@ impl PushOutcome {
         self == PushOutcome::Dropped
     }
 
-    pub(super) fn accepted_if(accepted: bool) -> Self {
+    pub(in crate::writer) fn accepted_if(accepted: bool) -> Self {
         if accepted {
             PushOutcome::Accepted
         } else {

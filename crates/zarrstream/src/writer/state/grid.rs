@@ -5,11 +5,11 @@
 //! chunk covers a box of leading points (a *group* of frames, one frame for shallow
 //! chunks) times a `(cy, cx)` tile of the plane.
 
-use super::order::{self, AcquisitionOrder};
 use crate::dtype::FillPattern;
 use crate::error::{Error, OrderError, Result};
 use crate::spec::ArraySpec;
 use crate::tile::ChunkSource;
+use crate::writer::api::order::{self, AcquisitionOrder};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Grid {

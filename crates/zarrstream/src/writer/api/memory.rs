@@ -4,13 +4,6 @@
 
 use std::fmt;
 
-use super::chain;
-use super::finisher::WRITEBACK_WINDOW;
-use super::grid::Grid;
-use super::options::{Durability, WriterOptions};
-use super::preparer::max_unfinished;
-use super::recording::{ArrayConfig, check_arrays};
-use super::start::{PoolSizes, pool_frames, thread_count, worker_count};
 use crate::codec::{self, BloscCompressor, BloscShuffle, Checksum, Codec};
 use crate::error::{Error, Result};
 use crate::meter::page_span;
@@ -18,11 +11,18 @@ use crate::ome::Ome;
 use crate::shard::ShardLayout;
 use crate::sink::{self, SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
+use crate::writer::api::options::{Durability, WriterOptions};
+use crate::writer::api::recording::{ArrayConfig, check_arrays};
+use crate::writer::level::start::{PoolSizes, pool_frames, thread_count, worker_count};
+use crate::writer::pyramid::chain;
+use crate::writer::state::grid::Grid;
+use crate::writer::threads::finisher::WRITEBACK_WINDOW;
+use crate::writer::threads::preparer::max_unfinished;
 
-/// The most memory a writer (or a [`Recording`](super::Recording)) will use, by part, in
+/// The most memory a writer (or a [`Recording`](crate::writer::Recording)) will use, by part, in
 /// bytes: an upper bound derived from how the writer sizes and frees its buffers, not a
 /// measurement. Made by [`estimate_memory`], [`estimate_memory_ome`] and
-/// [`Recording::estimate_memory`](super::Recording::estimate_memory).
+/// [`Recording::estimate_memory`](crate::writer::Recording::estimate_memory).
 ///
 /// [`resident`](Self::resident) is what counts in the process's resident set (RSS):
 /// every part but `page_cache`. [`total`](Self::total) adds the file pages the writer
@@ -144,7 +144,7 @@ impl fmt::Display for MemoryEstimate {
     }
 }
 
-/// The most memory a [`Writer::create`](super::Writer::create) of `spec` with `options`
+/// The most memory a [`Writer::create`](crate::writer::Writer::create) of `spec` with `options`
 /// will use; see [`MemoryEstimate`] for what each part covers. Invalid options fail
 /// with the error creating the writer would return.
 ///
@@ -169,7 +169,7 @@ pub fn estimate_memory(spec: &ArraySpec, options: &WriterOptions) -> Result<Memo
     Ok(est)
 }
 
-/// The most memory a [`Writer::create_ome`](super::Writer::create_ome) of `spec` as the
+/// The most memory a [`Writer::create_ome`](crate::writer::Writer::create_ome) of `spec` as the
 /// image `ome` describes will use (its pyramid levels in
 /// [`pyramid`](MemoryEstimate::pyramid)). Invalid options or OME metadata fail with the
 /// error creating the image would return.
@@ -189,10 +189,10 @@ pub fn estimate_memory_ome(
     Ok(est)
 }
 
-/// The estimate of [`Recording::estimate_memory`](super::Recording::estimate_memory):
+/// The estimate of [`Recording::estimate_memory`](crate::writer::Recording::estimate_memory):
 /// every array's parts summed, the shared workers counted once (each holds one scratch
 /// of the largest slot and one encoder per kind of array).
-pub(super) fn estimate_recording(
+pub(in crate::writer) fn estimate_recording(
     arrays: &[ArrayConfig],
     options: &WriterOptions,
 ) -> Result<MemoryEstimate> {

@@ -4,24 +4,24 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::grid::Grid;
-use super::image::ImageGroup;
-use super::level::Level;
-use super::levels;
-use super::options::{Backpressure, WriterOptions};
-use super::priority;
-use super::reduction::Reduction;
-use super::start::{Workers, thread_count};
 use crate::error::{Error, Result};
 use crate::metadata;
 use crate::ome::Ome;
 use crate::spec::ArraySpec;
 use crate::store::prepare_dir;
+use crate::writer::api::options::{Backpressure, WriterOptions};
+use crate::writer::level::Level;
+use crate::writer::level::start::{Workers, thread_count};
+use crate::writer::pyramid::image::ImageGroup;
+use crate::writer::pyramid::reduction::Reduction;
+use crate::writer::pyramid::thread as pyramid_thread;
+use crate::writer::state::grid::Grid;
+use crate::writer::threads::priority;
 
 /// Creates the image at `root`: the group's `zarr.json`, level 0 at `root/0` and the
 /// levels below it. A store that could not be set up completely is removed. `root` is
 /// prepared (made, or replaced with `overwrite`) unless `root_made`: it exists, empty.
-pub(super) fn create_image(
+pub(in crate::writer) fn create_image(
     root: &Path,
     spec: ArraySpec,
     ome: &Ome,
@@ -73,7 +73,7 @@ pub(super) fn create_image(
 /// Checks an image's options and OME metadata as creating it does, and returns the
 /// spec of each level (level 0 first, with dimension names from the axes) and the
 /// group's document.
-pub(super) fn image_levels(
+pub(in crate::writer) fn image_levels(
     mut spec: ArraySpec,
     ome: &Ome,
     options: &WriterOptions,
@@ -150,7 +150,10 @@ fn start_levels(
 }
 
 /// The rayon pool `zarrstream-reduce-i` that reduces large frames for pyramid threads.
-pub(super) fn reduction_pool(threads: usize, nice: u8) -> Result<Arc<rayon::ThreadPool>> {
+pub(in crate::writer) fn reduction_pool(
+    threads: usize,
+    nice: u8,
+) -> Result<Arc<rayon::ThreadPool>> {
     let reducers = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("zarrstream-reduce-{i}"))
@@ -163,7 +166,7 @@ pub(super) fn reduction_pool(threads: usize, nice: u8) -> Result<Arc<rayon::Thre
 /// The options of each level below level 0 (whose buffers in flight are `in_flight0`
 /// and whose grid is `grid0`), top down. With a shared engine only their pool sizes
 /// matter.
-pub(super) fn level_options(
+pub(in crate::writer) fn level_options(
     in_flight0: usize,
     grid0: &Grid,
     specs: &[ArraySpec],
@@ -210,7 +213,7 @@ fn attach(
     reducers: &Arc<rayon::ThreadPool>,
     nice: u8,
 ) -> Result<()> {
-    level.pyramid = Some(levels::spawn(
+    level.pyramid = Some(pyramid_thread::spawn(
         below,
         Arc::clone(&level.shared),
         ome.downsample_method(),

@@ -13,14 +13,14 @@ use std::time::Instant;
 use crossbeam_channel::Receiver;
 use rayon::prelude::*;
 
-use super::feed::{Feed, Msg, Source};
-use super::level::Level;
-use super::pool::PoolBuf;
-use super::reduction::Reduction;
-use super::shared::Shared;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::pyramid::{Downsample, Region, reduce, reduce_pair};
+use crate::writer::level::Level;
+use crate::writer::pyramid::feed::{Feed, Msg, Source};
+use crate::writer::pyramid::reduction::Reduction;
+use crate::writer::state::pool::PoolBuf;
+use crate::writer::state::shared::Shared;
 
 /// What the pyramid thread needs to reduce.
 struct Ctx<'a> {
@@ -127,7 +127,7 @@ fn make(
 /// level whose state is `above`; `workers` reduce large planes in bands. `capacity`
 /// bounds the messages in flight (each holds a pooled buffer, so the pool's size keeps
 /// sends from waiting).
-pub(super) fn spawn(
+pub(in crate::writer) fn spawn(
     below: Level,
     above: Arc<Shared>,
     method: Downsample,

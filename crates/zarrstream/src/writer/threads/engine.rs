@@ -1,8 +1,8 @@
 //! The encoding engine: a set of worker threads taking chunk jobs from one channel.
 //!
-//! A level owns one ([`Writer`](super::Writer): each level starts its own, as many
+//! A level owns one ([`Writer`](crate::writer::Writer): each level starts its own, as many
 //! workers as its options ask), or shares one with every level of every array of a
-//! [`Recording`](super::Recording). A job carries what its worker needs for its array
+//! [`Recording`](crate::writer::Recording). A job carries what its worker needs for its array
 //! (the array's [`Shared`] and its finisher's sender, in a [`Link`]), so any worker can
 //! encode any array's chunks.
 
@@ -11,11 +11,11 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Sender, bounded, unbounded};
 
-use super::job::Job;
-use super::shared::{FinisherMsg, Shared};
-use super::worker;
 use crate::error::{Error, Result};
 use crate::meter::Meter;
+use crate::writer::state::job::Job;
+use crate::writer::state::shared::{FinisherMsg, Shared};
+use crate::writer::threads::worker;
 
 /// What a job's worker needs of its array: the state it shares and where finished
 /// shards go. A level holds one `Arc<Link>` and each of its jobs a clone, so the

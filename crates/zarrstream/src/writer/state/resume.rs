@@ -6,14 +6,14 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::grid::Grid;
-use super::published::OURS;
 use crate::error::{Error, Result};
 use crate::frame_meta::{FrameMetaSpec, check_resumable};
 use crate::shard::IndexEntries;
 use crate::sink::{Scratch, SlotSink};
 use crate::spec::ArraySpec;
 use crate::store::{LOCK_FILE, PARTIAL_DIR, StoreError, StoreLock, StoreReader};
+use crate::writer::state::grid::Grid;
+use crate::writer::state::published::OURS;
 
 /// Where a level starts: at frame 0 of a new array, or after the frames of the array it
 /// resumes.

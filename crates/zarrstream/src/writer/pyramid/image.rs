@@ -9,15 +9,15 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::grid::Grid;
-use super::job::Batch;
-use super::published;
 use crate::dtype::DataType;
 use crate::error::Result;
 use crate::ome::{DisplayEstimate, Ome, Window};
 use crate::spec::ArraySpec;
+use crate::writer::state::grid::Grid;
+use crate::writer::state::job::Batch;
+use crate::writer::state::published;
 
-/// An OME-Zarr image group written by a [`Writer`](super::Writer).
+/// An OME-Zarr image group written by a [`Writer`](crate::writer::Writer).
 #[derive(Debug)]
 pub(crate) struct ImageGroup {
     root: PathBuf,

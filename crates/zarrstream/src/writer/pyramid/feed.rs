@@ -12,15 +12,15 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
-use super::job::Batch;
-use super::pool::{Pool, PoolBuf};
-use super::priority;
-use super::reduction::{NextReduction, Reduction};
 use crate::error::{Error, Result};
 use crate::pyramid::Downsample;
+use crate::writer::pyramid::reduction::{NextReduction, Reduction};
+use crate::writer::state::job::Batch;
+use crate::writer::state::pool::{Pool, PoolBuf};
+use crate::writer::threads::priority;
 
 /// A frame of the level above on its way to the pyramid thread.
-pub(super) enum Source {
+pub(in crate::writer) enum Source {
     /// A frame the encoding workers reduce tile by tile ([`Reduction`]);
     /// `done` fires when the last tile is in.
     Reduced {
@@ -36,7 +36,7 @@ pub(super) enum Source {
 
 impl Source {
     /// The frame's bytes.
-    pub(super) fn bytes(&self) -> &[u8] {
+    pub(in crate::writer) fn bytes(&self) -> &[u8] {
         match self {
             Source::Reduced { batch, .. } | Source::Batch(batch) => &batch.buf,
             Source::Buf(b) => b,
@@ -45,7 +45,7 @@ impl Source {
 }
 
 /// What the pushing thread tells the pyramid thread.
-pub(super) enum Msg {
+pub(in crate::writer) enum Msg {
     /// `skips` frames were dropped before this one.
     Frame {
         skips: u64,
@@ -58,7 +58,7 @@ pub(super) enum Msg {
 }
 
 /// The pushing thread's handle on the pyramid thread that feeds the level below.
-pub(super) struct Feed {
+pub(in crate::writer) struct Feed {
     tx: Option<Sender<Msg>>,
     skips: u64,
     thread: Option<JoinHandle<Result<()>>>,
@@ -77,7 +77,7 @@ impl Feed {
     /// keeps sends from waiting) and records the level below's error in the failure it
     /// is given. `below_pool` is the frame pool of the level below when this level's
     /// workers reduce into it.
-    pub(super) fn spawn<F>(
+    pub(in crate::writer) fn spawn<F>(
         method: Downsample,
         below_pool: Option<Pool>,
         capacity: usize,
@@ -108,13 +108,13 @@ impl Feed {
     }
 
     /// The error that stopped the level below, once.
-    pub(super) fn take_failure(&self) -> Option<Error> {
+    pub(in crate::writer) fn take_failure(&self) -> Option<Error> {
         self.failure.lock().ok()?.take()
     }
 
     /// How the next frame is reduced; when the workers do it, takes its buffer
     /// (waiting for one when `wait`).
-    pub(super) fn reduction(&self, wait: bool) -> NextReduction {
+    pub(in crate::writer) fn reduction(&self, wait: bool) -> NextReduction {
         let Some(pool) = &self.below_pool else {
             return NextReduction::Thread;
         };
@@ -128,12 +128,12 @@ impl Feed {
     }
 
     /// A frame was dropped (its place reads as fill in every level below).
-    pub(super) fn skip(&mut self) {
+    pub(in crate::writer) fn skip(&mut self) {
         self.skips += 1;
     }
 
     /// Hands a frame to the pyramid thread.
-    pub(super) fn frame(&mut self, src: Source, scheduled: Instant) -> Result<()> {
+    pub(in crate::writer) fn frame(&mut self, src: Source, scheduled: Instant) -> Result<()> {
         let tx = self.tx.as_ref().ok_or(Error::Closed)?;
         let skips = std::mem::take(&mut self.skips);
         tx.send(Msg::Frame {
@@ -146,7 +146,7 @@ impl Feed {
 
     /// Ends the stream, waits for every level to be finished (or aborted with `abort`)
     /// and returns the first error of a level.
-    pub(super) fn end(&mut self, abort: Option<String>) -> Result<()> {
+    pub(in crate::writer) fn end(&mut self, abort: Option<String>) -> Result<()> {
         if let Some(tx) = self.tx.take() {
             let skips = std::mem::take(&mut self.skips);
             let _ = tx.send(Msg::End { skips, abort });

@@ -14,14 +14,14 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
-use super::options::Durability;
-use super::shared::{FinisherMsg, FrameCount, OpenShard, Shared};
-use super::writeback::{self, WritebackWindow};
 use crate::error::{Error, Result};
 use crate::metadata::{Progress, State};
 use crate::shard::{packed, plan};
 use crate::sink::TempShard;
 use crate::store;
+use crate::writer::api::options::Durability;
+use crate::writer::state::shared::{FinisherMsg, FrameCount, OpenShard, Shared};
+use crate::writer::threads::writeback::{self, WritebackWindow};
 
 #[derive(Debug, Default)]
 pub(crate) struct FinisherReport {
@@ -75,7 +75,7 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Finished shards with writeback in flight under `Durability::None`: enough for the
 /// disk to keep streaming while the finisher moves on, few enough to bound the cache.
-pub(super) const WRITEBACK_WINDOW: usize = 4;
+pub(in crate::writer) const WRITEBACK_WINDOW: usize = 4;
 
 pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<FinisherMsg>) -> FinisherReport {
     let mut report = FinisherReport {

@@ -8,16 +8,6 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::Writer;
-use super::chain;
-use super::destination::Destination;
-use super::engine::Engine;
-use super::level::Level;
-use super::memory::MemoryEstimate;
-use super::options::WriterOptions;
-use super::outcome::PushOutcome;
-use super::published::{self, OURS};
-use super::start::{Workers, pool_frames, thread_count, worker_count};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::frame_meta::{FrameMeta, FrameMetaSpec};
@@ -30,6 +20,16 @@ use crate::sink::{SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
 use crate::stats::Stats;
 use crate::store::{self, GroupState, group_state, prepare_dir};
+use crate::writer::Writer;
+use crate::writer::api::memory::MemoryEstimate;
+use crate::writer::api::options::WriterOptions;
+use crate::writer::api::outcome::PushOutcome;
+use crate::writer::level::Level;
+use crate::writer::level::start::{Workers, pool_frames, thread_count, worker_count};
+use crate::writer::pyramid::chain;
+use crate::writer::state::destination::Destination;
+use crate::writer::state::published::{self, OURS};
+use crate::writer::threads::engine::Engine;
 
 /// One array of a [`Recording`]: where it goes in the group, its specification and,
 /// for an OME-Zarr image (a group with its levels at `<key>/0`, `<key>/1`, …), its
@@ -216,7 +216,7 @@ fn plate_arrays(plate: &Plate, spec: &ArraySpec, ome: &Ome) -> Result<Vec<ArrayC
 }
 
 /// Checks every key and every array's per-frame metadata spec.
-pub(super) fn check_arrays(arrays: &[ArrayConfig]) -> Result<()> {
+pub(in crate::writer) fn check_arrays(arrays: &[ArrayConfig]) -> Result<()> {
     check_keys(arrays)?;
     for a in arrays {
         if let Some(spec) = &a.frame_meta {
@@ -586,7 +586,7 @@ impl Recording {
         arrays: &[ArrayConfig],
         options: &WriterOptions,
     ) -> Result<MemoryEstimate> {
-        super::memory::estimate_recording(arrays, options)
+        crate::writer::api::memory::estimate_recording(arrays, options)
     }
 
     /// The bytes the recording's own buffers hold now, and at most so far: every

@@ -1,9 +1,9 @@
-//! The options of a [`Writer`](super::Writer): threads, sink, buffers, back-pressure,
+//! The options of a [`Writer`](crate::writer::Writer): threads, sink, buffers, back-pressure,
 //! durability, packing, chunk order.
 
 use std::time::Duration;
 
-use super::order::AcquisitionOrder;
+use crate::writer::api::order::AcquisitionOrder;
 
 use crate::error::{Error, Result};
 use crate::frame_meta::FrameMetaSpec;
@@ -55,7 +55,7 @@ pub enum Durability {
     None,
 }
 
-/// Options of a [`Writer`](super::Writer); `Default` gives the documented defaults.
+/// Options of a [`Writer`](crate::writer::Writer); `Default` gives the documented defaults.
 ///
 /// New options may be added in any release, so build a value from the default with the
 /// chainable setters (one per field, named after it) rather than a struct literal;
@@ -90,7 +90,7 @@ pub struct WriterOptions {
     pub sink: SinkChoice,
     /// Frame buffers in the pool (0 = `2 × threads + 2`, at most 65536); bounds the
     /// memory for frames not yet encoded. Arrays with chunks deeper than one frame stage
-    /// rows instead and keep only 2 frame buffers (for [`Writer::buffer`](super::Writer::buffer)).
+    /// rows instead and keep only 2 frame buffers (for [`Writer::buffer`](crate::writer::Writer::buffer)).
     pub pool_frames: usize,
     /// Extra staging groups beyond those that must be open at once (deep chunks only;
     /// lets the pushing thread run ahead of the encoders).
@@ -112,7 +112,7 @@ pub struct WriterOptions {
     /// chunks in their slots, in this order too.
     pub chunk_order: ChunkOrder,
     /// The order in which frames will arrive, when they are written by index
-    /// ([`Writer::write_frame`](super::Writer::write_frame)) in an order other than
+    /// ([`Writer::write_frame`](crate::writer::Writer::write_frame)) in an order other than
     /// storage order: shard files are prepared in the order the acquisition first
     /// reaches them, and the staging groups and shards it keeps open at once are sized
     /// (and checked against [`max_open_shards`](Self::max_open_shards)) for it. `None`:
@@ -126,17 +126,17 @@ pub struct WriterOptions {
     /// Replace an existing store at the path.
     pub overwrite: bool,
     /// Per-frame metadata to store beside the array (`frame_meta/`), pushed with
-    /// [`Writer::push_with`](super::Writer::push_with); `None` stores none.
+    /// [`Writer::push_with`](crate::writer::Writer::push_with); `None` stores none.
     pub frame_meta: Option<FrameMetaSpec>,
     /// Continue an array that zarrstream finished (or that `zarrstream recover`
     /// repaired) instead of creating one: the first frame pushed follows the last one
     /// committed, with the same specification (checked, [`Error::ResumeMismatch`]).
-    /// For a [`Recording`](super::Recording), every array is resumed.
+    /// For a [`Recording`](crate::writer::Recording), every array is resumed.
     pub resume: bool,
-    /// Let a [`Recording`](super::Recording) add its arrays to an existing Zarr group it
+    /// Let a [`Recording`](crate::writer::Recording) add its arrays to an existing Zarr group it
     /// did not create (refused otherwise, [`Error::NotOwned`]); that group's `zarr.json`
     /// is never rewritten, except by an explicit
-    /// [`set_root_attribute`](super::Recording::set_root_attribute).
+    /// [`set_root_attribute`](crate::writer::Recording::set_root_attribute).
     pub existing_group: bool,
     /// How an object-store destination (`s3://bucket/prefix`, …) is staged and
     /// uploaded; unused for a local path. See [`remote`](crate::remote).
@@ -310,7 +310,7 @@ impl WriterOptions {
         self
     }
 
-    pub(super) fn validate(&self) -> Result<()> {
+    pub(in crate::writer) fn validate(&self) -> Result<()> {
         for (option, value, max) in [
             ("threads", self.threads, 1024),
             ("pool_frames", self.pool_frames, 1 << 16),

@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
-use super::job::Job;
-use super::shared::Shared;
 use crate::Error;
 use crate::codec::{Checksum, ChunkEncoder, Codec};
 use crate::meter::{Held, Meter};
 use crate::sink::Scratch;
+use crate::writer::state::job::Job;
+use crate::writer::state::shared::Shared;
 
 /// What makes two arrays' encoders interchangeable.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub(crate) fn run(
     if let Some(core) = core {
         core_affinity::set_for_current(core);
     }
-    super::priority::lower_priority(nice);
+    crate::writer::threads::priority::lower_priority(nice);
     let mut encoders = Encoders::default();
     let mut scratch = Scratch::counted(meter);
     // The encoders allocate inside the codec libraries; their size is read after each

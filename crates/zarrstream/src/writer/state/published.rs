@@ -1,7 +1,7 @@
 //! What the array's `zarr.json` says, and the one lock every publication of it takes.
 //!
 //! The finisher republishes the document as the visible extent grows; the caller may
-//! replace an attribute at any time ([`Writer::set_attribute`](super::Writer::set_attribute)).
+//! replace an attribute at any time ([`Writer::set_attribute`](crate::writer::Writer::set_attribute)).
 //! Both go through [`Published`], so the two never race on the temporary file, an
 //! attribute change keeps the extent and progress last published (it never shows frames
 //! ahead of the data), and an extent change keeps the attributes last set.

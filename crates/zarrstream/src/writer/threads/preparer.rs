@@ -8,20 +8,20 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
-use super::grid::Grid;
-use super::options::Durability;
-use super::order;
-use super::shared::{OpenShard, Shared};
 use crate::error::{Error, Result};
 use crate::sink;
 use crate::store;
+use crate::writer::api::options::Durability;
+use crate::writer::api::order;
+use crate::writer::state::grid::Grid;
+use crate::writer::state::shared::{OpenShard, Shared};
 
 /// Shard sets that may wait for the finisher beyond those that must be open together.
 const SPARE_UNFINISHED_SETS: usize = 3;
 
 /// The most shards of `grid` that are reserved and not yet finished at once: the
 /// preparer waits before creating more. Each is mapped until finished (mmap, direct).
-pub(super) fn max_unfinished(grid: &Grid) -> usize {
+pub(in crate::writer) fn max_unfinished(grid: &Grid) -> usize {
     grid.open_sets
         .saturating_add(SPARE_UNFINISHED_SETS)
         .saturating_mul(grid.shard_tiles)
@@ -29,7 +29,7 @@ pub(super) fn max_unfinished(grid: &Grid) -> usize {
 
 /// Refuses an acquisition order whose shard sets open at once exceed
 /// `max_open_shards` (set when the writer is created, before any file is made).
-pub(super) fn check_open_shards(grid: &Grid, max_open_shards: usize) -> Result<()> {
+pub(in crate::writer) fn check_open_shards(grid: &Grid, max_open_shards: usize) -> Result<()> {
     let needed = max_unfinished(grid);
     if needed > max_open_shards {
         return Err(Error::WorkingSet {

@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::options::WriterOptions;
 use crate::error::{Error, Result};
 use crate::remote::{self, Mirror, StagingLink};
 use crate::spec::ArraySpec;
+use crate::writer::api::options::WriterOptions;
 
 /// The local directory to record into and, for an object store, its uploader.
-pub(super) struct Destination {
-    pub(super) dir: PathBuf,
-    pub(super) mirror: Option<Mirror>,
+pub(in crate::writer) struct Destination {
+    pub(in crate::writer) dir: PathBuf,
+    pub(in crate::writer) mirror: Option<Mirror>,
 }
 
 impl Destination {
@@ -21,7 +21,7 @@ impl Destination {
     /// in `options`. With [`RemoteOptions::part`](crate::remote::RemoteOptions::part),
     /// `spec` becomes the part's own array (axis 1 of extent 1); `part_spec` is `None`
     /// for destinations that cannot be parts (images, recordings).
-    pub(super) fn open(
+    pub(in crate::writer) fn open(
         path: &Path,
         options: &mut WriterOptions,
         part_spec: Option<&mut ArraySpec>,
@@ -62,7 +62,7 @@ impl Destination {
 
     /// After the writer created its store in the staging directory: names the
     /// destination there. On an error the uploader is stopped.
-    pub(super) fn started(&self) -> Result<()> {
+    pub(in crate::writer) fn started(&self) -> Result<()> {
         self.mirror.as_ref().map_or(Ok(()), Mirror::mark)
     }
 }

@@ -25,7 +25,7 @@ use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
 use super::keys::KeyMap;
 use super::options::RemoteOptions;
 use super::parts;
-use super::scan::{self, Marker, Staged, UploadReport};
+use super::scan::{self, Marker, Staged};
 use super::staging::Staging;
 use super::target::{Existing, Target};
 use crate::error::{Error, RemoteError, Result};
@@ -300,6 +300,20 @@ async fn upload_file(t: &Target, key: &str, path: &Path, part_size: usize) -> Re
         }));
     }
     Ok(())
+}
+
+/// What [`upload_staged`](super::upload_staged) sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UploadReport {
+    /// The destination, from the staging directory's marker.
+    pub url: String,
+    /// Shards uploaded (and deleted locally).
+    pub shards: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Documents (`zarr.json`, progress objects) published.
+    pub documents: u64,
 }
 
 /// A writer's uploader: the thread that mirrors its staging directory to the store.

@@ -53,6 +53,7 @@
 //! ```
 
 mod keys;
+mod leftover;
 mod mirror;
 mod options;
 mod parts;
@@ -60,9 +61,10 @@ mod scan;
 mod staging;
 mod target;
 
+pub use leftover::upload_staged;
+pub use mirror::UploadReport;
 pub use options::RemoteOptions;
 pub use parts::{PublishReport, publish_parts};
-pub use scan::{UploadReport, upload_staged};
 pub use target::is_url;
 
 pub(crate) use mirror::Mirror;

@@ -1,23 +1,19 @@
 //! What the staging directory holds: its documents (read children first, so a
-//! document is never older than one below it), its shards, and the other data files
-//! (per-frame metadata chunks); and [`upload_staged`], which sends what a failed or
-//! crashed recording left there.
+//! document is never older than one below it), its shards, the other data files
+//! (per-frame metadata chunks), the arrays a crash left temporary shards in, and its
+//! marker.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::mirror::{Mirror, Uploads};
-use super::options::RemoteOptions;
-use super::staging::Staging;
-use super::target::Target;
 use crate::document::ArrayDocument;
 use crate::error::{Error, RemoteError, Result};
 use crate::store::{self, METADATA_FILE};
 
 /// The hidden file in a staging directory's root that names its destination, so
-/// [`upload_staged`] knows where the data goes.
+/// [`upload_staged`](super::upload_staged) knows where the data goes.
 pub(crate) const MARKER: &str = ".zarrstream-destination.json";
 
 /// The destination a staging directory belongs to.
@@ -195,7 +191,7 @@ fn walk_files(root: &Path, dir: &Path, out: &mut Vec<(Staged, u64)>) -> Result<(
 }
 
 /// The arrays below `root` whose `.zarrstream-partial/` holds temporary shards.
-fn crashed_arrays(root: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn crashed_arrays(root: &Path) -> Result<Vec<PathBuf>> {
     let mut dirs = Vec::new();
     collect_dirs(root, &mut dirs)?;
     Ok(dirs
@@ -212,53 +208,4 @@ fn crashed_arrays(root: &Path) -> Result<Vec<PathBuf>> {
             })
         })
         .collect())
-}
-
-/// What [`upload_staged`] sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct UploadReport {
-    /// The destination, from the staging directory's marker.
-    pub url: String,
-    /// Shards uploaded (and deleted locally).
-    pub shards: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// Documents (`zarr.json`, progress objects) published.
-    pub documents: u64,
-}
-
-/// Uploads what a recording left in its staging directory `staging` (after the store
-/// went away, or a crash), then republishes every document, and removes the staging
-/// directory once everything is in the store. After a crash, every array that still
-/// has temporary shards is recovered first (as `zarrstream recover` does: each chunk
-/// whose crc32c verifies is kept), so what the killed writer had encoded goes up too. The destination comes from the directory's marker;
-/// `options` gives the credentials' overrides and limits.
-///
-/// ```no_run
-/// use zarrstream::remote::{RemoteOptions, upload_staged};
-/// let report = upload_staged("/scratch/staging/s3/microscope/run-42.zarr", &RemoteOptions::default())?;
-/// println!("{} shards ({} bytes) uploaded to {}", report.shards, report.bytes, report.url);
-/// # Ok::<(), zarrstream::Error>(())
-/// ```
-pub fn upload_staged(staging: impl AsRef<Path>, options: &RemoteOptions) -> Result<UploadReport> {
-    let staging = staging.as_ref();
-    let marker = Marker::read(staging)?;
-    for array in crashed_arrays(staging)? {
-        crate::recover::recover_store(&array).map_err(|e| {
-            Error::Remote(RemoteError::Staging {
-                path: array.clone(),
-                reason: format!("recovering its temporary shards failed: {e}"),
-            })
-        })?;
-    }
-    let target = Target::open(&marker.url, options)?;
-    let gate = std::sync::Arc::new(Staging::new(u64::MAX));
-    let mut uploads = Uploads::new(target, staging.to_path_buf(), &marker, options, gate, true);
-    let report = super::target::block_on(uploads.run_to_end(options.upload_timeout))??;
-    Mirror::clean(staging);
-    Ok(UploadReport {
-        url: marker.url,
-        ..report
-    })
 }

@@ -2,8 +2,6 @@
 //! and the tools look for them, so every side takes them from here: renaming one in a
 //! single place cannot silently break the others.
 
-use super::key::coords;
-
 /// The array metadata document at the root of an array.
 pub const METADATA_FILE: &str = "zarr.json";
 
@@ -86,6 +84,17 @@ pub fn is_leftover(name: &str) -> bool {
             .is_some_and(|stem| stem.ends_with('.'))
     };
     name.ends_with(REBUILD_SUFFIX) || ext(CREATING_EXTENSION) || ext(COMPACTING_EXTENSION)
+}
+
+/// Grid coordinates from the parts of a key: each part plain decimal digits (no sign,
+/// no empty part), or `None`.
+pub(super) fn coords<'a>(parts: impl Iterator<Item = &'a str>) -> Option<Vec<u64>> {
+    parts
+        .map(|p| {
+            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+            digits.then(|| p.parse::<u64>().ok()).flatten()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Shard keys: `c/0/1/2`, one coordinate per axis of the shard grid.
 
-use super::contract::CHUNK_DIR;
+use super::contract::{CHUNK_DIR, coords};
 
 /// The key of the shard at grid coordinates `coords`, relative to the array root.
 ///
@@ -33,17 +33,6 @@ pub fn parse_shard_key(key: &str) -> Option<Vec<u64>> {
         .and_then(|r| r.strip_prefix('/'))
         .unwrap_or(rest);
     coords(rest.split('/'))
-}
-
-/// Grid coordinates from the parts of a key: each part plain decimal digits (no sign,
-/// no empty part), or `None`.
-pub(super) fn coords<'a>(parts: impl Iterator<Item = &'a str>) -> Option<Vec<u64>> {
-    parts
-        .map(|p| {
-            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-            digits.then(|| p.parse::<u64>().ok()).flatten()
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -27,11 +27,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub use api::array::{ArrayConfig, ArrayId};
 pub use api::memory::{MemoryEstimate, estimate_memory, estimate_memory_ome};
 pub use api::options::{Backpressure, Durability, WriterOptions};
 pub use api::order::AcquisitionOrder;
 pub use api::outcome::PushOutcome;
-pub use api::recording::{ArrayConfig, ArrayId, Recording, RecordingStats};
+pub use api::recording::{Recording, RecordingStats};
 pub use level::placement::WINDOW_ROWS;
 pub use state::pool::PoolBuf;
 

@@ -26,9 +26,10 @@ use crate::writer::api::options::Backpressure;
 use crate::writer::level::placement::Placement;
 use crate::writer::pyramid::feed::Feed;
 use crate::writer::state::job::Job;
+use crate::writer::state::job::Link;
 use crate::writer::state::pool::{Pool, PoolBuf};
 use crate::writer::state::shared::{FrameCount, OpenShard, Shared};
-use crate::writer::threads::engine::{Engine, Link};
+use crate::writer::threads::engine::Engine;
 use crate::writer::threads::finisher::FinisherReport;
 use crate::writer::threads::preparer::PreparedSet;
 

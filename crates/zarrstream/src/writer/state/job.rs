@@ -4,12 +4,22 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
+use crossbeam_channel::Sender;
+
 use crate::tile::ChunkSource;
 use crate::writer::pyramid::reduction::Reduction;
 use crate::writer::state::grid::Grid;
 use crate::writer::state::pool::PoolBuf;
-use crate::writer::state::shared::OpenShard;
-use crate::writer::threads::engine::Link;
+use crate::writer::state::shared::FinisherMsg;
+use crate::writer::state::shared::{OpenShard, Shared};
+
+/// What a job's worker needs of its array: the state it shares and where finished
+/// shards go. A level holds one `Arc<Link>` and each of its jobs a clone, so the
+/// finisher's channel disconnects once the level has let go of it and every job is done.
+pub(crate) struct Link {
+    pub shared: Arc<Shared>,
+    pub finisher: Sender<FinisherMsg>,
+}
 
 /// The frames behind a set of chunk jobs: one frame (shallow chunks) or one staged
 /// group of frames (deep chunks). Its buffer returns to its pool when the last job drops it.

@@ -3,7 +3,7 @@
 //! A level owns one ([`Writer`](crate::writer::Writer): each level starts its own, as many
 //! workers as its options ask), or shares one with every level of every array of a
 //! [`Recording`](crate::writer::Recording). A job carries what its worker needs for its array
-//! (the array's [`Shared`] and its finisher's sender, in a [`Link`]), so any worker can
+//! (the array's [`Shared`](crate::writer::state::shared::Shared) and its finisher's sender, in a [`Link`](crate::writer::state::job::Link)), so any worker can
 //! encode any array's chunks.
 
 use std::sync::{Arc, Mutex};
@@ -14,16 +14,7 @@ use crossbeam_channel::{Sender, bounded, unbounded};
 use crate::error::{Error, Result};
 use crate::meter::Meter;
 use crate::writer::state::job::Job;
-use crate::writer::state::shared::{FinisherMsg, Shared};
 use crate::writer::threads::worker;
-
-/// What a job's worker needs of its array: the state it shares and where finished
-/// shards go. A level holds one `Arc<Link>` and each of its jobs a clone, so the
-/// finisher's channel disconnects once the level has let go of it and every job is done.
-pub(crate) struct Link {
-    pub shared: Arc<Shared>,
-    pub finisher: Sender<FinisherMsg>,
-}
 
 /// Encoding workers and the sending end of their jobs channel.
 pub(crate) struct Engine {

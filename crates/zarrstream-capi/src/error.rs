@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use zarrstream::ErrorKind;
 use zarrstream::config::ConfigError;
-use zarrstream::{FrameIndexError, RemoteError};
 
 /// Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative
 /// (test for failure with `rc < 0`). The functions return them as `int`.
@@ -140,66 +140,67 @@ pub enum CapiError {
     Poisoned,
 }
 
+impl From<ErrorKind> for ZsCode {
+    /// The code of a kind of failure: the C API's whole classification, since every
+    /// library error is classified by [`zarrstream::Error::kind`].
+    fn from(kind: ErrorKind) -> Self {
+        use ErrorKind as K;
+        match kind {
+            // A URL or store option that cannot work is a request to fix, as a bad key
+            // of config_json is.
+            K::InvalidConfig | K::RemoteUrl => ZS_E_INVALID_CONFIG,
+            K::InvalidArgument | K::InvalidFrameMeta | K::MixedFrames => ZS_E_INVALID_ARGUMENT,
+            K::InvalidPlate => ZS_E_INVALID_PLATE,
+            // The C API pushes bytes, so a data type mismatch is a size mismatch.
+            K::InvalidFrame => ZS_E_FRAME_SIZE,
+            K::FrameIndex => ZS_E_INDEX,
+            K::DuplicateFrame => ZS_E_DUPLICATE_FRAME,
+            K::IndexUnsupported | K::Unsupported => ZS_E_UNSUPPORTED,
+            K::WorkingSet => ZS_E_WORKING_SET,
+            K::ArrayFull => ZS_E_ARRAY_FULL,
+            K::Closed => ZS_E_CLOSED,
+            K::UnknownArray => ZS_E_NO_ARRAY,
+            // A group zarrstream did not make is refused as an existing store is.
+            K::Exists | K::NotOwned => ZS_E_EXISTS,
+            K::Locked => ZS_E_LOCKED,
+            K::ResumeMismatch => ZS_E_SPEC_MISMATCH,
+            K::NeedsRecovery => ZS_E_NEEDS_RECOVERY,
+            K::DiskFull => ZS_E_DISK_FULL,
+            // The C API reads no stores; were it to, a missing or unreadable one is a
+            // failure of what is on disk, as any other I/O failure.
+            K::Io | K::NotFound | K::NotAStore => ZS_E_IO,
+            K::ShardTruncated => ZS_E_SHARD_TRUNCATED,
+            K::RemoteCredentials => ZS_E_REMOTE_CREDENTIALS,
+            K::RemoteNoBucket => ZS_E_REMOTE_NO_BUCKET,
+            K::RemoteUnreachable => ZS_E_REMOTE_UNREACHABLE,
+            K::RemoteUpload => ZS_E_REMOTE_UPLOAD,
+            K::RemoteConflict | K::RemoteStaging => ZS_E_REMOTE,
+            K::Internal => ZS_E_INTERNAL,
+            // `ErrorKind` is non-exhaustive: a kind added later is a bug report until it
+            // has a code (the test `every_kind_has_its_code` fails until then).
+            _ => ZS_E_INTERNAL,
+        }
+    }
+}
+
 impl CapiError {
-    /// The `ZS_E_*` code of this error.
-    pub fn code(&self) -> ZsCode {
-        use zarrstream::Error as E;
+    /// What kind of failure this is: the library's kind, and for the C API's own
+    /// argument checks [`InvalidArgument`](ErrorKind::InvalidArgument) or, for a
+    /// poisoned writer, [`Closed`](ErrorKind::Closed).
+    pub fn kind(&self) -> ErrorKind {
         match self {
             CapiError::Null(_) | CapiError::Argument(_) | CapiError::NotUtf8(_) => {
-                ZS_E_INVALID_ARGUMENT
+                ErrorKind::InvalidArgument
             }
-            CapiError::Config(ConfigError::Plate(_)) => ZS_E_INVALID_PLATE,
-            CapiError::Config(_) => ZS_E_INVALID_CONFIG,
-            CapiError::Poisoned => ZS_E_CLOSED,
-            CapiError::Writer(e) => match e {
-                E::Spec(_)
-                | E::Ome(_)
-                | E::InvalidOption { .. }
-                | E::ArrayKey { .. }
-                | E::ConflictingOptions(..) => ZS_E_INVALID_CONFIG,
-                // The C API pushes bytes, so a data type mismatch is a size mismatch.
-                E::FrameSize { .. } | E::DataType { .. } => ZS_E_FRAME_SIZE,
-                // A group zarrstream did not make is refused as an existing store is.
-                E::Exists { .. } | E::NotOwned { .. } => ZS_E_EXISTS,
-                E::Locked { .. } => ZS_E_LOCKED,
-                E::DiskFull { .. } => ZS_E_DISK_FULL,
-                E::Io { .. } => ZS_E_IO,
-                E::ArrayFull { .. } => ZS_E_ARRAY_FULL,
-                E::Closed => ZS_E_CLOSED,
-                E::UnknownArray { .. } => ZS_E_NO_ARRAY,
-                E::ResumeMismatch { .. } => ZS_E_SPEC_MISMATCH,
-                E::NeedsRecovery { .. } => ZS_E_NEEDS_RECOVERY,
-                E::ShardTruncated { .. } => ZS_E_SHARD_TRUNCATED,
-                E::ResumeUnsupported(_) => ZS_E_UNSUPPORTED,
-                E::Order(_) => ZS_E_INVALID_CONFIG,
-                E::WorkingSet { .. } => ZS_E_WORKING_SET,
-                E::FrameIndex { problem, .. } => match problem {
-                    FrameIndexError::Duplicate => ZS_E_DUPLICATE_FRAME,
-                    FrameIndexError::Unsupported(_) => ZS_E_UNSUPPORTED,
-                    FrameIndexError::Appending | FrameIndexError::Indexed => ZS_E_INVALID_ARGUMENT,
-                    // Rank, OutOfBounds, OutsideWindow (and any index problem to come).
-                    _ => ZS_E_INDEX,
-                },
-                E::Plate(_) => ZS_E_INVALID_PLATE,
-                E::Attribute { .. } | E::NotAnImage(_) | E::FrameMeta { .. } => {
-                    ZS_E_INVALID_ARGUMENT
-                }
-                E::Remote(r) => match r {
-                    // A URL or store option that cannot work is a request to fix, as a
-                    // bad key of config_json is.
-                    RemoteError::Url { .. } => ZS_E_INVALID_CONFIG,
-                    RemoteError::Credentials { .. } => ZS_E_REMOTE_CREDENTIALS,
-                    RemoteError::NoBucket { .. } => ZS_E_REMOTE_NO_BUCKET,
-                    RemoteError::Unreachable { .. } => ZS_E_REMOTE_UNREACHABLE,
-                    RemoteError::Upload { .. } => ZS_E_REMOTE_UPLOAD,
-                    // Conflict, Staging and variants added later.
-                    _ => ZS_E_REMOTE,
-                },
-                // Codec failures, dead threads, and variants added later: bugs until
-                // they are given a code of their own.
-                _ => ZS_E_INTERNAL,
-            },
+            CapiError::Config(e) => e.kind(),
+            CapiError::Writer(e) => e.kind(),
+            CapiError::Poisoned => ErrorKind::Closed,
         }
+    }
+
+    /// The `ZS_E_*` code of this error.
+    pub fn code(&self) -> ZsCode {
+        ZsCode::from(self.kind())
     }
 }
 
@@ -288,7 +289,10 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use zarrstream::{BloscCompressor, BloscShuffle, DataType, Error, OmeError, SpecError};
+    use zarrstream::{
+        BloscCompressor, BloscShuffle, DataType, Error, FrameIndexError, OmeError, RemoteError,
+        SpecError,
+    };
 
     /// What `zs_last_error` would show on this thread (read from the slot itself, so
     /// the tests need no `unsafe`; the C tests read it through the pointer).
@@ -534,6 +538,56 @@ mod tests {
         assert_eq!(CapiError::Argument("x").code(), ZS_E_INVALID_ARGUMENT);
         assert_eq!(CapiError::NotUtf8("key").code(), ZS_E_INVALID_ARGUMENT);
         assert_eq!(CapiError::Poisoned.code(), ZS_E_CLOSED);
+    }
+
+    #[test]
+    fn every_kind_has_its_code() {
+        use ErrorKind as K;
+        // Written out, not derived: the codes are the C API's contract.
+        let expected = [
+            (K::InvalidConfig, ZS_E_INVALID_CONFIG),
+            (K::InvalidArgument, ZS_E_INVALID_ARGUMENT),
+            (K::InvalidPlate, ZS_E_INVALID_PLATE),
+            (K::InvalidFrame, ZS_E_FRAME_SIZE),
+            (K::InvalidFrameMeta, ZS_E_INVALID_ARGUMENT),
+            (K::FrameIndex, ZS_E_INDEX),
+            (K::DuplicateFrame, ZS_E_DUPLICATE_FRAME),
+            (K::MixedFrames, ZS_E_INVALID_ARGUMENT),
+            (K::IndexUnsupported, ZS_E_UNSUPPORTED),
+            (K::WorkingSet, ZS_E_WORKING_SET),
+            (K::ArrayFull, ZS_E_ARRAY_FULL),
+            (K::Closed, ZS_E_CLOSED),
+            (K::UnknownArray, ZS_E_NO_ARRAY),
+            (K::Exists, ZS_E_EXISTS),
+            (K::NotOwned, ZS_E_EXISTS),
+            (K::Locked, ZS_E_LOCKED),
+            (K::ResumeMismatch, ZS_E_SPEC_MISMATCH),
+            (K::NeedsRecovery, ZS_E_NEEDS_RECOVERY),
+            (K::Unsupported, ZS_E_UNSUPPORTED),
+            (K::DiskFull, ZS_E_DISK_FULL),
+            (K::Io, ZS_E_IO),
+            (K::NotFound, ZS_E_IO),
+            (K::NotAStore, ZS_E_IO),
+            (K::ShardTruncated, ZS_E_SHARD_TRUNCATED),
+            (K::RemoteUrl, ZS_E_INVALID_CONFIG),
+            (K::RemoteCredentials, ZS_E_REMOTE_CREDENTIALS),
+            (K::RemoteNoBucket, ZS_E_REMOTE_NO_BUCKET),
+            (K::RemoteUnreachable, ZS_E_REMOTE_UNREACHABLE),
+            (K::RemoteUpload, ZS_E_REMOTE_UPLOAD),
+            (K::RemoteConflict, ZS_E_REMOTE),
+            (K::RemoteStaging, ZS_E_REMOTE),
+            (K::Internal, ZS_E_INTERNAL),
+        ];
+        for (kind, code) in expected {
+            assert_eq!(ZsCode::from(kind), code, "{kind}");
+        }
+        // A kind the library adds fails here until it is given a code above.
+        let listed: Vec<ErrorKind> = expected.iter().map(|&(k, _)| k).collect();
+        let missing: Vec<&ErrorKind> = ErrorKind::ALL
+            .iter()
+            .filter(|k| !listed.contains(k))
+            .collect();
+        assert!(missing.is_empty(), "kinds without a code: {missing:?}");
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //!
 //! The exception classes live in Python (`zarrstream/errors.py`), where each can derive
 //! from both the package's base class and the fitting built-in (`ValueError`,
-//! `FileExistsError`, `OSError` with `errno.ENOSPC`, …); this module names the kind of
-//! failure and lets `zarrstream.errors._from_native` build the exception.
+//! `FileExistsError`, `OSError` with `errno.ENOSPC`, …). This module decides no class:
+//! it hands over the error's kind by name ([`ErrorKind::as_str`], the library's one
+//! classification) with the exception's attributes (errno, path, …), and
+//! `zarrstream.errors._from_native` looks the kind up in its one table.
 
 use std::any::Any;
 use std::path::Path;
@@ -12,116 +14,12 @@ use pyo3::prelude::*;
 use zarrstream::config::ConfigError;
 use zarrstream::recover::RecoverError;
 use zarrstream::store::StoreError;
-use zarrstream::{Error, FrameIndexError, IoError, RemoteError};
-
-/// What went wrong, in the words `zarrstream.errors._from_native` understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Impossible shapes, options or metadata: `ValueError`.
-    Invalid,
-    /// An invalid plate layout: `ValueError` (a subclass of `Invalid`'s).
-    Plate,
-    /// A frame of the wrong size or type: `ValueError`.
-    Frame,
-    /// The store path exists: `FileExistsError`.
-    Exists,
-    /// Another writer holds the store.
-    Locked,
-    /// The file system is full: `OSError` with `errno.ENOSPC`.
-    DiskFull,
-    /// Any other operating-system error: an `OSError` chosen by its errno.
-    Io,
-    /// A bounded append axis has every frame: `IndexError`.
-    ArrayFull,
-    /// A frame index the array cannot take (the wrong number of coordinates, out of
-    /// bounds, outside the window of an unbounded axis 0): `IndexError`.
-    FrameIndex,
-    /// A frame index already written, or appended and indexed frames mixed on one
-    /// writer: `ValueError`.
-    FrameConflict,
-    /// Indexed writes into an array that takes appended frames only (pyramid levels,
-    /// frame metadata): `NotImplementedError`.
-    IndexUnsupported,
-    /// The acquisition order keeps more shards open than `max_open_shards` allows:
-    /// `ValueError`.
-    WorkingSet,
-    /// The writer was closed: `ValueError`.
-    Closed,
-    /// Not a store zarrstream can read: `ValueError`.
-    NotAStore,
-    /// A recording has no array of that key: `KeyError`.
-    UnknownArray,
-    /// A Zarr group zarrstream did not create (or no group): `FileExistsError`.
-    NotOwned,
-    /// Resume with a specification that differs from the array on disk: `ValueError`.
-    ResumeMismatch,
-    /// A store left unfinished by a dead writer (run `recover` first): `OSError`.
-    NeedsRecovery,
-    /// Another process truncated a shard file while it was written: `OSError`.
-    ShardTruncated,
-    /// Something this version cannot do (resume of an OME image, …):
-    /// `NotImplementedError`.
-    Unsupported,
-    /// An object-store URL or store option that cannot be used: `ValueError`.
-    RemoteUrl,
-    /// The object store refused the credentials: `PermissionError`.
-    RemoteCredentials,
-    /// The bucket does not exist: `FileNotFoundError`.
-    RemoteNoBucket,
-    /// The object store did not answer: `ConnectionError`.
-    RemoteUnreachable,
-    /// An upload failed after its retries (the data stay in the staging directory, the
-    /// failure's path): `ConnectionError`.
-    RemoteUpload,
-    /// Another coordinator published the shared `zarr.json` in between:
-    /// `FileExistsError`.
-    RemoteConflict,
-    /// The staging directory (the failure's path) holds data in the way:
-    /// `FileExistsError`.
-    RemoteStaging,
-    /// A bug (a panic, a dead thread): `RuntimeError`.
-    Internal,
-}
-
-impl Kind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Kind::Invalid => "invalid",
-            Kind::Plate => "plate",
-            Kind::Frame => "frame",
-            Kind::Exists => "exists",
-            Kind::Locked => "locked",
-            Kind::DiskFull => "disk_full",
-            Kind::Io => "io",
-            Kind::ArrayFull => "array_full",
-            Kind::FrameIndex => "frame_index",
-            Kind::FrameConflict => "frame_conflict",
-            Kind::IndexUnsupported => "index_unsupported",
-            Kind::WorkingSet => "working_set",
-            Kind::Closed => "closed",
-            Kind::NotAStore => "not_a_store",
-            Kind::UnknownArray => "unknown_array",
-            Kind::NotOwned => "not_owned",
-            Kind::ResumeMismatch => "resume_mismatch",
-            Kind::NeedsRecovery => "needs_recovery",
-            Kind::ShardTruncated => "shard_truncated",
-            Kind::Unsupported => "unsupported",
-            Kind::RemoteUrl => "remote_url",
-            Kind::RemoteCredentials => "remote_credentials",
-            Kind::RemoteNoBucket => "remote_no_bucket",
-            Kind::RemoteUnreachable => "remote_unreachable",
-            Kind::RemoteUpload => "remote_upload",
-            Kind::RemoteConflict => "remote_conflict",
-            Kind::RemoteStaging => "remote_staging",
-            Kind::Internal => "internal",
-        }
-    }
-}
+use zarrstream::{Error, ErrorKind, IoError, RemoteError};
 
 /// A failure on its way to Python.
 #[derive(Debug)]
 pub(crate) struct Failure {
-    kind: Kind,
+    kind: ErrorKind,
     message: String,
     errno: Option<i32>,
     path: Option<String>,
@@ -134,7 +32,7 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    pub(crate) fn new(kind: Kind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Failure {
             kind,
             message: message.into(),
@@ -196,39 +94,23 @@ impl Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        let message = e.to_string();
+        let failure = Failure::new(e.kind(), e.to_string());
+        // The exception's attributes beyond its message; its class follows the kind.
         match e {
-            Error::Spec(_)
-            | Error::Ome(_)
-            | Error::InvalidOption { .. }
-            | Error::Attribute { .. }
-            | Error::NotAnImage(_)
-            | Error::ArrayKey { .. }
-            | Error::ConflictingOptions(..) => Failure::new(Kind::Invalid, message),
-            // Metadata that does not fit refuses its frame, like a frame of the wrong size.
-            Error::FrameSize { .. } | Error::DataType { .. } | Error::FrameMeta { .. } => {
-                Failure::new(Kind::Frame, message)
-            }
-            Error::Exists { path } => Failure::new(Kind::Exists, message).at(&path),
-            Error::Locked { path } => Failure::new(Kind::Locked, message).at(&path),
-            Error::DiskFull { path, .. } => Failure::new(Kind::DiskFull, message).at(&path),
-            Error::Io { path, source, .. } => Failure::new(Kind::Io, message)
-                .at(&path)
-                .errno(errno_of(&source)),
-            Error::ArrayFull { .. } => Failure::new(Kind::ArrayFull, message),
-            // An impossible acquisition order is an impossible option.
-            Error::Order(_) => Failure::new(Kind::Invalid, message),
-            Error::FrameIndex { index, problem } => {
-                let kind = match problem {
-                    FrameIndexError::Duplicate
-                    | FrameIndexError::Appending
-                    | FrameIndexError::Indexed => Kind::FrameConflict,
-                    FrameIndexError::Unsupported(_) => Kind::IndexUnsupported,
-                    // Rank, OutOfBounds, OutsideWindow, and any later variant: the index
-                    // itself is refused, the frame not taken, the writer goes on.
-                    _ => Kind::FrameIndex,
-                };
-                Failure::new(kind, message).extra(serde_json::json!({ "index": index }))
+            Error::Exists { path }
+            | Error::Locked { path }
+            | Error::DiskFull { path, .. }
+            | Error::NotOwned { path, .. }
+            | Error::NeedsRecovery { path, .. }
+            | Error::ShardTruncated { path, .. }
+            // For an upload and a staging directory in the way, the staging directory.
+            | Error::Remote(
+                RemoteError::Upload { staging: path, .. } | RemoteError::Staging { path, .. },
+            ) => failure.at(&path),
+            Error::Io { path, source, .. } => failure.at(&path).errno(errno_of(&source)),
+            Error::ResumeMismatch { path, field, .. } => failure.at(&path).field(field),
+            Error::FrameIndex { index, .. } => {
+                failure.extra(serde_json::json!({ "index": index }))
             }
             Error::WorkingSet {
                 what,
@@ -236,52 +118,10 @@ impl From<Error> for Failure {
                 limit,
                 budget,
                 ..
-            } => Failure::new(Kind::WorkingSet, message).extra(serde_json::json!({
+            } => failure.extra(serde_json::json!({
                 "what": what, "needed": needed, "limit": limit, "budget": budget,
             })),
-            Error::Closed => Failure::new(Kind::Closed, message),
-            Error::UnknownArray { .. } => Failure::new(Kind::UnknownArray, message),
-            Error::NotOwned { path, .. } => Failure::new(Kind::NotOwned, message).at(&path),
-            Error::ResumeMismatch { path, field, .. } => {
-                Failure::new(Kind::ResumeMismatch, message)
-                    .at(&path)
-                    .field(field)
-            }
-            Error::NeedsRecovery { path, .. } => {
-                Failure::new(Kind::NeedsRecovery, message).at(&path)
-            }
-            Error::ShardTruncated { path, .. } => {
-                Failure::new(Kind::ShardTruncated, message).at(&path)
-            }
-            Error::ResumeUnsupported(_) => Failure::new(Kind::Unsupported, message),
-            Error::Plate(_) => Failure::new(Kind::Plate, message),
-            Error::Remote(r) => Failure::from_remote(r, message),
-            Error::Codec { .. } | Error::Internal(_) => Failure::new(Kind::Internal, message),
-            // `Error` is non-exhaustive: a variant added later is a bug report until it
-            // is mapped here.
-            _ => Failure::new(Kind::Internal, message),
-        }
-    }
-}
-
-impl Failure {
-    /// An object-store failure; for an upload and a staging directory in the way, the
-    /// staging directory is the failure's path.
-    fn from_remote(r: RemoteError, message: String) -> Self {
-        match r {
-            RemoteError::Url { .. } => Failure::new(Kind::RemoteUrl, message),
-            RemoteError::Credentials { .. } => Failure::new(Kind::RemoteCredentials, message),
-            RemoteError::NoBucket { .. } => Failure::new(Kind::RemoteNoBucket, message),
-            RemoteError::Unreachable { .. } => Failure::new(Kind::RemoteUnreachable, message),
-            RemoteError::Upload { staging, .. } => {
-                Failure::new(Kind::RemoteUpload, message).at(&staging)
-            }
-            RemoteError::Conflict { .. } => Failure::new(Kind::RemoteConflict, message),
-            RemoteError::Staging { path, .. } => {
-                Failure::new(Kind::RemoteStaging, message).at(&path)
-            }
-            // `RemoteError` is non-exhaustive: a bug report until mapped here.
-            _ => Failure::new(Kind::Internal, message),
+            _ => failure,
         }
     }
 }
@@ -310,25 +150,21 @@ impl From<IoError> for Failure {
 
 impl From<ConfigError> for Failure {
     fn from(e: ConfigError) -> Self {
-        let kind = match e {
-            ConfigError::Plate(_) => Kind::Plate,
-            _ => Kind::Invalid,
-        };
-        Failure::new(kind, e.to_string())
+        Failure::new(e.kind(), e.to_string())
     }
 }
 
 impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         match e {
+            // With its errno and path.
             StoreError::Io(e) => Failure::from(e),
-            StoreError::NotFound(path) => {
-                // ENOENT, so Python raises FileNotFoundError.
-                Failure::new(Kind::Io, format!("{}: no such store", path.display()))
-                    .at(&path)
-                    .errno(Some(2))
-            }
-            other => Failure::new(Kind::NotAStore, other.to_string()),
+            StoreError::NotFound(path) => Failure::new(
+                ErrorKind::NotFound,
+                format!("{}: no such store", path.display()),
+            )
+            .at(&path),
+            other => Failure::new(other.kind(), other.to_string()),
         }
     }
 }
@@ -336,15 +172,23 @@ impl From<StoreError> for Failure {
 impl From<RecoverError> for Failure {
     fn from(e: RecoverError) -> Self {
         match e {
+            // The wrapped errors, with their errno and path.
             RecoverError::Io(e) => Failure::from(e),
             RecoverError::Write(e) => Failure::from(e),
             RecoverError::Store(e) => Failure::from(e),
-            other => Failure::new(Kind::NotAStore, other.to_string()),
+            other => Failure::new(other.kind(), other.to_string()),
         }
     }
 }
 
-/// Runs `f`, turning a panic into a [`Failure`] of kind `Internal`.
+/// The name of every kind of failure, for the Python tests that each one has its
+/// exception class.
+#[pyfunction]
+pub(crate) fn error_kinds() -> Vec<&'static str> {
+    ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
+}
+
+/// Runs `f`, turning a panic into a [`Failure`] of kind [`ErrorKind::Internal`].
 pub(crate) fn guarded<T>(
     context: &str,
     f: impl FnOnce() -> Result<T, Failure>,

@@ -11,7 +11,8 @@ use std::time::Instant;
 use pyo3::buffer::PyUntypedBuffer;
 use zarrstream::{FrameMeta, PushOutcome, Recording, Writer};
 
-use crate::errors::{Failure, Kind};
+use crate::errors::Failure;
+use zarrstream::ErrorKind;
 
 /// Where frames go: a [`Writer`], or one array of a [`Recording`].
 pub(crate) trait Target {
@@ -209,7 +210,7 @@ impl Frames {
         let len = buf.len_bytes();
         if buf.item_size() != item_size {
             return Err(Failure::new(
-                Kind::Frame,
+                ErrorKind::InvalidFrame,
                 format!(
                     "elements of {} bytes do not match the array's {item_size}-byte data type",
                     buf.item_size()
@@ -218,7 +219,7 @@ impl Frames {
         }
         if len == 0 || !len.is_multiple_of(frame_bytes) {
             return Err(Failure::new(
-                Kind::Frame,
+                ErrorKind::InvalidFrame,
                 format!("{len} bytes are not a whole number of {frame_bytes}-byte frames"),
             ));
         }
@@ -231,7 +232,7 @@ impl Frames {
                 && buf.suboffsets().is_none();
             if !ok {
                 return Err(Failure::new(
-                    Kind::Frame,
+                    ErrorKind::InvalidFrame,
                     format!(
                         "a non-contiguous buffer of shape {shape:?} does not end in the frame's \
                          shape {frame_shape:?} (or is indirect)"
@@ -293,7 +294,7 @@ impl Frames {
     ) -> Result<Pushed, Failure> {
         if self.frames != 1 {
             return Err(Failure::new(
-                Kind::Frame,
+                ErrorKind::InvalidFrame,
                 format!(
                     "metadata goes with one frame, not a stack of {}",
                     self.frames
@@ -321,7 +322,7 @@ impl Frames {
     ) -> Result<PushOutcome, Failure> {
         if self.frames != 1 {
             return Err(Failure::new(
-                Kind::Frame,
+                ErrorKind::InvalidFrame,
                 format!(
                     "write_frame takes one frame, not a stack of {}",
                     self.frames

@@ -14,7 +14,8 @@ use serde_json::Value;
 use zarrstream::config::RecordingConfig;
 use zarrstream::{AcquisitionOrder, ArraySpec};
 
-use crate::errors::{Failure, Kind};
+use crate::errors::Failure;
+use zarrstream::ErrorKind;
 
 /// `acquisition_order`: storage axis numbers or dimension names, outermost loop first.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -32,7 +33,10 @@ pub(crate) struct IndexedKeys {
 }
 
 fn invalid(key: &str, message: impl std::fmt::Display) -> Failure {
-    Failure::new(Kind::Invalid, format!("config_json: {key}: {message}"))
+    Failure::new(
+        ErrorKind::InvalidConfig,
+        format!("config_json: {key}: {message}"),
+    )
 }
 
 /// A recording's `config` without `acquisition_order` and `max_open_shards`, and
@@ -65,7 +69,7 @@ pub(crate) fn split(config: &str) -> Result<(String, IndexedKeys), Failure> {
         ),
     };
     let text = serde_json::to_string(&Value::Object(top))
-        .map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+        .map_err(|e| Failure::new(ErrorKind::Internal, e.to_string()))?;
     Ok((
         text,
         IndexedKeys {
@@ -94,7 +98,7 @@ impl IndexedKeys {
         for spec in specs {
             let Some(dims) = leading_names(spec) else {
                 return Err(Failure::new(
-                    Kind::Invalid,
+                    ErrorKind::InvalidConfig,
                     format!(
                         "invalid acquisition order: {names:?} names dimensions but the array \
                          has no dimension_names (give them, or the order as axis numbers)"
@@ -105,7 +109,7 @@ impl IndexedKeys {
             match &found {
                 Some(prev) if prev != &order => {
                     return Err(Failure::new(
-                        Kind::Invalid,
+                        ErrorKind::InvalidConfig,
                         format!(
                             "invalid acquisition order: {names:?} is {:?} in one array and \
                              {:?} in another; the recording's arrays share one order",

@@ -37,5 +37,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::publish_parts, m)?)?;
     m.add_function(wrap_pyfunction!(plate::plate_images, m)?)?;
     m.add_function(wrap_pyfunction!(plate::plate_image_key, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_kinds, m)?)?;
     Ok(())
 }

@@ -11,9 +11,10 @@ use pyo3::types::PyDict;
 use zarrstream::config::RecordingConfig;
 use zarrstream::{Error, Recording};
 
-use crate::errors::{Failure, Kind, guarded};
+use crate::errors::{Failure, guarded};
 use crate::frames::{Frames, RecordingArray};
 use crate::indexed;
+use zarrstream::ErrorKind;
 
 /// What a push checks a buffer against, per array (known at creation, so checking a
 /// buffer takes no lock).
@@ -38,7 +39,7 @@ pub(crate) struct NativeRecording {
 }
 
 fn closed() -> Failure {
-    Failure::new(Kind::Closed, "the recording is closed")
+    Failure::new(ErrorKind::Closed, "the recording is closed")
 }
 
 impl NativeRecording {
@@ -172,7 +173,7 @@ impl NativeRecording {
     ) -> PyResult<(u64, u64)> {
         let i = self.index(key).map_err(|f| f.into_pyerr(py))?;
         let doc: serde_json::Value = serde_json::from_str(meta_json)
-            .map_err(|e| Failure::new(Kind::Invalid, format!("frame metadata: {e}")))
+            .map_err(|e| Failure::new(ErrorKind::InvalidArgument, format!("frame metadata: {e}")))
             .map_err(|f| f.into_pyerr(py))?;
         let meta =
             zarrstream::FrameMeta::from_value(doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
@@ -247,7 +248,12 @@ impl NativeRecording {
         let value = value_json
             .map(serde_json::from_str::<serde_json::Value>)
             .transpose()
-            .map_err(|e| Failure::new(Kind::Invalid, format!("attribute {name:?}: {e}")))
+            .map_err(|e| {
+                Failure::new(
+                    ErrorKind::InvalidArgument,
+                    format!("attribute {name:?}: {e}"),
+                )
+            })
             .map_err(|f| f.into_pyerr(py))?;
         let index = array
             .map(|k| self.index(k))

@@ -12,11 +12,13 @@ use serde_json::json;
 use zarrstream::remote::RemoteOptions;
 use zarrstream::store::{self, StoreReader};
 
-use crate::errors::{Failure, Kind, guarded};
+use zarrstream::ErrorKind;
+
+use crate::errors::{Failure, guarded};
 
 /// `report` as JSON text, for the Python side to parse.
 pub(crate) fn json(report: &impl Serialize) -> Result<String, Failure> {
-    serde_json::to_string(report).map_err(|e| Failure::new(Kind::Internal, e.to_string()))
+    serde_json::to_string(report).map_err(|e| Failure::new(ErrorKind::Internal, e.to_string()))
 }
 
 /// Recovers the store at `path` after its writer died (`zarrstream recover --json`).
@@ -85,7 +87,8 @@ pub(crate) fn estimate_recording_memory(py: Python<'_>, config: &str) -> PyResul
 }
 
 fn estimate_json(e: &zarrstream::MemoryEstimate) -> Result<String, Failure> {
-    let mut v = serde_json::to_value(e).map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+    let mut v =
+        serde_json::to_value(e).map_err(|e| Failure::new(ErrorKind::Internal, e.to_string()))?;
     if let Some(o) = v.as_object_mut() {
         o.insert("resident".into(), e.resident().into());
         o.insert("total".into(), e.total().into());
@@ -101,7 +104,7 @@ fn remote_options(
 ) -> Result<RemoteOptions, Failure> {
     let timeout = Duration::try_from_secs_f64(upload_timeout).map_err(|_| {
         Failure::new(
-            Kind::Invalid,
+            ErrorKind::InvalidArgument,
             format!("upload_timeout {upload_timeout} is not a number of seconds ≥ 0"),
         )
     })?;

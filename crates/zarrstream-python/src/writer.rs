@@ -10,8 +10,9 @@ use pyo3::types::PyDict;
 use zarrstream::Writer;
 use zarrstream::config::Config;
 
-use crate::errors::{Failure, Kind, guarded};
+use crate::errors::{Failure, guarded};
 use crate::frames::Frames;
+use zarrstream::ErrorKind;
 
 /// The writer; `None` once finished or aborted. A `Mutex`, not the interpreter lock,
 /// guards it, because pushes run with the interpreter lock released.
@@ -33,7 +34,7 @@ impl NativeWriter {
         // that push failed; the writer inside is still the one to finish.
         let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
-            return Err(Failure::new(Kind::Closed, "the writer is closed"));
+            return Err(Failure::new(ErrorKind::Closed, "the writer is closed"));
         }
         Ok(guard)
     }
@@ -42,7 +43,7 @@ impl NativeWriter {
         let writer = self
             .live()?
             .take()
-            .ok_or_else(|| Failure::new(Kind::Closed, "the writer is closed"))?;
+            .ok_or_else(|| Failure::new(ErrorKind::Closed, "the writer is closed"))?;
         self.closed.store(true, Ordering::Release);
         Ok(writer)
     }
@@ -99,7 +100,7 @@ impl NativeWriter {
                     let mut guard = self.live()?;
                     match guard.as_mut() {
                         Some(writer) => frames.push(writer),
-                        None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                        None => Err(Failure::new(ErrorKind::Closed, "the writer is closed")),
                     }
                 })
             })
@@ -116,7 +117,7 @@ impl NativeWriter {
         meta_json: &str,
     ) -> PyResult<(u64, u64)> {
         let doc: serde_json::Value = serde_json::from_str(meta_json)
-            .map_err(|e| Failure::new(Kind::Invalid, format!("frame metadata: {e}")))
+            .map_err(|e| Failure::new(ErrorKind::InvalidArgument, format!("frame metadata: {e}")))
             .map_err(|f| f.into_pyerr(py))?;
         let meta =
             zarrstream::FrameMeta::from_value(doc).map_err(|e| Failure::from(e).into_pyerr(py))?;
@@ -128,7 +129,7 @@ impl NativeWriter {
                 let mut guard = self.live()?;
                 match guard.as_mut() {
                     Some(writer) => frames.push_with(writer, &meta),
-                    None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                    None => Err(Failure::new(ErrorKind::Closed, "the writer is closed")),
                 }
             })
         })
@@ -152,7 +153,7 @@ impl NativeWriter {
                 let mut guard = self.live()?;
                 match guard.as_mut() {
                     Some(writer) => frames.write_at(writer, &index),
-                    None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                    None => Err(Failure::new(ErrorKind::Closed, "the writer is closed")),
                 }
             })
         })
@@ -168,7 +169,7 @@ impl NativeWriter {
                 let mut guard = self.live()?;
                 match guard.as_mut() {
                     Some(writer) => Ok(writer.skip_frame(&index)?),
-                    None => Err(Failure::new(Kind::Closed, "the writer is closed")),
+                    None => Err(Failure::new(ErrorKind::Closed, "the writer is closed")),
                 }
             })
         })
@@ -218,13 +219,18 @@ impl NativeWriter {
         let value = value_json
             .map(serde_json::from_str::<serde_json::Value>)
             .transpose()
-            .map_err(|e| Failure::new(Kind::Invalid, format!("attribute {name:?}: {e}")))
+            .map_err(|e| {
+                Failure::new(
+                    ErrorKind::InvalidArgument,
+                    format!("attribute {name:?}: {e}"),
+                )
+            })
             .map_err(|f| f.into_pyerr(py))?;
         py.detach(|| {
             guarded("set_attribute", || {
                 let guard = self.live()?;
                 let Some(w) = guard.as_ref() else {
-                    return Err(Failure::new(Kind::Closed, "the writer is closed"));
+                    return Err(Failure::new(ErrorKind::Closed, "the writer is closed"));
                 };
                 match (group, value) {
                     (false, Some(v)) => w.set_attribute(name, v)?,
@@ -260,7 +266,7 @@ impl NativeWriter {
     fn memory_in_use(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
         let m = self.locked(py, |w| w.map(Writer::memory_in_use));
         let m = m
-            .ok_or_else(|| Failure::new(Kind::Closed, "the writer is closed"))
+            .ok_or_else(|| Failure::new(ErrorKind::Closed, "the writer is closed"))
             .map_err(|f| f.into_pyerr(py))?;
         Ok((m.current, m.peak))
     }

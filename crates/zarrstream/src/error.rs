@@ -1,4 +1,9 @@
-//! Error types. Every failure a caller can cause or meet is a variant here.
+//! Error types. Every failure a caller can cause or meet is a variant here; what kind
+//! of failure each one is ([`ErrorKind`]) is decided in one place, `error/kind.rs`.
+
+mod kind;
+
+pub use kind::ErrorKind;
 
 use std::io;
 use std::path::PathBuf;
@@ -610,15 +615,22 @@ impl Error {
         needed: u64,
     ) -> Self {
         let path = path.into();
-        // `std` classifies `ENOSPC` and Windows' `ERROR_DISK_FULL`/`ERROR_HANDLE_DISK_FULL`
-        // as `StorageFull`, `EDQUOT` and `ERROR_DISK_QUOTA_EXCEEDED` as `QuotaExceeded`.
-        match source.kind() {
-            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
-                Error::DiskFull { op, path, needed }
-            }
-            _ => Error::Io { op, path, source },
+        if is_disk_full(&source) {
+            Error::DiskFull { op, path, needed }
+        } else {
+            Error::Io { op, path, source }
         }
     }
+}
+
+/// Whether `e` is a full disk or an exhausted quota: `std` classifies `ENOSPC` and
+/// Windows' `ERROR_DISK_FULL`/`ERROR_HANDLE_DISK_FULL` as `StorageFull`, `EDQUOT` and
+/// `ERROR_DISK_QUOTA_EXCEEDED` as `QuotaExceeded`.
+fn is_disk_full(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// An I/O failure with what was being done and to which path: the one shape every

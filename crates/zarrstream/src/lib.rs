@@ -59,8 +59,8 @@ mod writer;
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
 pub use error::{
-    Error, FrameIndexError, IoError, OmeError, OrderError, ParseError, PlateError, RemoteError,
-    Result, SpecError,
+    Error, ErrorKind, FrameIndexError, IoError, OmeError, OrderError, ParseError, PlateError,
+    RemoteError, Result, SpecError,
 };
 pub use frame_meta::{FrameMeta, FrameMetaSpec, MetaType, MetaValue};
 pub use meter::MemoryUsage;

@@ -242,102 +242,90 @@ class InternalError(ZarrstreamError, RuntimeError):
     """A bug in zarrstream (a panic or a dead writer thread); please report it."""
 
 
-def _os_error(cls: type[StoreIOError], code: int | None, message: str,
-              path: str | None) -> StoreIOError:
-    exc = cls(code, message) if code is not None else cls(message)
-    exc.filename = path
-    return exc
-
-
-_INDEX: dict[str, type[FrameIndexError | FrameConflictError | IndexedUnsupportedError]] = {
-    "frame_index": FrameIndexError,
-    "frame_conflict": FrameConflictError,
-    "index_unsupported": IndexedUnsupportedError,
+# How each kind of failure becomes an exception: the class, and for an ``OSError`` the
+# errno it carries when the failure brings none. Keyed by the names of the library's
+# ``ErrorKind`` (``_native.error_kinds()``), which decides the kind of every Rust error;
+# a kind missing here is raised as an InternalError.
+_KINDS: dict[str, tuple[type[ZarrstreamError], int | None]] = {
+    "invalid_config": (InvalidSpecError, None),
+    "invalid_argument": (InvalidSpecError, None),
+    "invalid_plate": (InvalidPlateError, None),
+    "invalid_frame": (InvalidFrameError, None),
+    # Metadata that does not fit refuses its frame, like a frame of the wrong size.
+    "invalid_frame_meta": (InvalidFrameError, None),
+    "frame_index": (FrameIndexError, None),
+    "duplicate_frame": (FrameConflictError, None),
+    "mixed_frames": (FrameConflictError, None),
+    "index_unsupported": (IndexedUnsupportedError, None),
+    "working_set": (WorkingSetError, None),
+    "array_full": (ArrayFullError, None),
+    "closed": (ClosedError, None),
+    "unknown_array": (UnknownArrayError, None),
+    "exists": (StoreExistsError, _errno.EEXIST),
+    "not_owned": (NotOwnedError, _errno.EEXIST),
+    "locked": (StoreLockedError, _errno.EBUSY),
+    "resume_mismatch": (ResumeMismatchError, None),
+    "needs_recovery": (NeedsRecoveryError, None),
+    "unsupported": (ResumeUnsupportedError, None),
+    "disk_full": (DiskFullError, _errno.ENOSPC),
+    "io": (StoreIOError, None),
+    "not_found": (StoreNotFoundError, _errno.ENOENT),
+    "not_a_store": (NotAStoreError, None),
+    "shard_truncated": (ShardTruncatedError, None),
+    "remote_url": (RemoteURLError, None),
+    "remote_credentials": (RemoteCredentialsError, None),
+    "remote_no_bucket": (RemoteNoBucketError, None),
+    "remote_unreachable": (RemoteUnreachableError, None),
+    "remote_upload": (UploadError, None),
+    "remote_conflict": (RemoteConflictError, None),
+    "remote_staging": (StagingError, None),
+    "internal": (InternalError, None),
 }
+
+
+def _io_class(code: int | None) -> type[StoreIOError]:
+    """The class of any other OS error, by its errno."""
+    if code == _errno.ENOENT:
+        return StoreNotFoundError
+    if code in (_errno.EACCES, _errno.EPERM):
+        return StorePermissionError
+    if code == _errno.EEXIST:
+        return StoreExistsError
+    if code in (_errno.ENOSPC, _errno.EDQUOT):
+        return DiskFullError
+    return StoreIOError
 
 
 def _from_native(kind: str, message: str, code: int | None,
                  path: str | None, field: str | None = None,
                  extra: str | None = None) -> ZarrstreamError:
-    """Builds the exception for a failure of the native module (called from Rust);
-    ``extra`` is a JSON object of the exception's attributes beyond the message."""
-    details = _json.loads(extra) if extra else {}
-    if kind in _INDEX:
-        indexed = _INDEX[kind](message)
-        indexed.index = tuple(int(i) for i in details.get("index", ()))
-        return indexed
-    if kind == "working_set":
-        working = WorkingSetError(message)
-        working.what = details.get("what")
-        working.needed = details.get("needed")
-        working.limit = details.get("limit")
-        working.budget = details.get("budget")
-        return working
-    if kind == "unknown_array":
-        return UnknownArrayError(message)
-    if kind == "resume_mismatch":
-        mismatch = ResumeMismatchError(message)
-        mismatch.field = field
-        return mismatch
-    if kind == "unsupported":
-        return ResumeUnsupportedError(message)
-    if kind == "not_owned":
-        return _os_error(NotOwnedError, _errno.EEXIST, message, path)
-    if kind == "needs_recovery":
-        return _os_error(NeedsRecoveryError, None, message, path)
-    if kind == "shard_truncated":
-        return _os_error(ShardTruncatedError, None, message, path)
-    if kind.startswith("remote_"):
-        return _remote(kind, message, path)
-    if kind == "invalid":
-        return InvalidSpecError(message)
-    if kind == "plate":
-        return InvalidPlateError(message)
-    if kind == "frame":
-        return InvalidFrameError(message)
-    if kind == "closed":
-        return ClosedError(message)
-    if kind == "array_full":
-        return ArrayFullError(message)
-    if kind == "not_a_store":
-        return NotAStoreError(message)
-    if kind == "exists":
-        return _os_error(StoreExistsError, _errno.EEXIST, message, path)
-    if kind == "locked":
-        return _os_error(StoreLockedError, _errno.EBUSY, message, path)
-    if kind == "disk_full":
-        return _os_error(DiskFullError, code or _errno.ENOSPC, message, path)
+    """Builds the exception for a failure of the native module (called from Rust):
+    ``code`` is its errno, ``path`` its file (for an upload or a staging directory in
+    the way, the staging directory), ``field`` the setting a resume found different,
+    ``extra`` a JSON object of its other attributes."""
+    cls, default_errno = _KINDS.get(kind, (InternalError, None))
     if kind == "io":
-        cls: type[StoreIOError] = StoreIOError
-        if code == _errno.ENOENT:
-            cls = StoreNotFoundError
-        elif code in (_errno.EACCES, _errno.EPERM):
-            cls = StorePermissionError
-        elif code == _errno.EEXIST:
-            cls = StoreExistsError
-        elif code in (_errno.ENOSPC, _errno.EDQUOT):
-            cls = DiskFullError
-        return _os_error(cls, code, message, path)
-    return InternalError(message)
-
-
-_REMOTE: dict[str, type[RemoteStoreError]] = {
-    "remote_url": RemoteURLError,
-    "remote_credentials": RemoteCredentialsError,
-    "remote_no_bucket": RemoteNoBucketError,
-    "remote_unreachable": RemoteUnreachableError,
-    "remote_upload": UploadError,
-    "remote_conflict": RemoteConflictError,
-    "remote_staging": StagingError,
-}
-
-
-def _remote(kind: str, message: str, staging: str | None) -> ZarrstreamError:
-    cls = _REMOTE.get(kind)
-    if cls is None:
-        return InternalError(message)
-    # One argument: an OSError subclass then prints just the message (no "[Errno …]").
-    exc = cls(message)
-    if isinstance(exc, (UploadError, StagingError)):
-        exc.staging = staging
+        cls = _io_class(code)
+    exc: ZarrstreamError
+    if issubclass(cls, StoreIOError):
+        if code is None:
+            code = default_errno
+        # Without an errno, one argument: the exception prints just the message.
+        exc = cls(code, message) if code is not None else cls(message)
+        exc.filename = path
+    else:
+        # One argument: a remote OSError subclass prints just the message too.
+        exc = cls(message)
+    details = _json.loads(extra) if extra else {}
+    if isinstance(exc, (FrameIndexError, FrameConflictError, IndexedUnsupportedError)):
+        exc.index = tuple(int(i) for i in details.get("index", ()))
+    elif isinstance(exc, WorkingSetError):
+        exc.what = details.get("what")
+        exc.needed = details.get("needed")
+        exc.limit = details.get("limit")
+        exc.budget = details.get("budget")
+    elif isinstance(exc, ResumeMismatchError):
+        exc.field = field
+    elif isinstance(exc, (UploadError, StagingError)):
+        exc.staging = path
     return exc

@@ -275,6 +275,92 @@ def test_a_truncated_shard_is_an_oserror_naming_the_file() -> None:
     assert str(e) == message
 
 
+#: Every kind of failure the library knows (`zarrstream::ErrorKind`) and its exception:
+#: class, built-in base and errno. Written out, not read from errors.py, so a kind the
+#: library adds fails here until errors.py gives it a class.
+KIND_CLASSES: dict[str, tuple[type, type, int | None]] = {
+    "invalid_config": (zarrstream.InvalidSpecError, ValueError, None),
+    "invalid_argument": (zarrstream.InvalidSpecError, ValueError, None),
+    "invalid_plate": (zarrstream.InvalidPlateError, ValueError, None),
+    "invalid_frame": (zarrstream.InvalidFrameError, ValueError, None),
+    "invalid_frame_meta": (zarrstream.InvalidFrameError, ValueError, None),
+    "frame_index": (zarrstream.FrameIndexError, IndexError, None),
+    "duplicate_frame": (zarrstream.FrameConflictError, ValueError, None),
+    "mixed_frames": (zarrstream.FrameConflictError, ValueError, None),
+    "index_unsupported": (zarrstream.IndexedUnsupportedError, NotImplementedError, None),
+    "working_set": (zarrstream.WorkingSetError, ValueError, None),
+    "array_full": (zarrstream.ArrayFullError, IndexError, None),
+    "closed": (zarrstream.ClosedError, ValueError, None),
+    "unknown_array": (zarrstream.UnknownArrayError, KeyError, None),
+    "exists": (zarrstream.StoreExistsError, FileExistsError, errno.EEXIST),
+    "not_owned": (zarrstream.NotOwnedError, FileExistsError, errno.EEXIST),
+    "locked": (zarrstream.StoreLockedError, OSError, errno.EBUSY),
+    "resume_mismatch": (zarrstream.ResumeMismatchError, ValueError, None),
+    "needs_recovery": (zarrstream.NeedsRecoveryError, OSError, None),
+    "unsupported": (zarrstream.ResumeUnsupportedError, NotImplementedError, None),
+    "disk_full": (zarrstream.DiskFullError, OSError, errno.ENOSPC),
+    "io": (zarrstream.StoreIOError, OSError, None),
+    "not_found": (zarrstream.StoreNotFoundError, FileNotFoundError, errno.ENOENT),
+    "not_a_store": (zarrstream.NotAStoreError, ValueError, None),
+    "shard_truncated": (zarrstream.ShardTruncatedError, OSError, None),
+    "remote_url": (zarrstream.RemoteURLError, ValueError, None),
+    "remote_credentials": (zarrstream.RemoteCredentialsError, PermissionError, None),
+    "remote_no_bucket": (zarrstream.RemoteNoBucketError, FileNotFoundError, None),
+    "remote_unreachable": (zarrstream.RemoteUnreachableError, ConnectionError, None),
+    "remote_upload": (zarrstream.UploadError, ConnectionError, None),
+    "remote_conflict": (zarrstream.RemoteConflictError, FileExistsError, None),
+    "remote_staging": (zarrstream.StagingError, FileExistsError, None),
+    "internal": (zarrstream.InternalError, RuntimeError, None),
+}
+
+
+def test_every_kind_of_failure_has_its_class() -> None:
+    from zarrstream import _native
+    from zarrstream.errors import _from_native
+
+    assert sorted(_native.error_kinds()) == sorted(KIND_CLASSES)
+    for kind, (cls, builtin, code) in KIND_CLASSES.items():
+        e = _from_native(kind, "what happened", None, "run.zarr")
+        assert type(e) is cls, kind
+        assert isinstance(e, builtin) and isinstance(e, zarrstream.ZarrstreamError), kind
+        if isinstance(e, zarrstream.StoreIOError):
+            assert (e.errno, e.filename) == (code, "run.zarr"), kind
+        if code is None:
+            assert str(e) == "what happened", kind
+
+
+@pytest.mark.parametrize(("code", "cls"), [
+    (errno.ENOENT, zarrstream.StoreNotFoundError),
+    (errno.EACCES, zarrstream.StorePermissionError),
+    (errno.EPERM, zarrstream.StorePermissionError),
+    (errno.EEXIST, zarrstream.StoreExistsError),
+    (errno.ENOSPC, zarrstream.DiskFullError),
+    (errno.EIO, zarrstream.StoreIOError),
+])
+def test_other_os_errors_have_the_class_of_their_errno(code: int, cls: type) -> None:
+    from zarrstream.errors import _from_native
+
+    e = _from_native("io", "write run.zarr/c/0/0/0: what happened", code, "run.zarr/c/0/0/0")
+    assert type(e) is cls
+    assert (e.errno, e.filename) == (code, "run.zarr/c/0/0/0")
+
+
+def test_exception_attributes_come_from_the_failure() -> None:
+    from zarrstream.errors import _from_native
+
+    e = _from_native("duplicate_frame", "m", None, None, extra='{"index": [1, 2]}')
+    assert e.index == (1, 2)
+    e = _from_native("working_set", "m", None, None,
+                     extra='{"what": "shards", "needed": 9, "limit": "max_open_shards", '
+                           '"budget": 8}')
+    assert (e.what, e.needed, e.limit, e.budget) == ("shards", 9, "max_open_shards", 8)
+    e = _from_native("resume_mismatch", "m", None, "run.zarr", field="codec")
+    assert e.field == "codec"
+    e = _from_native("remote_upload", "m", None, "/scratch/staging")
+    assert e.staging == "/scratch/staging"
+    assert type(_from_native("no_such_kind", "m", None, None)) is zarrstream.InternalError
+
+
 # -- frames written by index ----------------------------------------------------------
 
 #: t, z, y, x written by index; shard sets two time points of every z.

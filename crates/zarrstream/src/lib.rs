@@ -55,6 +55,18 @@ pub mod store;
 mod tile;
 mod writer;
 
+/// The Rust examples of the README and of the book (`docs/book`), compiled and run as
+/// doctests by `cargo test -p zarrstream --doc`, so what users copy works.
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../../docs/book/src/getting-started/rust.md")]
+    pub struct GettingStartedRust;
+    #[doc = include_str!("../../../docs/book/src/guide/acquisition-order.md")]
+    pub struct GuideAcquisitionOrder;
+}
+
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};
 pub use error::{

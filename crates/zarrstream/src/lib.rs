@@ -65,6 +65,10 @@ mod book {
     pub struct GettingStartedRust;
     #[doc = include_str!("../../../docs/book/src/guide/acquisition-order.md")]
     pub struct GuideAcquisitionOrder;
+    #[doc = include_str!("../../../docs/book/src/guide/ome-zarr.md")]
+    pub struct GuideOmeZarr;
+    #[doc = include_str!("../../../docs/book/src/guide/recordings.md")]
+    pub struct GuideRecordings;
 }
 
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};

@@ -69,6 +69,10 @@ mod book {
     pub struct GuideOmeZarr;
     #[doc = include_str!("../../../docs/book/src/guide/recordings.md")]
     pub struct GuideRecordings;
+    #[doc = include_str!("../../../docs/book/src/guide/metadata.md")]
+    pub struct GuideMetadata;
+    #[doc = include_str!("../../../docs/book/src/guide/object-stores.md")]
+    pub struct GuideObjectStores;
 }
 
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};

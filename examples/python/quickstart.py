@@ -1,15 +1,14 @@
-"""The Python package's first example (the book's "Getting started: Python" and the
-README show the part between the ANCHOR lines; crates/zarrstream-python/tests/python/
-test_examples.py runs it and reads the array back).
+"""The Python package's first example: the book's "Getting started: Python" and the README
+show the part between the ANCHOR lines, and crates/zarrstream-python/tests/python/
+test_examples.py runs it and reads the array back.
 
-    python examples/python/quickstart.py run.zarr
+    python examples/python/quickstart.py        # writes ./run.zarr
 
 Records 64 frames of a simulated 512 x 512 uint16 camera into a sharded Zarr v3 array.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -22,22 +21,20 @@ def simulated_camera(frames: int) -> Iterator[np.ndarray]:
         yield rng.integers(100, 4096, size=(512, 512), dtype=np.uint16)
 
 
-def main(path: str) -> "zarrstream.Stats":  # noqa: F821 (imported in the example)
-    camera = simulated_camera(64)
+def main() -> "zarrstream.Stats":  # noqa: F821 (imported in the example)
     # ANCHOR: writer
     import zarrstream
 
-    with zarrstream.Writer(path, shape=(None, 512, 512), chunks=(1, 256, 256),
+    camera = simulated_camera(64)            # your camera: (512, 512) uint16 numpy arrays
+    with zarrstream.Writer("run.zarr", shape=(None, 512, 512), chunks=(1, 256, 256),
                            shards=(16, 512, 512), dtype="uint16", codec="lz4:1") as w:
-        for frame in camera:             # (512, 512) uint16 arrays, or stacks of them
-            w.append(frame)              # no copy in Python; the GIL is released
-    stats = w.stats                      # frames_written, frames_dropped, push_latency_ns, ...
-    print(stats.frames_written, "frames, p99 push latency", stats.push_latency_ns.p99, "ns")
+        for frame in camera:
+            w.append(frame)                  # no copy in Python; the GIL is released
+    print(w.stats.frames_written, "frames, p99 push latency",
+          w.stats.push_latency_ns.p99, "ns")
     # ANCHOR_END: writer
-    return stats
+    return w.stats
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: quickstart.py STORE")
-    main(sys.argv[1])
+    main()

@@ -73,6 +73,8 @@ mod book {
     pub struct GuideMetadata;
     #[doc = include_str!("../../../docs/book/src/guide/object-stores.md")]
     pub struct GuideObjectStores;
+    #[doc = include_str!("../../../docs/book/src/guide/memory.md")]
+    pub struct GuideMemory;
 }
 
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};

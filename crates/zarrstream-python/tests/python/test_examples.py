@@ -9,6 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 import zarr
 
 REPO = Path(__file__).resolve().parents[4]
@@ -24,10 +25,11 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def test_quickstart(tmp_path: Path) -> None:
+def test_quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     quickstart = _load("quickstart")
+    monkeypatch.chdir(tmp_path)  # the example writes ./run.zarr
+    stats = quickstart.main()
     store = tmp_path / "run.zarr"
-    stats = quickstart.main(str(store))
     assert stats.frames_written == 64 and stats.frames_dropped == 0
     array = zarr.open_array(store, mode="r")
     assert array.shape == (64, 512, 512) and array.dtype == np.uint16

@@ -293,3 +293,42 @@ fn the_readme_is_short_and_its_links_resolve() {
         "README.md links to missing files: {broken:?}"
     );
 }
+
+/// Every chapter with Rust code is a doctest of the library (`mod book` of
+/// `crates/zarrstream/src/lib.rs`), so no Rust example of the book goes untested.
+#[test]
+fn every_rust_example_of_the_book_is_a_doctest() {
+    let lib = std::fs::read_to_string(repo().join("crates/zarrstream/src/lib.rs")).unwrap();
+    let mut chapters = Vec::new();
+    let mut dirs = vec![repo().join("docs/book/src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                chapters.push(path);
+            }
+        }
+    }
+    let mut untested = Vec::new();
+    for chapter in chapters {
+        let text = std::fs::read_to_string(&chapter).unwrap();
+        if !text.contains("```rust") {
+            continue;
+        }
+        let rel = chapter
+            .strip_prefix(repo())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if !lib.contains(&format!("include_str!(\"../../../{rel}\")")) {
+            untested.push(rel);
+        }
+    }
+    assert!(
+        untested.is_empty(),
+        "chapters with Rust code that crates/zarrstream/src/lib.rs does not include as \
+         doctests: {untested:?}"
+    );
+}

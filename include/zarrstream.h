@@ -2,7 +2,7 @@
  * zarrstream: record camera streams into sharded Zarr v3 arrays. The C API.
  *
  * Link with -lzarrstream (libzarrstream.so) or with libzarrstream.a plus
- * -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc (see "Using zarrstream from C" in README.md).
+ * -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc (see the book, docs/book: "Getting started: C").
  *
  *     zs_writer *w;
  *     if (zs_writer_create("run.zarr", "{\"shape\": [0, 2048, 2048], "
@@ -746,7 +746,7 @@ void zs_recording_abort(struct zs_recording *r,
  * "mapped_shards", "pyramid", "bookkeeping", "page_cache", "resident", "total"}.
  * "resident" (every part but "page_cache") bounds what the writer adds to the
  * process's resident memory; "total" adds the file pages it lets the page cache hold.
- * README's "Memory" section says what each part covers. Nothing is created.
+ * The book's "Memory" chapter says what each part covers. Nothing is created.
  *
  * Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL argument; for a configuration that
  * `zs_writer_create` would refuse before touching the disk, the code and message it

@@ -66,6 +66,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* ANCHOR: writer */
     /* The keys and defaults are those of the Rust API (see zs_writer_create). */
     const char *config =
         "{\"shape\": [0, 256, 256], \"chunk_shape\": [1, 128, 128],"
@@ -126,5 +127,6 @@ int main(int argc, char **argv)
     }
     printf("%ld frames pushed, %ld dropped; statistics:\n%s\n", frames, dropped, stats);
     zs_string_free(stats);
+    /* ANCHOR_END: writer */
     return 0;
 }

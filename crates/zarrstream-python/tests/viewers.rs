@@ -7,7 +7,7 @@
 //! napari-ome-zarr, pytest, and the neuroglancer test's pins), builds the wheel with its maturin and installs
 //! it, builds the `record` example, starts Xvfb on a free display and runs pytest over
 //! `tests/viewers/` there. Screenshots land in `target/viewer-screenshots/`
-//! (`ZARRSTREAM_UPDATE_SCREENSHOTS=1` also copies them to `docs/images/`).
+//! (`ZARRSTREAM_UPDATE_SCREENSHOTS=1` also copies them to `docs/book/src/images/`).
 //!
 //! Every wait has a deadline. When something cannot be had (no Python >= 3.11, no apt,
 //! no Xvfb) the test is skipped loudly; with `CI=true` that is a failure.

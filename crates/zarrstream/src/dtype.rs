@@ -44,7 +44,7 @@ impl DataType {
         }
     }
 
-    /// Every data type, smallest first (the order of the table in the README).
+    /// Every data type, smallest first (the order of the book's on-disk format chapter).
     pub const ALL: [DataType; 10] = [
         DataType::Int8,
         DataType::UInt8,

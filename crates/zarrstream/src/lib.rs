@@ -8,6 +8,26 @@
 //! writes the shard index, compacts, renames the shard into place and republishes
 //! `zarr.json`. See `ARCHITECTURE.md` for the data flow.
 //!
+//! The user guide is the book in `docs/book` of the repository (build it with
+//! `tools/book/build`); this documentation is the reference of every type.
+//!
+//! # Which type do I need
+//!
+//! | to … | use |
+//! |---|---|
+//! | describe an array (shape, chunks, shards, data type, codec) | [`ArraySpec::builder`], [`Codec`], [`DataType`] |
+//! | record one camera into one array | [`Writer::create`], with [`WriterOptions`] |
+//! | record an OME-Zarr image, with a pyramid and display windows | [`Writer::create_ome`], [`Ome`], [`Levels`], [`Omero`] |
+//! | record several arrays (cameras, positions) with one thread pool | [`Recording::create`], [`ArrayConfig`] |
+//! | record a high-content screening plate | [`Recording::create_plate`], [`Plate`] |
+//! | write frames in the acquisition's own order | [`Writer::write_frame`], [`AcquisitionOrder`] |
+//! | store metadata per frame | [`FrameMetaSpec`], [`FrameMeta`], [`Writer::push_with`] |
+//! | know the memory before starting | [`estimate_memory`], [`MemoryEstimate`] |
+//! | record to S3 (or another object store) | [`remote::RemoteOptions`] |
+//! | configure from JSON (the C API's and Python's path) | [`config`] |
+//! | repair, read or check a store | [`recover::recover_store`], [`store::StoreReader`] |
+//! | handle failures | [`Error`] |
+//!
 //! ```no_run
 //! use zarrstream::{ArraySpec, Codec, DataType, Writer, WriterOptions};
 //! let spec = ArraySpec::builder()
@@ -55,6 +75,28 @@ mod stats;
 pub mod store;
 mod tile;
 mod writer;
+
+/// The Rust examples of the README and of the book (`docs/book`), compiled and run as
+/// doctests by `cargo test -p zarrstream --doc`, so what users copy works.
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../../docs/book/src/getting-started/rust.md")]
+    pub struct GettingStartedRust;
+    #[doc = include_str!("../../../docs/book/src/guide/acquisition-order.md")]
+    pub struct GuideAcquisitionOrder;
+    #[doc = include_str!("../../../docs/book/src/guide/ome-zarr.md")]
+    pub struct GuideOmeZarr;
+    #[doc = include_str!("../../../docs/book/src/guide/recordings.md")]
+    pub struct GuideRecordings;
+    #[doc = include_str!("../../../docs/book/src/guide/metadata.md")]
+    pub struct GuideMetadata;
+    #[doc = include_str!("../../../docs/book/src/guide/object-stores.md")]
+    pub struct GuideObjectStores;
+    #[doc = include_str!("../../../docs/book/src/guide/memory.md")]
+    pub struct GuideMemory;
+}
 
 pub use codec::{BloscCompressor, BloscShuffle, Checksum, ChunkEncoder, Codec};
 pub use dtype::{DataType, Element};

@@ -296,8 +296,8 @@ fn metadata(path: &Path) -> Value {
     serde_json::from_slice(&text).expect("zarr.json parses")
 }
 
-/// The README's promise for a full disk: every frame accepted before the refusal is
-/// published. Checked first, with the diagnosis, because when it fails the error that
+/// The book's promise for a full disk (Failure behaviour): every frame accepted before
+/// the refusal is published. Checked first, with the diagnosis, because when it fails the error that
 /// was returned is usually not the one that lost the frames.
 fn check_all_accepted_published(name: &str, path: &Path, s: &Stopped) {
     let k = s.accepted.len() as u64;
@@ -502,7 +502,7 @@ fn ome_pyramid_full() {
 /// none: a finished shard takes as many pages as its reservation). The preparer reserves
 /// set 3 right after set 2 is taken, taking the last free page while rows 1 and 2 still
 /// have to be published (a new `zarr.json` needs a page next to the old one until the
-/// rename). The README promises that a full disk refuses a frame and publishes every
+/// rename). The book promises that a full disk refuses a frame and publishes every
 /// frame accepted before it, so whatever frame is refused, `zarr.json` must count all
 /// accepted frames and they must read back.
 ///

@@ -125,7 +125,7 @@ fn file_size_limit_sigxfsz_ignored_direct() {
 }
 
 /// With SIGXFSZ at its default action, a file growing past `RLIMIT_FSIZE` kills the
-/// process (the library cannot prevent that for its host; the README and the C header
+/// process (the library cannot prevent that for its host; the book and the C header
 /// tell hosts to ignore SIGXFSZ). What was published before stays intact, and
 /// `recover` works on what the dead process left.
 #[test]

@@ -8,7 +8,7 @@ use super::*;
 /// "mapped_shards", "pyramid", "bookkeeping", "page_cache", "resident", "total"}.
 /// "resident" (every part but "page_cache") bounds what the writer adds to the
 /// process's resident memory; "total" adds the file pages it lets the page cache hold.
-/// README's "Memory" section says what each part covers. Nothing is created.
+/// The book's "Memory" chapter says what each part covers. Nothing is created.
 ///
 /// Returns ZS_OK; ZS_E_INVALID_ARGUMENT for a NULL argument; for a configuration that
 /// `zs_writer_create` would refuse before touching the disk, the code and message it

@@ -367,11 +367,11 @@ def screenshots_dir(default: Path) -> Path:
 def save_screenshot(image: np.ndarray, directory: Path, name: str,
                     docs_name: str | None = None) -> Path:
     """Writes ``image`` as ``directory/name``; with ``ZARRSTREAM_UPDATE_SCREENSHOTS=1``
-    also as ``docs/images/docs_name`` in the repository."""
+    also as ``docs/book/src/images/docs_name`` in the repository."""
     path = directory / name
     Image.fromarray(image).save(path, optimize=True)
     if docs_name and os.environ.get("ZARRSTREAM_UPDATE_SCREENSHOTS") == "1":
-        docs = Path(__file__).resolve().parents[4] / "docs" / "images"
+        docs = Path(__file__).resolve().parents[4] / "docs" / "book" / "src" / "images"
         docs.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, docs / docs_name)
     return path

@@ -26,7 +26,7 @@ that ignores byte ranges never gets the view ready (a timeout at the deadline).
 
 Screenshots go to ``$ZARRSTREAM_SCREENSHOTS`` (the Rust driver's
 target/viewer-screenshots) or a temporary directory; ``ZARRSTREAM_UPDATE_SCREENSHOTS=1``
-also copies the OME views to docs/images/neuroglancer-*.png.
+also copies the OME views to docs/book/src/images/neuroglancer-*.png.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[4]
-#: Where every screenshot goes; with ZARRSTREAM_UPDATE_SCREENSHOTS=1 also docs/images/.
+#: Where every screenshot goes; with ZARRSTREAM_UPDATE_SCREENSHOTS=1 also docs/book/src/images/.
 SCREENSHOTS = Path(os.environ.get("ZARRSTREAM_SCREENSHOTS",
                                   REPO / "target" / "viewer-screenshots"))
-DOCS_IMAGES = REPO / "docs" / "images"
-#: The most bytes a screenshot committed to docs/images may take.
+DOCS_IMAGES = REPO / "docs" / "book" / "src" / "images"
+#: The most bytes a screenshot committed to docs/book/src/images may take.
 DOCS_IMAGE_LIMIT = 200_000
 
 
@@ -86,7 +86,7 @@ def layer_figure(viewer: Any, layer: Any) -> np.ndarray:
 
 def save_screenshot(viewer: Any, name: str) -> Path:
     """Saves the whole napari window as ``target/viewer-screenshots/<name>.png`` (and,
-    with ``ZARRSTREAM_UPDATE_SCREENSHOTS=1``, as ``docs/images/<name>.png``), palette
+    with ``ZARRSTREAM_UPDATE_SCREENSHOTS=1``, as ``docs/book/src/images/<name>.png``), palette
     PNG so that it stays small. Returns the path under target/."""
     from PIL import Image
 

@@ -88,7 +88,7 @@ class Garage:
     def cli(self, *args: str) -> str:
         """``garage -c CONFIG ARGS...``'s stdout; raises with its output and the log."""
         done = subprocess.run([str(self.bin), "-c", str(self.config), *args],
-                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
         if done.returncode != 0:
             raise RuntimeError(f"`garage {' '.join(args)}` failed ({done.returncode}):\n"
                                f"{done.stdout}{done.stderr}\n{self.tail()}")

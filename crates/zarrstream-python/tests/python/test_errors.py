@@ -150,7 +150,7 @@ def small_disk(tmp_path: Path):
     mnt = tmp_path / "disk"
     mnt.mkdir()
     made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, timeout=60)
     if made.returncode != 0:
         if os.environ.get("CI", "") not in ("", "0", "false"):
             pytest.fail(f"cannot mount a tmpfs: {made.stderr}")
@@ -158,7 +158,7 @@ def small_disk(tmp_path: Path):
     try:
         yield mnt
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+        subprocess.run(["umount", "-l", str(mnt)], check=False, timeout=60)
 
 
 @pytest.mark.parametrize("sink", ["pwrite", "mmap"])
@@ -196,11 +196,13 @@ def test_recover_after_a_crash(tmp_path: Path, rng) -> None:
         w = zarrstream.Writer({str(path)!r}, shape=(None, 32, 32), chunks=(1, 32, 32),
                               shards=(8, 32, 32))
         w.append(frames)
+        deadline = time.monotonic() + 60
         while w.frames_encoded < 20:
+            assert time.monotonic() < deadline, "20 frames not encoded within 60 s"
             time.sleep(0.01)
         os._exit(0)  # no close(): a crash
     """)
-    subprocess.run([sys.executable, "-c", script], check=True)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     assert json.loads((path / "zarr.json").read_text())["attributes"]["zarrstream"][
         "state"] == "running"
     report = zarrstream.recover(path)

@@ -337,7 +337,7 @@ def test_resume_refusals_are_builtin_classes(tmp_path: Path) -> None:
         "w.append(np.ones((6, 16, 16), 'uint16'))\n"
         "os._exit(0)\n"  # dies without finishing
     )
-    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=300)
     with pytest.raises(OSError) as needs:
         zarrstream.Writer(path, resume=True, **settings)
     assert isinstance(needs.value, zarrstream.NeedsRecoveryError)

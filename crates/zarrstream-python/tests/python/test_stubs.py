@@ -13,7 +13,7 @@ import zarrstream
 
 def test_stubs_match_the_runtime() -> None:
     done = subprocess.run([sys.executable, "-m", "mypy.stubtest", "zarrstream"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Success" in done.stdout
 
@@ -24,7 +24,7 @@ def test_package_is_typed_and_strict_clean(tmp_path: Path) -> None:
     assert (package / "_native.pyi").exists()
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path), "-p",
-         "zarrstream"], capture_output=True, text=True)
+         "zarrstream"], capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -42,7 +42,7 @@ def test_stubtest_notices_drift(tmp_path: Path) -> None:
                      "    def skip(self, n: int) -> None: ...\n"
                      "    def rewind(self) -> None: ..."))
     done = subprocess.run([sys.executable, "-m", "mypy.stubtest", "zarrstream"],
-                          capture_output=True, text=True, cwd=tmp_path,
+                          capture_output=True, text=True, cwd=tmp_path, timeout=540,
                           env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.returncode != 0
     assert "rewind" in done.stdout

@@ -104,7 +104,9 @@ pub(crate) fn install_wheel(py: &Path, dir: &str) -> PathBuf {
 /// `target/<junit>`; the caller adds its own options and environment.
 pub(crate) fn pytest(py: &Path, dir: &str, junit: &str, work: &Path) -> Command {
     let mut cmd = Command::new(py);
-    cmd.args(["-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider"])
+    // Every test gets a deadline (pytest-timeout), so a wait that never ends fails the
+    // test instead of hanging `cargo test`; a caller may pass a tighter `--timeout`.
+    cmd.args(["-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "--timeout=600"])
         .arg("--junitxml")
         .arg(target_dir().join(junit))
         .arg(

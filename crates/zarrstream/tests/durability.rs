@@ -69,7 +69,7 @@ fn shard_files(path: &Path) -> usize {
 /// Temporary shards the finisher has finished (cut below their reserved size) but not
 /// renamed into place.
 fn finished_unrenamed(path: &Path, reserved: u64) -> usize {
-    let tmp = path.join(zarrstream::store::PARTIAL_DIR);
+    let tmp = path.join(".zarrstream-partial");
     std::fs::read_dir(&tmp)
         .map(|d| {
             d.filter_map(|e| e.ok())
@@ -94,9 +94,7 @@ fn visible_while_running(durability: Durability) -> (Visible, u64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.zarr");
     let spec = rows_of_two();
-    let reserved = zarrstream::store::ShardLayout::new(&spec)
-        .unwrap()
-        .file_size();
+    let reserved = common::reserved(&spec).file_size;
     let opts = WriterOptions::default().durability(durability).threads(1);
     let mut w = Writer::create(&path, spec, opts).unwrap();
     let frame = vec![5u16; 32 * 32];

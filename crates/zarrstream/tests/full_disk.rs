@@ -27,7 +27,6 @@ use serde_json::Value;
 use support_fs::{Space, allocated, listing, space};
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
-use zarrstream::store::ShardLayout;
 use zarrstream::{
     Codec, Durability, Error, IndexLocation, Levels, Ome, SinkChoice, SinkKind, Writer,
 };
@@ -358,7 +357,7 @@ fn check_disk_full_error(case: &Case, path: &Path, s: &Stopped) {
             s.error
         );
     };
-    let worst = ShardLayout::new(&case.spec::<u16>()).unwrap().file_size();
+    let worst = common::reserved(&case.spec::<u16>()).file_size;
     assert_eq!(
         *needed, worst,
         "[{name}] needed = a shard's worst-case size"
@@ -512,8 +511,9 @@ fn ome_pyramid_full() {
 fn tight_tmpfs() {
     let name = "tight";
     let case = case(name, SinkChoice::Pwrite, IndexLocation::End, Codec::none());
-    let layout = ShardLayout::new(&case.spec::<u16>()).unwrap();
-    let shard_pages = layout.file_size().div_ceil(4096);
+    let shard_pages = common::reserved(&case.spec::<u16>())
+        .file_size
+        .div_ceil(4096);
     let sets = 4;
     let pages = 1 + sets * 2 * shard_pages;
     let mnt = support_fs::dir().join("mnt");

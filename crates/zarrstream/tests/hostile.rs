@@ -31,7 +31,6 @@ use common::{Case, frame};
 use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
-use zarrstream::store::{PARTIAL_DIR, ShardLayout, partial_file_name};
 use zarrstream::{Codec, Durability, Error, IndexLocation, SinkChoice, SinkKind, Writer};
 
 const ENTRY: &str = "scenario_entry";
@@ -565,8 +564,9 @@ fn truncated(name: &str, sink: SinkChoice) {
     for k in 2 * ROW..2 * ROW + 2 {
         push(&case, &mut w, k).unwrap_or_else(|e| panic!("[{name}] push {k}: {e}"));
     }
-    let layout = ShardLayout::new(&case.spec::<u16>()).unwrap();
-    let victim = path.join(PARTIAL_DIR).join(partial_file_name("c/2/0/0"));
+    let layout = common::reserved(&case.spec::<u16>());
+    // The temporary shard of key c/2/0/0, as the format chapter names it.
+    let victim = path.join(".zarrstream-partial").join("c.2.0.0.partial");
     wait_for_entries(name, &victim, &layout);
     // What another process would do (`truncate -s 0`): the kernel cannot tell.
     std::fs::OpenOptions::new()
@@ -615,12 +615,12 @@ fn truncated(name: &str, sink: SinkChoice) {
 
 /// Waits until the working index of the temporary shard at `p` holds an entry (a chunk
 /// of it was written).
-fn wait_for_entries(name: &str, p: &Path, layout: &ShardLayout) {
+fn wait_for_entries(name: &str, p: &Path, layout: &common::Reserved) {
     let deadline = Instant::now() + PATIENCE;
-    let mut index = vec![0u8; 16 * layout.n() as usize];
+    let mut index = vec![0u8; 16 * layout.n as usize];
     loop {
         if let Ok(f) = std::fs::File::open(p)
-            && f.read_exact_at(&mut index, layout.index_offset()).is_ok()
+            && f.read_exact_at(&mut index, layout.index_offset).is_ok()
             && index.chunks_exact(16).any(|e| e.iter().any(|&b| b != 0xff))
         {
             return;

@@ -106,15 +106,23 @@ pub(crate) fn pytest(py: &Path, dir: &str, junit: &str, work: &Path) -> Command 
     let mut cmd = Command::new(py);
     // Every test gets a deadline (pytest-timeout), so a wait that never ends fails the
     // test instead of hanging `cargo test`; a caller may pass a tighter `--timeout`.
-    cmd.args(["-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "--timeout=600"])
-        .arg("--junitxml")
-        .arg(target_dir().join(junit))
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests")
-                .join(dir),
-        )
-        .current_dir(work)
-        .env("ZARRSTREAM_TARGET_DIR", target_dir());
+    cmd.args([
+        "-m",
+        "pytest",
+        "-q",
+        "-rfEs",
+        "-p",
+        "no:cacheprovider",
+        "--timeout=600",
+    ])
+    .arg("--junitxml")
+    .arg(target_dir().join(junit))
+    .arg(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(dir),
+    )
+    .current_dir(work)
+    .env("ZARRSTREAM_TARGET_DIR", target_dir());
     cmd
 }

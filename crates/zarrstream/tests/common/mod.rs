@@ -1031,3 +1031,57 @@ pub(crate) fn check_read<T: Sample>(m: &Model, path: &Path) {
         &got,
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// The reserved shard layout, from the format's written rule (not from `ShardLayout`)
+// ---------------------------------------------------------------------------------------
+
+/// Where a temporary shard's working index starts and how large the file is reserved,
+/// computed from the rule the book's format chapter states, so a test that checks the
+/// writer's sizes does not take them from the writer:
+/// a slot is a chunk's worst case (raw bytes for no codec; c-blosc's `BLOSC_MAX_OVERHEAD`
+/// of 16 bytes more for Blosc) plus 4 bytes of crc32c, rounded up to 4 KiB from 64 KiB
+/// on and to 64 bytes below; the index is `16 n + 4` bytes, after the slots (index at the
+/// end) or before them, rounded up like a slot (index at the start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reserved {
+    /// Chunks per shard.
+    pub n: u64,
+    /// Offset of the working index.
+    pub index_offset: u64,
+    /// The reserved file size.
+    pub file_size: u64,
+}
+
+pub(crate) fn reserved(spec: &ArraySpec) -> Reserved {
+    let chunk: u64 = spec.chunk_shape().iter().product::<u64>() * spec.dtype().size() as u64;
+    let n: u64 = spec
+        .shard_shape()
+        .iter()
+        .zip(spec.chunk_shape())
+        .map(|(s, c)| s / c)
+        .product();
+    let overhead = match spec.codec() {
+        Codec::None => 0,
+        Codec::Blosc { .. } => 16,
+        other => panic!("no written worst case for {other} here"),
+    };
+    let crc = if spec.crc32c() { 4 } else { 0 };
+    let raw = chunk + overhead + crc;
+    let align = if raw >= 64 * 1024 { 4096 } else { 64 };
+    let slot = raw.div_ceil(align) * align;
+    let index = 16 * n + 4;
+    match spec.index_location() {
+        IndexLocation::End => Reserved {
+            n,
+            index_offset: n * slot,
+            file_size: n * slot + index,
+        },
+        IndexLocation::Start => Reserved {
+            n,
+            index_offset: 0,
+            file_size: index.div_ceil(align) * align + n * slot,
+        },
+        other => panic!("no written layout for index location {other}"),
+    }
+}

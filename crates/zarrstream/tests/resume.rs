@@ -7,10 +7,11 @@ use std::sync::Arc;
 use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
-use zarrstream::store::StoreReader;
+mod common;
+
 use zarrstream::{
-    ArrayConfig, ArraySpec, BloscShuffle, Codec, DataType, Error, Ome, Packing, Recording,
-    SinkChoice, Writer, WriterOptions,
+    ArrayConfig, ArraySpec, BloscShuffle, Codec, DataType, Error, IndexLocation, Ome, Packing,
+    Recording, SinkChoice, Writer, WriterOptions,
 };
 
 fn spec(shape: &[u64], chunk: &[u64], shard: &[u64], codec: Codec) -> ArraySpec {
@@ -71,21 +72,38 @@ fn doc(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("zarr.json")).unwrap()).unwrap()
 }
 
-/// Every shard's chunks, byte for byte, by index entry.
-fn chunks(dir: &Path) -> Vec<(String, Vec<Option<Vec<u8>>>)> {
-    let store = StoreReader::open(dir).unwrap();
-    store
-        .shards()
-        .unwrap()
+/// The shard files under `dir/c`, by key (`c/0/1`), in key order.
+fn shard_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, d: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let key = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.push((key, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &dir.join("c"), &mut out);
+    out.sort();
+    out
+}
+
+/// Every shard's chunks, byte for byte, by index entry: the index read by the tests'
+/// own parser (`common::parse_index`), not the library's reader. Index at the end.
+fn chunks(dir: &Path, chunks_per_shard: usize) -> Vec<(String, Vec<Option<Vec<u8>>>)> {
+    shard_files(dir)
         .into_iter()
-        .map(|s| {
-            let f = store.open_shard(&s).unwrap();
-            let index = store.read_index(&s, &f).unwrap();
-            let bytes = index
+        .map(|(key, bytes)| {
+            let index = common::parse_index(&bytes, chunks_per_shard, IndexLocation::End)
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            let chunks = index
                 .iter()
-                .map(|e| e.map(|(o, n)| zarrstream::store::read_chunk(&f, o, n).unwrap()))
+                .map(|e| e.map(|(o, n)| bytes[o as usize..(o + n) as usize].to_vec()))
                 .collect();
-            (s.key, bytes)
+            (key, chunks)
         })
         .collect()
 }
@@ -113,7 +131,8 @@ fn resumed_array_equals_one_uninterrupted_recording() {
     assert_eq!(got, want);
     // The chunks of the partly filled shard were kept, not re-encoded: every shard holds
     // the same bytes as the uninterrupted run's.
-    assert_eq!(chunks(&a), chunks(&b));
+    let per_shard = s.chunks_per_shard();
+    assert_eq!(chunks(&a, per_shard), chunks(&b, per_shard));
     let p = &doc(&a)["attributes"]["zarrstream"];
     assert_eq!(p["state"], "finished");
     assert_eq!(p["frames_committed"], 17);
@@ -670,10 +689,9 @@ fn carried_over_chunks_keep_their_bytes() {
     record(&a, &s, 0..10, options());
     // Shard c/2/0/0 holds frames 8 and 9 (y 0..32, x 0..20): chunk 0 is frame 8's top
     // left 16 x 20. Store it encoded differently (below), in a rebuilt shard.
-    let store = StoreReader::open(&a).unwrap();
-    let shard = store.shard("c/2/0/0").unwrap();
-    let file = store.open_shard(&shard).unwrap();
-    let index = store.read_index(&shard, &file).unwrap();
+    let shard_path = a.join("c/2/0/0");
+    let before = std::fs::read(&shard_path).unwrap();
+    let index = common::parse_index(&before, s.chunks_per_shard(), IndexLocation::End).unwrap();
     let f8 = frame(8, n);
     let chunk0: Vec<u8> = (0..16)
         .flat_map(|y| f8[y * 40..y * 40 + 20].iter().flat_map(|v| v.to_le_bytes()))
@@ -692,7 +710,7 @@ fn carried_over_chunks_keep_their_bytes() {
     for (i, e) in index.iter().enumerate() {
         let bytes = match (i, e) {
             (0, Some(_)) => stored.clone(),
-            (_, Some((o, b))) => zarrstream::store::read_chunk(&file, *o, *b).unwrap(),
+            (_, Some((o, b))) => before[*o as usize..(*o + *b) as usize].to_vec(),
             (_, None) => {
                 entries.push((u64::MAX, u64::MAX));
                 continue;
@@ -707,8 +725,7 @@ fn carried_over_chunks_keep_their_bytes() {
         .collect();
     idx.extend_from_slice(&crc32c::crc32c(&idx).to_le_bytes());
     data.extend_from_slice(&idx);
-    drop(file);
-    std::fs::write(a.join("c/2/0/0"), &data).unwrap();
+    std::fs::write(&shard_path, &data).unwrap();
     // What encoding it again at the array's own level would give: other bytes.
     let mut enc1 = zarrstream::ChunkEncoder::new(Codec::zstd(1), 2, s.checksum()).unwrap();
     let mut level1 = vec![0u8; enc1.slot_bound(chunk0.len())];
@@ -717,11 +734,10 @@ fn carried_over_chunks_keep_their_bytes() {
     assert_ne!(stored, level1);
 
     record(&a, &s, 10..13, options().resume(true));
-    let store = StoreReader::open(&a).unwrap();
-    let shard = store.shard("c/2/0/0").unwrap();
-    let file = store.open_shard(&shard).unwrap();
-    let (o, b) = store.read_index(&shard, &file).unwrap()[0].unwrap();
-    assert_eq!(zarrstream::store::read_chunk(&file, o, b).unwrap(), stored);
+    let after = std::fs::read(&shard_path).unwrap();
+    let (o, b) =
+        common::parse_index(&after, s.chunks_per_shard(), IndexLocation::End).unwrap()[0].unwrap();
+    assert_eq!(after[o as usize..(o + b) as usize], stored[..]);
     let (shape, got) = read_all(&a);
     assert_eq!(shape, [13, 32, 40]);
     assert_eq!(got, (0..13).flat_map(|k| frame(k, n)).collect::<Vec<_>>());

@@ -236,7 +236,7 @@ impl Writer {
         // The gate, not the mirror: a recording's arrays share their recording's.
         match &self.level.shared.staging {
             None => Ok(true),
-            Some(gate) => gate.admit(self.level.backpressure == Backpressure::Block),
+            Some(gate) => gate.admit(self.level.intake.backpressure == Backpressure::Block),
         }
     }
 
@@ -275,7 +275,7 @@ impl Writer {
 
     /// Frames offered so far (written + dropped).
     pub fn frames_pushed(&self) -> u64 {
-        self.level.next_frame
+        self.level.counters.next_frame
     }
 
     /// The bytes the writer's own buffers hold now, and at most so far: frame pool,

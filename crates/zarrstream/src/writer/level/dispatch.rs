@@ -23,6 +23,7 @@ impl Level {
         let sc = Grid::box_of(c, &g.shard_lead);
         self.ensure_set(&sc)?;
         let set = self
+            .sealer
             .open_sets
             .get(&sc)
             .ok_or_else(|| Error::Internal("shard set vanished".into()))?;
@@ -33,7 +34,8 @@ impl Level {
             shard.pending.fetch_add(n, Ordering::Relaxed);
         }
         let gc = Grid::box_of(c, &g.chunk_lead);
-        let (Some(jobs), Some(link)) = (self.jobs.as_ref(), self.link.as_ref()) else {
+        let (Some(jobs), Some(link)) = (self.threads.jobs.as_ref(), self.threads.link.as_ref())
+        else {
             return Err(Error::Closed);
         };
         for tile in 0..g.tiles {
@@ -60,13 +62,13 @@ impl Level {
     /// refused with [`Error::WorkingSet`] rather than waiting for frames that cannot come
     /// while the caller waits.
     pub(in crate::writer) fn ensure_set(&mut self, sc: &[u64]) -> Result<&Vec<Arc<OpenShard>>> {
-        while !self.open_sets.contains_key(sc) {
-            let rx = self.prepared.as_ref().ok_or(Error::Closed)?;
+        while !self.sealer.open_sets.contains_key(sc) {
+            let rx = self.threads.prepared.as_ref().ok_or(Error::Closed)?;
             let received = match rx.try_recv() {
                 Ok(r) => Ok(r),
                 Err(TryRecvError::Empty) => {
                     let g = &self.shared.grid;
-                    let held = self.open_sets.len().saturating_mul(g.shard_tiles);
+                    let held = self.sealer.open_sets.len().saturating_mul(g.shard_tiles);
                     let bound = max_unfinished(g);
                     if self.indexed() && held >= bound {
                         return Err(Error::WorkingSet {
@@ -86,10 +88,11 @@ impl Level {
                 let msg = format!("prepared shard set {:?}, needed {sc:?}", set.coords);
                 return Err(Error::Internal(msg));
             }
-            *self.row_shards.entry(set.coords[0]).or_default() += set.shards.len();
-            self.open_sets.insert(set.coords, set.shards);
+            *self.sealer.row_shards.entry(set.coords[0]).or_default() += set.shards.len();
+            self.sealer.open_sets.insert(set.coords, set.shards);
         }
-        self.open_sets
+        self.sealer
+            .open_sets
             .get(sc)
             .ok_or_else(|| Error::Internal("shard set vanished".into()))
     }
@@ -101,7 +104,7 @@ impl Level {
         let g = &shared.grid;
         if g.deep() && g.last_in_box(c, &g.chunk_lead) {
             let gc = Grid::box_of(c, &g.chunk_lead);
-            if let Some(group) = self.open_groups.remove(&gc) {
+            if let Some(group) = self.intake.open_groups.remove(&gc) {
                 self.dispatch_group(&gc, group)?;
             }
         }
@@ -143,7 +146,9 @@ impl Level {
     /// Releases the pushing thread's token on every shard of set `sc`: no more chunks
     /// can arrive for them.
     pub(in crate::writer) fn seal_set(&mut self, sc: &[u64]) {
-        if let (Some(set), Some(fin)) = (self.open_sets.remove(sc), self.link.as_ref()) {
+        if let (Some(set), Some(fin)) =
+            (self.sealer.open_sets.remove(sc), self.threads.link.as_ref())
+        {
             for shard in set {
                 shard.release(&fin.finisher);
             }
@@ -153,9 +158,9 @@ impl Level {
     /// Tells the finisher how many shards row `row` opened, so it can publish the
     /// append axis up to `extent0` once they are all finished.
     pub(in crate::writer) fn seal_row(&mut self, row: u64, extent0: u64) {
-        let shards = self.row_shards.remove(&row).unwrap_or(0);
-        let frames = self.row_frames.remove(&row).unwrap_or_default();
-        if let Some(link) = &self.link {
+        let shards = self.sealer.row_shards.remove(&row).unwrap_or(0);
+        let frames = self.sealer.row_frames.remove(&row).unwrap_or_default();
+        if let Some(link) = &self.threads.link {
             let _ = link.finisher.send(FinisherMsg::RowSealed {
                 row,
                 shards,

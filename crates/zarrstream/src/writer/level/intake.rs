@@ -57,8 +57,9 @@ impl Level {
     pub(in crate::writer) fn buffer(&mut self) -> Result<Option<PoolBuf>> {
         self.check_open()?;
         Ok(self
+            .intake
             .frame_pool
-            .get(self.backpressure == Backpressure::Block))
+            .get(self.intake.backpressure == Backpressure::Block))
     }
 
     /// Counts a frame the caller could not push as dropped, keeping its place.
@@ -74,14 +75,14 @@ impl Level {
         let spec = &self.shared.spec;
         if dtype != spec.dtype {
             return Err(Error::DataType {
-                frame: self.next_frame,
+                frame: self.counters.next_frame,
                 expected: spec.dtype,
                 got: dtype,
             });
         }
         if nbytes != spec.frame_bytes {
             return Err(Error::FrameSize {
-                frame: self.next_frame,
+                frame: self.counters.next_frame,
                 expected: spec.frame_bytes,
                 got: nbytes,
             });
@@ -93,7 +94,7 @@ impl Level {
     fn check_capacity(&self) -> Result<()> {
         let spec = &self.shared.spec;
         let cap = spec.shape[0].saturating_mul(spec.frames_per_step());
-        if spec.shape[0] != 0 && self.next_frame >= cap {
+        if spec.shape[0] != 0 && self.counters.next_frame >= cap {
             return Err(Error::ArrayFull { frames: cap });
         }
         Ok(())
@@ -131,7 +132,7 @@ impl Level {
                 problem: FrameIndexError::Indexed,
             });
         }
-        let c = self.shared.grid.coords(self.next_frame);
+        let c = self.shared.grid.coords(self.counters.next_frame);
         self.accept_at(frame, scheduled, c)
     }
 
@@ -144,7 +145,7 @@ impl Level {
     ) -> Result<PushOutcome> {
         // Push latency includes waiting for the next shard set at shard boundaries.
         let t0 = Instant::now();
-        self.started.get_or_insert(t0);
+        self.counters.started.get_or_insert(t0);
         let shared = Arc::clone(&self.shared);
         // A pyramid level that failed (e.g. its disk is full) refuses this frame as a
         // full disk here would: what was accepted before is finished and published.
@@ -187,12 +188,13 @@ impl Level {
     /// holds while every buffer is held by an open group: waiting for a buffer would
     /// wait for frames only the caller can bring. Nothing is taken.
     fn check_staging_room(&self, c: &[u64]) -> Result<()> {
-        let (g, Some(pool)) = (&self.shared.grid, self.group_pool.as_ref()) else {
+        let (g, Some(pool)) = (&self.shared.grid, self.intake.group_pool.as_ref()) else {
             return Ok(());
         };
-        let open = self.open_groups.len();
+        let open = self.intake.open_groups.len();
         if open >= pool.count()
             && !self
+                .intake
                 .open_groups
                 .contains_key(&Grid::box_of(c, &g.chunk_lead))
         {
@@ -216,8 +218,8 @@ impl Level {
         t0: Instant,
         c: &[u64],
     ) -> Result<bool> {
-        self.next_frame += 1;
-        let wait = self.backpressure == Backpressure::Block;
+        self.counters.next_frame += 1;
+        let wait = self.intake.backpressure == Backpressure::Block;
         let accepted = if self.shared.grid.deep() {
             self.accept_deep(frame, scheduled, wait, c)?
         } else {
@@ -241,13 +243,15 @@ impl Level {
     ) -> Result<bool> {
         let frame = match frame {
             // The pyramid thread needs the frame after staging: keep it in a pool buffer.
-            Frame::Borrowed(bytes) if self.pyramid.is_some() => match self.frame_pool.get(wait) {
-                Some(mut b) => {
-                    b.copy_from_slice(bytes);
-                    Frame::Owned(b)
+            Frame::Borrowed(bytes) if self.pyramid.is_some() => {
+                match self.intake.frame_pool.get(wait) {
+                    Some(mut b) => {
+                        b.copy_from_slice(bytes);
+                        Frame::Owned(b)
+                    }
+                    None => Frame::Skipped,
                 }
-                None => Frame::Skipped,
-            },
+            }
             f => f,
         };
         let staged = self.stage(c, &frame, scheduled, wait)?;
@@ -268,7 +272,7 @@ impl Level {
     ) -> Result<Option<bool>> {
         let buf = match frame {
             Frame::Owned(b) => Some(b),
-            Frame::Borrowed(bytes) => self.frame_pool.get(wait).map(|mut b| {
+            Frame::Borrowed(bytes) => self.intake.frame_pool.get(wait).map(|mut b| {
                 b.copy_from_slice(bytes);
                 b
             }),
@@ -309,12 +313,12 @@ impl Level {
     /// Counts a pushed frame as written or dropped and seals what it completed.
     fn account(&mut self, accepted: bool, c: &[u64], t0: Instant) -> Result<bool> {
         let row = c[0] / self.shared.grid.shard_lead[0];
-        let frames = self.row_frames.entry(row).or_default();
+        let frames = self.sealer.row_frames.entry(row).or_default();
         if accepted {
-            self.written += 1;
+            self.counters.written += 1;
             frames.written += 1;
         } else {
-            self.dropped += 1;
+            self.counters.dropped += 1;
             frames.dropped += 1;
             if let Some(p) = self.pyramid.as_mut() {
                 p.skip();
@@ -326,7 +330,7 @@ impl Level {
             self.seal_completed(c)?;
         }
         let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let _ = self.push_latency.record(ns);
+        let _ = self.counters.push_latency.record(ns);
         Ok(accepted)
     }
 
@@ -346,8 +350,8 @@ impl Level {
         let shared = Arc::clone(&self.shared);
         let g = &shared.grid;
         let gc = Grid::box_of(c, &g.chunk_lead);
-        if !self.open_groups.contains_key(&gc) {
-            let Some(buf) = self.group_pool.as_ref().and_then(|p| p.get(wait)) else {
+        if !self.intake.open_groups.contains_key(&gc) {
+            let Some(buf) = self.intake.group_pool.as_ref().and_then(|p| p.get(wait)) else {
                 return Ok(false);
             };
             let group = Group {
@@ -355,9 +359,9 @@ impl Level {
                 received: vec![false; g.group_frames],
                 times: Vec::new(),
             };
-            self.open_groups.insert(gc.clone(), group);
+            self.intake.open_groups.insert(gc.clone(), group);
         }
-        let Some(group) = self.open_groups.get_mut(&gc) else {
+        let Some(group) = self.intake.open_groups.get_mut(&gc) else {
             return Err(Error::Internal("staging group vanished".into()));
         };
         let local = g.local_index(c);

@@ -160,14 +160,14 @@ impl Level {
                 "pyramid levels (they are appended to)",
             )));
         }
-        if self.placement.is_none() {
-            if self.next_frame > 0 {
+        if self.intake.placement.is_none() {
+            if self.counters.next_frame > 0 {
                 return Err(refuse(FrameIndexError::Appending));
             }
-            self.placement = Some(Placement::default());
+            self.intake.placement = Some(Placement::default());
         }
         let g = &self.shared.grid;
-        match &self.placement {
+        match &self.intake.placement {
             Some(p) => p.check(g, c).map_err(refuse),
             None => Err(Error::Internal("indexed frames without placement".into())),
         }
@@ -177,12 +177,12 @@ impl Level {
     /// seal the shard set and the append-axis row it completes.
     pub(in crate::writer) fn seal_counted(&mut self, c: &[u64]) -> Result<()> {
         let shared = Arc::clone(&self.shared);
-        let Some(p) = self.placement.as_mut() else {
+        let Some(p) = self.intake.placement.as_mut() else {
             return Err(Error::Internal("indexed frames without placement".into()));
         };
         let done = p.take(&shared.grid, c);
         if let Some(gc) = done.group
-            && let Some(group) = self.open_groups.remove(&gc)
+            && let Some(group) = self.intake.open_groups.remove(&gc)
         {
             self.dispatch_group(&gc, group)?;
         }
@@ -198,12 +198,12 @@ impl Level {
     /// Whether shard sets may be handed over out of the preparer's order, with those
     /// not yet needed kept open until their frames come.
     pub(in crate::writer) fn indexed(&self) -> bool {
-        self.placement.is_some()
+        self.intake.placement.is_some()
     }
 
     /// One past the largest axis-0 coordinate of the indexed frames taken.
     pub(in crate::writer) fn indexed_extent0(&self) -> Option<u64> {
-        self.placement.as_ref().map(|p| p.extent0)
+        self.intake.placement.as_ref().map(|p| p.extent0)
     }
 }
 

@@ -12,7 +12,7 @@ use crate::store::{self, PARTIAL_DIR};
 use crate::writer::api::options::Durability;
 use crate::writer::level::Level;
 use crate::writer::state::pool::Pool;
-use crate::writer::threads::finisher::{self, FinisherReport};
+use crate::writer::threads::finisher::FinisherReport;
 
 impl Level {
     /// Flushes partial chunks and shards, waits for every thread and publishes the final
@@ -24,20 +24,25 @@ impl Level {
         if let Some(e) = self.shared.take_error().or(self.level_error.take()) {
             return Err(e);
         }
-        let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        let seconds = self
+            .counters
+            .started
+            .map_or(0.0, |t| t.elapsed().as_secs_f64());
         Ok(Stats {
-            frames_pushed: self.next_frame - self.shared.start.frame,
-            frames_written: self.written,
-            frames_dropped: self.dropped,
-            bytes_in: self.written * self.shared.spec.frame_bytes as u64,
+            frames_pushed: self.counters.next_frame - self.shared.start.frame,
+            frames_written: self.counters.written,
+            frames_dropped: self.counters.dropped,
+            bytes_in: self.counters.written * self.shared.spec.frame_bytes as u64,
             bytes_stored: report.bytes_stored,
             shards: report.shards,
             seconds,
-            push_latency_ns: crate::stats::LatencySummary::from_histogram(&self.push_latency),
+            push_latency_ns: crate::stats::LatencySummary::from_histogram(
+                &self.counters.push_latency,
+            ),
             frame_latency_ns: crate::stats::LatencySummary::from_histogram(&latency),
             sink: self.shared.sink,
-            pool_bytes: self.frame_pool.bytes(),
-            staging_bytes: self.group_pool.as_ref().map_or(0, Pool::bytes),
+            pool_bytes: self.intake.frame_pool.bytes(),
+            staging_bytes: self.intake.group_pool.as_ref().map_or(0, Pool::bytes),
             // Filled in by the public `finish`, once this level is dropped.
             memory: self.shared.meter.usage(),
         })
@@ -70,7 +75,7 @@ impl Level {
     /// unless the writer has failed.
     fn flush_groups(&mut self) {
         if !self.shared.failed() {
-            let mut groups: Vec<_> = self.open_groups.drain().collect();
+            let mut groups: Vec<_> = self.intake.open_groups.drain().collect();
             groups.sort_by(|a, b| a.0.cmp(&b.0));
             for (gc, group) in groups {
                 if let Err(e) = self.dispatch_group(&gc, group) {
@@ -78,7 +83,7 @@ impl Level {
                 }
             }
         }
-        self.open_groups.clear();
+        self.intake.open_groups.clear();
     }
 
     /// The levels below end with this one (aborted with it), before it publishes. A
@@ -104,7 +109,7 @@ impl Level {
     /// Seals every open shard set and row; returns the append-axis extent of the last,
     /// partial row.
     fn seal_all(&mut self) -> u64 {
-        let mut sets: Vec<_> = self.open_sets.keys().cloned().collect();
+        let mut sets: Vec<_> = self.sealer.open_sets.keys().cloned().collect();
         sets.sort();
         for sc in sets {
             self.seal_set(&sc);
@@ -112,15 +117,16 @@ impl Level {
         // The last, partial row ends at the last frame's append index.
         let extent0 = if let Some(e) = self.indexed_extent0() {
             e
-        } else if self.next_frame == 0 {
+        } else if self.counters.next_frame == 0 {
             0
         } else {
-            self.shared.grid.coords(self.next_frame - 1)[0] + 1
+            self.shared.grid.coords(self.counters.next_frame - 1)[0] + 1
         };
         let rows: std::collections::BTreeSet<u64> = self
+            .sealer
             .row_shards
             .keys()
-            .chain(self.row_frames.keys())
+            .chain(self.sealer.row_frames.keys())
             .copied()
             .collect();
         for row in rows {
@@ -132,20 +138,20 @@ impl Level {
     /// Closes the channels and joins the workers, the preparer and the finisher, in that
     /// order; a panic in any of them fails the writer.
     fn join_threads(&mut self) -> (FinisherReport, Histogram<u64>) {
-        self.jobs = None;
-        if let Some(engine) = self.own_engine.take()
+        self.threads.jobs = None;
+        if let Some(engine) = self.threads.own_engine.take()
             && let Err(e) = engine.join()
         {
             self.shared.fail(e);
         }
-        self.prepared = None;
-        if let Some(Err(p)) = self.preparer.take().map(JoinHandle::join) {
+        self.threads.prepared = None;
+        if let Some(Err(p)) = self.threads.preparer.take().map(JoinHandle::join) {
             self.shared
                 .fail(Error::panicked("the shard preparer", p.as_ref()));
         }
         // The finisher ends once this and every job's link are gone: all chunks written.
-        self.link = None;
-        let report = match self.finisher.take().map(JoinHandle::join) {
+        self.threads.link = None;
+        let report = match self.threads.finisher.take().map(JoinHandle::join) {
             Some(Ok(report)) => report,
             Some(Err(p)) => {
                 // Its shards may not be in place: never publish them as finished.
@@ -187,18 +193,18 @@ impl Level {
                     error.as_deref().unwrap_or("a writer thread failed")
                 )),
             };
-            let _ = finisher::publish(&self.shared, steps, &progress);
+            let _ = self.shared.publish_progress(steps, &progress);
             if let Some(lock) = self.lock.take() {
                 lock.release();
             }
         } else {
             let progress = Progress {
                 state,
-                frames_committed: self.shared.start.written + self.written,
-                frames_dropped: self.shared.start.dropped + self.dropped,
+                frames_committed: self.shared.start.written + self.counters.written,
+                frames_dropped: self.shared.start.dropped + self.counters.dropped,
                 error,
             };
-            if let Err(e) = finisher::publish(&self.shared, extent0, &progress) {
+            if let Err(e) = self.shared.publish_progress(extent0, &progress) {
                 self.shared.fail(e);
             }
             if let Some(lock) = self.lock.take() {

@@ -17,7 +17,7 @@ use crate::stats::histogram;
 use crate::store::PARTIAL_DIR;
 use crate::store::StoreLock;
 use crate::writer::api::options::WriterOptions;
-use crate::writer::level::Level;
+use crate::writer::level::{Counters, Intake, Level, Sealer, Threads};
 use crate::writer::state::grid::Grid;
 use crate::writer::state::job::Link;
 use crate::writer::state::pool::Pool;
@@ -134,29 +134,37 @@ impl Level {
         let next_frame = shared.start.frame;
         Ok(Level {
             shared,
-            jobs: Some(jobs),
-            link: Some(link),
-            own_engine,
-            prepared: Some(prep_rx),
-            preparer: Some(preparer),
-            finisher: Some(finisher),
-            frame_pool,
-            group_pool,
+            threads: Threads {
+                jobs: Some(jobs),
+                link: Some(link),
+                own_engine,
+                prepared: Some(prep_rx),
+                preparer: Some(preparer),
+                finisher: Some(finisher),
+            },
+            intake: Intake {
+                frame_pool,
+                group_pool,
+                open_groups: HashMap::new(),
+                backpressure: options.backpressure,
+                placement: None,
+            },
+            sealer: Sealer {
+                open_sets: HashMap::new(),
+                row_shards: BTreeMap::new(),
+                row_frames: BTreeMap::new(),
+            },
+            counters: Counters {
+                next_frame,
+                written: 0,
+                dropped: 0,
+                push_latency: histogram(),
+                started: None,
+            },
             lock: Some(lock),
-            open_sets: HashMap::new(),
-            open_groups: HashMap::new(),
-            row_shards: BTreeMap::new(),
-            row_frames: BTreeMap::new(),
-            next_frame,
-            written: 0,
-            dropped: 0,
-            backpressure: options.backpressure,
-            push_latency: histogram(),
-            started: None,
             closed: false,
             pyramid: None,
             level_error: None,
-            placement: None,
         })
     }
 }
@@ -203,7 +211,7 @@ fn open(
         frames_dropped: s.dropped,
         error: None,
     };
-    finisher::publish(&shared, s.extent0, &progress)?;
+    shared.publish_progress(s.extent0, &progress)?;
     Ok((shared, lock))
 }
 

@@ -136,7 +136,7 @@ pub(in crate::writer) fn spawn(
     workers: Arc<rayon::ThreadPool>,
     nice: u8,
 ) -> Result<Feed> {
-    let below_pool = Reduction::fits(&above.grid, z).then(|| below.frame_pool.clone());
+    let below_pool = Reduction::fits(&above.grid, z).then(|| below.intake.frame_pool.clone());
     Feed::spawn(method, below_pool, capacity, nice, move |rx, failure| {
         run(below, &above, method, z, &workers, &rx, failure)
     })

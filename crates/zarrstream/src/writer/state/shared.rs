@@ -9,7 +9,8 @@ use std::sync::{Mutex, OnceLock};
 use crossbeam_channel::Sender;
 use hdrhistogram::Histogram;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::metadata::Progress;
 use crate::meter::Meter;
 use crate::shard::{IndexEntries, Packing, ShardLayout, SlotOrder};
 use crate::sink::{SinkKind, SlotSink};
@@ -207,5 +208,25 @@ impl std::ops::AddAssign for FrameCount {
     fn add_assign(&mut self, other: Self) {
         self.written += other.written;
         self.dropped += other.dropped;
+    }
+}
+
+impl Shared {
+    /// Publishes `zarr.json` with the append axis at `extent0` (fixed-size arrays keep
+    /// their shape), then the image group's display windows when they changed. The one
+    /// way every thread (the finisher mid-run, the caller at start and at the end)
+    /// publishes the array's progress.
+    pub(crate) fn publish_progress(&self, extent0: u64, progress: &Progress) -> Result<()> {
+        let shape0 = if self.spec.shape[0] == 0 {
+            extent0
+        } else {
+            self.spec.shape[0]
+        };
+        self.published
+            .publish(&self.dir, &self.spec, (shape0, extent0), progress)?;
+        match self.image.get() {
+            Some(image) => image.publish_windows(),
+            None => Ok(()),
+        }
     }
 }

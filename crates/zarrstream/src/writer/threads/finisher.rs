@@ -201,7 +201,7 @@ fn commit(shared: &Shared, pending: &mut Pending, report: &mut FinisherReport) {
             frames_dropped: shared.start.dropped + report.frames.dropped,
             error: None,
         };
-        if let Err(e) = publish(shared, extent0, &progress) {
+        if let Err(e) = shared.publish_progress(extent0, &progress) {
             shared.fail(e);
         }
     }
@@ -240,22 +240,6 @@ fn shard_dir(dst: &std::path::Path) -> Result<PathBuf> {
     dst.parent()
         .map(std::path::Path::to_path_buf)
         .ok_or_else(|| Error::Internal(format!("shard {} has no directory", dst.display())))
-}
-
-/// Publishes `zarr.json` with the append axis at `extent0` (fixed-size arrays keep their shape).
-pub(crate) fn publish(shared: &Shared, extent0: u64, progress: &Progress) -> Result<()> {
-    let shape0 = if shared.spec.shape[0] == 0 {
-        extent0
-    } else {
-        shared.spec.shape[0]
-    };
-    shared
-        .published
-        .publish(&shared.dir, &shared.spec, (shape0, extent0), progress)?;
-    match shared.image.get() {
-        Some(image) => image.publish_windows(),
-        None => Ok(()),
-    }
 }
 
 /// Workers drop their reference right after releasing the shard, and the preparer holds

@@ -117,7 +117,7 @@ pub use sink::{SinkChoice, SinkKind};
 pub use spec::{ArraySpec, ArraySpecBuilder, IndexLocation, MAX_CHUNKS_PER_SHARD};
 pub use stats::{LatencySummary, Stats};
 pub use writer::{
-    AcquisitionOrder, ArrayConfig, ArrayId, Backpressure, Durability, MemoryEstimate, PoolBuf,
-    PushOutcome, Recording, RecordingStats, WINDOW_ROWS, Writer, WriterOptions, estimate_memory,
-    estimate_memory_ome,
+    AcquisitionOrder, ArrayConfig, ArrayId, ArrayWriter, Backpressure, Durability, MemoryEstimate,
+    PoolBuf, PushOutcome, Recording, RecordingStats, WINDOW_ROWS, Writer, WriterOptions,
+    estimate_memory, estimate_memory_ome,
 };

@@ -32,7 +32,7 @@ pub use api::memory::{MemoryEstimate, estimate_memory, estimate_memory_ome};
 pub use api::options::{Backpressure, Durability, WriterOptions};
 pub use api::order::AcquisitionOrder;
 pub use api::outcome::PushOutcome;
-pub use api::recording::{Recording, RecordingStats};
+pub use api::recording::{ArrayWriter, Recording, RecordingStats};
 pub use level::placement::WINDOW_ROWS;
 pub use state::pool::PoolBuf;
 

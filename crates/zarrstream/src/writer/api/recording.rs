@@ -110,7 +110,7 @@ fn arrays_as_map<S: serde::Serializer>(
 pub struct Recording {
     root: PathBuf,
     keys: Vec<String>,
-    arrays: Vec<Mutex<Option<Writer>>>,
+    arrays: Vec<Mutex<Writer>>,
     engine: Option<Arc<Engine>>,
     /// Held while the root group's document is rewritten.
     root_doc: Mutex<()>,
@@ -145,6 +145,29 @@ struct Layout {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn into_inner<T>(m: Mutex<T>) -> T {
+    m.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One array of a [`Recording`], borrowed from it by [`Recording::array`]: derefs to
+/// the array's [`Writer`], whose lock it holds while it lives.
+pub struct ArrayWriter<'a> {
+    writer: MutexGuard<'a, Writer>,
+}
+
+impl std::ops::Deref for ArrayWriter<'_> {
+    type Target = Writer;
+    fn deref(&self) -> &Writer {
+        &self.writer
+    }
+}
+
+impl std::ops::DerefMut for ArrayWriter<'_> {
+    fn deref_mut(&mut self) -> &mut Writer {
+        &mut self.writer
+    }
 }
 
 /// Makes (or, as the options allow, takes) the recording's root group. Returns whether
@@ -443,7 +466,7 @@ impl Recording {
                 )?,
             };
             rec.keys.push(a.key);
-            rec.arrays.push(Mutex::new(Some(writer)));
+            rec.arrays.push(Mutex::new(writer));
         }
         Ok(rec)
     }
@@ -481,19 +504,49 @@ impl Recording {
         key.index_in(&self.keys)
     }
 
-    /// Runs `f` on the array's writer (or [`Error::Closed`] once finished). The array's
-    /// lock is held meanwhile: a push waiting for a free buffer holds it.
-    fn with<R>(&self, a: impl ArrayId, f: impl FnOnce(&mut Writer) -> Result<R>) -> Result<R> {
+    /// Array `a`'s writer, for as long as the returned guard lives: every [`Writer`]
+    /// method works on it (`push_at`, the zero-copy [`buffer`](Writer::buffer) and
+    /// [`push_buffer`](Writer::push_buffer), [`push_with`](Writer::push_with), …).
+    /// Calls on different arrays from different threads proceed in parallel; the guard
+    /// holds the array's lock, so a push waiting for a free buffer holds it too.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use zarrstream::{ArrayConfig, ArraySpec, Recording, WriterOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let run = dir.path().join("run.zarr");
+    /// let spec = ArraySpec::builder()
+    ///     .shape([0, 64, 64])
+    ///     .chunk_shape([1, 64, 64])
+    ///     .shard_shape([8, 64, 64])
+    ///     .build()?;
+    /// let rec = Recording::create(
+    ///     &run,
+    ///     vec![ArrayConfig::new("cam0", spec)],
+    ///     WriterOptions::default(),
+    /// )?;
+    /// let mut cam0 = rec.array("cam0")?;
+    /// // A pooled buffer the camera fills in place: no copy on push.
+    /// if let Some(mut buf) = cam0.buffer()? {
+    ///     buf.fill(7);
+    ///     assert!(cam0.push_buffer(buf, Instant::now())?.is_accepted());
+    /// }
+    /// drop(cam0);
+    /// assert_eq!(rec.finish()?.total.frames_written, 1);
+    /// # Ok::<(), zarrstream::Error>(())
+    /// ```
+    pub fn array(&self, a: impl ArrayId) -> Result<ArrayWriter<'_>> {
         let i = a.index_in(&self.keys)?;
-        let mut writer = lock(&self.arrays[i]);
-        f(writer.as_mut().ok_or(Error::Closed)?)
+        Ok(ArrayWriter {
+            writer: lock(&self.arrays[i]),
+        })
     }
 
     /// Pushes one frame into array `a` (one copy into its pool). Returns
     /// [`PushOutcome::Dropped`] if the array's pool was empty under
     /// [`Backpressure::Drop`](crate::Backpressure::Drop).
     pub fn push<T: Element>(&self, a: impl ArrayId, frame: &[T]) -> Result<PushOutcome> {
-        self.with(a, |w| w.push(frame))
+        self.array(a)?.push(frame)
     }
 
     /// Pushes one frame of raw little-endian bytes into array `a`, with its scheduled
@@ -504,7 +557,7 @@ impl Recording {
         frame: &[u8],
         scheduled: Instant,
     ) -> Result<PushOutcome> {
-        self.with(a, |w| w.push_bytes(frame, scheduled))
+        self.array(a)?.push_bytes(frame, scheduled)
     }
 
     /// Pushes one frame of raw bytes into array `a` with its metadata, as
@@ -516,7 +569,7 @@ impl Recording {
         scheduled: Instant,
         meta: &FrameMeta,
     ) -> Result<PushOutcome> {
-        self.with(a, |w| w.push_with(frame, scheduled, meta))
+        self.array(a)?.push_with(frame, scheduled, meta)
     }
 
     /// Writes one frame into array `a` at `index`, its leading coordinates, in any order
@@ -529,7 +582,7 @@ impl Recording {
         index: &[u64],
         frame: &[T],
     ) -> Result<PushOutcome> {
-        self.with(a, |w| w.write_frame(index, frame))
+        self.array(a)?.write_frame(index, frame)
     }
 
     /// Writes one frame of raw little-endian bytes into array `a` at `index`, as
@@ -541,57 +594,57 @@ impl Recording {
         frame: &[u8],
         scheduled: Instant,
     ) -> Result<PushOutcome> {
-        self.with(a, |w| w.write_frame_bytes(index, frame, scheduled))
+        self.array(a)?.write_frame_bytes(index, frame, scheduled)
     }
 
     /// Marks the frame of array `a` at `index` as one that will not come, as
     /// [`Writer::skip_frame`].
     pub fn skip_frame(&self, a: impl ArrayId, index: &[u64]) -> Result<()> {
-        self.with(a, |w| w.skip_frame(index))
+        self.array(a)?.skip_frame(index)
     }
 
     /// Counts a frame of array `a` the caller could not push as dropped (its place
     /// reads as the fill value).
     pub fn skip(&self, a: impl ArrayId) -> Result<()> {
-        self.with(a, Writer::skip)
+        self.array(a)?.skip()
     }
 
     /// Frames offered to array `a` so far (written + dropped).
     pub fn frames_pushed(&self, a: impl ArrayId) -> Result<u64> {
-        self.with(a, |w| Ok(w.frames_pushed()))
+        Ok(self.array(a)?.frames_pushed())
     }
 
     /// Frames of array `a` whose chunks are all encoded into their shard slots (see
     /// [`Writer::frames_encoded`]).
     pub fn frames_encoded(&self, a: impl ArrayId) -> Result<u64> {
-        self.with(a, |w| Ok(w.frames_encoded()))
+        Ok(self.array(a)?.frames_encoded())
     }
 
     /// The specification of array `a` (of level 0 for an image).
     pub fn spec(&self, a: impl ArrayId) -> Result<ArraySpec> {
-        self.with(a, |w| Ok(w.spec().clone()))
+        Ok(self.array(a)?.spec().clone())
     }
 
     /// Sets the attribute `name` of array `a` (level 0 for an image), as
     /// [`Writer::set_attribute`].
     pub fn set_attribute(&self, a: impl ArrayId, name: &str, value: Value) -> Result<()> {
-        self.with(a, |w| w.set_attribute(name, value))
+        self.array(a)?.set_attribute(name, value)
     }
 
     /// Removes the attribute `name` of array `a`.
     pub fn remove_attribute(&self, a: impl ArrayId, name: &str) -> Result<()> {
-        self.with(a, |w| w.remove_attribute(name))
+        self.array(a)?.remove_attribute(name)
     }
 
     /// Sets the attribute `name` of the image group of array `a`, as
     /// [`Writer::set_group_attribute`] ([`Error::NotAnImage`] for a plain array).
     pub fn set_group_attribute(&self, a: impl ArrayId, name: &str, value: Value) -> Result<()> {
-        self.with(a, |w| w.set_group_attribute(name, value))
+        self.array(a)?.set_group_attribute(name, value)
     }
 
     /// Removes the attribute `name` of the image group of array `a`.
     pub fn remove_group_attribute(&self, a: impl ArrayId, name: &str) -> Result<()> {
-        self.with(a, |w| w.remove_group_attribute(name))
+        self.array(a)?.remove_group_attribute(name)
     }
 
     /// Sets the attribute `name` of the recording's root group, keeping every other key
@@ -634,11 +687,9 @@ impl Recording {
     pub fn finish(mut self) -> Result<RecordingStats> {
         let mut first = None;
         let mut arrays = Vec::with_capacity(self.keys.len());
-        for (key, slot) in self.keys.iter().zip(&self.arrays) {
-            let Some(writer) = lock(slot).take() else {
-                continue;
-            };
-            match writer.finish() {
+        let writers = std::mem::take(&mut self.arrays);
+        for (key, slot) in self.keys.iter().zip(writers) {
+            match into_inner(slot).finish() {
                 Ok(s) => arrays.push((key.clone(), s)),
                 Err(e) => {
                     first.get_or_insert(e);
@@ -666,10 +717,8 @@ impl Recording {
     pub fn abort(mut self, reason: impl Into<String>) -> Result<()> {
         let reason = reason.into();
         let mut first = None;
-        for slot in &self.arrays {
-            if let Some(writer) = lock(slot).take()
-                && let Err(e) = writer.abort(reason.clone())
-            {
+        for slot in std::mem::take(&mut self.arrays) {
+            if let Err(e) = into_inner(slot).abort(reason.clone()) {
                 first.get_or_insert(e);
             }
         }
@@ -689,10 +738,8 @@ impl Recording {
 
 impl Drop for Recording {
     fn drop(&mut self) {
-        for slot in &self.arrays {
-            // Dropping a writer finishes it.
-            drop(lock(slot).take());
-        }
+        // Dropping a writer finishes it.
+        self.arrays.clear();
         let _ = self.join();
     }
 }

@@ -1330,6 +1330,68 @@ mod tests {
         assert!(s.deprecated.is_none());
     }
 
+    /// `docs/config.schema.json` is kept by hand; this holds it to the types: every
+    /// object of the schema has exactly the keys its type deserializes, and refuses others.
+    #[test]
+    fn the_schema_matches_the_types() {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../../docs/config.schema.json")).unwrap();
+        let types: [(&str, &[&str]); 10] = [
+            ("writer_config", fields_of::<Config>()),
+            ("recording_config", fields_of::<RecordingKeys>()),
+            ("recording_array", fields_of::<ArrayKeys>()),
+            ("plate_image", fields_of::<ImageKeys>()),
+            ("array", fields_of::<ArraySpecBuilder>()),
+            ("writer", fields_of::<WriterOptions>()),
+            ("remote", fields_of::<RemoteOptions>()),
+            ("ome", fields_of::<OmeKeys>()),
+            ("frame_meta", fields_of::<FrameMetaKeys>()),
+            ("plate", fields_of::<PlateKeys>()),
+        ];
+        for (name, fields) in types {
+            let def = &schema["$defs"][name];
+            let mut in_schema: Vec<&str> = def["properties"]
+                .as_object()
+                .unwrap_or_else(|| panic!("$defs.{name} has no properties"))
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let mut in_type = fields.to_vec();
+            in_schema.sort_unstable();
+            in_type.sort_unstable();
+            assert_eq!(
+                in_schema, in_type,
+                "docs/config.schema.json $defs.{name} differs from its Rust type: edit the \
+                 schema to the type's fields"
+            );
+            assert_eq!(def["additionalProperties"], false, "$defs.{name}");
+        }
+    }
+
+    /// The book's examples (`json` blocks of the configuration chapter) are accepted as
+    /// they are, in the sectioned form.
+    #[test]
+    fn the_books_examples_parse() {
+        let book = include_str!("../../../docs/book/src/reference/config.md");
+        let blocks: Vec<&str> = book
+            .split("```json")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .collect();
+        assert!(blocks.len() >= 3, "the chapter shows its examples");
+        for block in blocks {
+            let top: Map<String, Value> = serde_json::from_str(block).unwrap();
+            let deprecated = if top.contains_key("array") {
+                let parsed = Config::parse(block).and_then(Config::into_parsed);
+                parsed.unwrap_or_else(|e| panic!("{block}: {e}")).deprecated
+            } else {
+                let parsed = RecordingConfig::parse(block);
+                parsed.unwrap_or_else(|e| panic!("{block}: {e}")).deprecated
+            };
+            assert!(deprecated.is_none(), "{block}");
+        }
+    }
+
     /// Each section's keys come from its type: the shim's split cannot miss a field.
     #[test]
     fn the_sections_field_lists_come_from_the_types() {
@@ -1459,9 +1521,7 @@ mod tests {
             e.to_string().contains("plate.field: unknown field `field`"),
             "{e}"
         );
-        let e = bad(&format!(
-            r#"{{"plate": {{"rows": 1, "columns": 1}}, "image": {{"array": {{}}, "key": "x"}}}}"#
-        ));
+        let e = bad(r#"{"plate": {"rows": 1, "columns": 1}, "image": {"array": {}, "key": "x"}}"#);
         assert!(
             e.to_string().contains("image.key: unknown field `key`"),
             "{e}"

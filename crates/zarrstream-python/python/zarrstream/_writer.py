@@ -339,8 +339,6 @@ def _options_config(
     """The ``writer`` section of the library's JSON configuration (with the two keys
     of indexed frames, ``acquisition_order`` and ``max_open_shards``, which the native
     module resolves in every array of a recording)."""
-    if backpressure is not None and backpressure not in ("block", "drop"):
-        raise InvalidSpecError(f"backpressure {backpressure!r} is not 'block' or 'drop'")
     config: dict[str, Any] = {"overwrite": bool(overwrite)}
     if resume:
         config["resume"] = True

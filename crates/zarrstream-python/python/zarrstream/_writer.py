@@ -602,6 +602,10 @@ class Writer(_Lifecycle):
     axes are the frame. Frames go in C order over the leading axes: for ``(t, c, y, x)``,
     ``t0 c0``, ``t0 c1``, ``t1 c0``, …
 
+    The keywords are the keys of the library's JSON configuration, whose types,
+    defaults and meanings are in its JSON Schema, ``docs/config.schema.json``
+    (``chunks`` and ``shards`` are ``chunk_shape`` and ``shard_shape`` there).
+
     Frames may also be written by index, in any order (:meth:`write_frame`), declaring
     the acquisition's loop order with ``acquisition_order``; a writer takes either
     appended or indexed frames::

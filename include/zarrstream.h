@@ -227,95 +227,30 @@ extern "C" {
 /**
  * Creates the store at `store_path` and starts recording into it.
  *
- * `config_json` is one JSON object. Its keys are the names of the Rust API's
- * `ArraySpec` builder methods, `WriterOptions` fields and `Ome` options, with the same
- * defaults; only `shape`, `chunk_shape` and `shard_shape` are required, and an unknown
- * key is an error. Durations are in milliseconds (keys ending in `_ms`).
+ * `config_json` is one JSON object in sections, each read by the Rust type it configures
+ * with that type's defaults; an unknown key, or a key in the wrong section, is
+ * ZS_E_INVALID_CONFIG and the message names its place (`writer.sink: ...`):
+ * - `array` (required): the array, `shape`, `chunk_shape`, `shard_shape` (required),
+ *   `dtype`, `fill_value`, `dimension_names`, `codec`, `crc32c`, `index_location`,
+ *   `attributes`;
+ * - `writer`: threads, sink, buffers, back-pressure, durability, packing, chunk order,
+ *   acquisition order, `overwrite`, `resume`;
+ * - `remote`: staging and upload when `store_path` is an object store URL
+ *   (`s3://bucket/prefix`, `gs://`, `az://`, `file:///shared/path`; credentials, region
+ *   and endpoint come from the environment and `store_options`);
+ * - `ome` (present, even as {}: `store_path` becomes an OME-Zarr 0.5 image group, the
+ *   array its level 0 at `store_path`/0, and levels 1 and up the pyramid);
+ * - `frame_meta`: per-frame metadata pushed with `zs_writer_push_with`.
  *
- * Array:
- * - `shape` [D0, ..., Y, X]: rank 3 to 31; D0 = 0 is an unbounded append axis.
- * - `chunk_shape`, `shard_shape`: inner chunk and shard shape, same rank; the inner
- *   chunk divides the shard on every axis.
- * - `dtype`: "int8", "uint8", "int16", "uint16" (default), "int32", "uint32", "int64",
- *   "uint64", "float32", "float64" (or i8, u8, i16, u16, i32, u32, i64, u64, f32, f64).
- * - `fill_value`: a number representable in dtype (default 0; int64/uint64 fill values
- *   must be exact as a double), or "NaN", "Infinity", "-Infinity" for float32/float64.
- * - `dimension_names`: one distinct string per axis (default none; for an OME image
- *   t, c, z, y, x, c and z only when the array has those axes).
- * - `codec`: "none", "zstd", "zstd:LEVEL" (-131072..=22, default level 1), "lz4",
- *   "lz4:CLEVEL" (blosc-lz4, 0..=9, default 1), "blosc-zstd", "blosc-zstd:CLEVEL"
- *   (blosc with zstd inside, 0..=9, default 1); a blosc codec may end in ":shuffle"
- *   (byte shuffle, the default), ":bitshuffle" or ":noshuffle" ("blosc-zstd:3:bitshuffle";
- *   ":shuffle" with a 1-byte dtype does nothing and is ZS_E_INVALID_CONFIG); default
- *   "lz4:1".
- * - `crc32c`: a crc32c per inner chunk (default true).
- * - `index_location`: "end" (default) or "start".
- * - `attributes`: an object merged into zarr.json's attributes (default {}).
+ * Every duration is a number of milliseconds, in a key ending in `_ms`. The keys, their
+ * types, defaults and meanings are in the JSON Schema `docs/config.schema.json` (the
+ * `writer` form) and the book's configuration reference. Example:
+ * {"array": {"shape": [0, 2048, 2048], "chunk_shape": [1, 512, 512],
+ * "shard_shape": [32, 2048, 2048], "codec": "zstd:1"}, "writer": {"threads": 4}}
  *
- * Writer:
- * - `threads`: encoder threads, 0 = one per core (default 0, at most 1024).
- * - `pin_threads`: pin encoder threads to cores (default true).
- * - `background_nice`: niceness of the writer's threads, 0..=19 (default 5).
- * - `sink`: "auto" (default: direct where the file system takes `O_DIRECT`, else pwrite;
- *   mmap with a Morton `chunk_order`), "direct", "mmap" or "pwrite".
- * - `pool_frames`: frame buffers, 0 = 2 x threads + 2 (default 0).
- * - `spare_groups`: extra staging groups for chunks deeper than one frame (default 1).
- * - `backpressure`: "block" (default: push waits, nothing is lost) or "drop" (push
- *   returns ZS_DROPPED and counts the frame).
- * - `durability`: "shard" (default: each shard flushed before it is published), "none",
- *   or {"periodic": {"interval_ms": N}} (group commit every N ms).
- * - `packing`: "compact" (default) or "sparse".
- * - `chunk_order`: "c" (default) or "morton": the order of the inner chunks' bytes in
- *   each shard file (the shard index stays in C order; not recorded in metadata).
- *   Morton keeps the chunks of a spatial block together; "auto" then means "mmap",
- *   and "direct" is refused (ZS_E_INVALID_CONFIG).
- * - `overwrite`: replace an existing store (default false; never a store that a live
- *   writer holds).
- * - `resume`: continue the array zarrstream finished (or `zarrstream recover`
- *   repaired) at `store_path` instead of creating one (default false): the first frame
- *   pushed follows the last one on disk. The array keys must describe the array on
- *   disk (ZS_E_SPEC_MISMATCH names the first field that differs); a store a writer
- *   left unfinished is ZS_E_NEEDS_RECOVERY; not with `overwrite`.
- * - `frame_meta`: {"fields": {"NAME": "float64" | "int64", ...}, "json": BOOL}: per-frame
- *   metadata stored beside the array, pushed with `zs_writer_push_with` (default none).
- *
- * OME-Zarr 0.5 image (`ome` present, even as {}): `store_path` becomes an image group
- * and the array its level 0 at `store_path`/0. Keys of `ome`, all optional: `name`
- * (default "image"), `pixel_size` [Y, X], `z_step`, `frame_interval_ms`, `space_unit`
- * ("micrometer" default, "nanometer"), `time_unit` ("millisecond" default, "second"),
- * `channels` [names, one per entry of the channel axis], `omero` ("auto": each
- * channel's display window from the frames recorded, the 0.1 % to 99.9 % quantiles of
- * sampled pixels, republished while recording; {"window": {"min", "max", "start",
- * "end"}} for every channel; or {"channels": [{"label", "color" ("RRGGBB"), "window"
- * (optional: without it, from the data), "active"}]}), and the pyramid: `levels` (a count, 1 = level 0 only (default), at most
- * 16, or "auto": until a level's frame fits one inner chunk; level k at
- * `store_path`/k), `downsample` ("mean" default, "decimate", "min", "max"),
- * `downsample_z` (halve z too, default false), `level_lz4_acceleration` (LZ4
- * acceleration of the lz4 chunks of levels 1 and up).
- *
- * Object store: a `store_path` of the form `s3://bucket/prefix` (or `gs://`, `az://`,
- * `file:///shared/path`) records into a local staging directory and uploads each shard,
- * and each zarr.json after the shards it covers. Credentials, region and endpoint come
- * from the environment (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
- * `AWS_SECRET_ACCESS_KEY`, ...) and `store_options`. Keys (ignored for a local path):
- * - `staging_dir`: the local directory (default `$ZARRSTREAM_STAGING`, else the
- *   temporary directory, under zarrstream-staging/SCHEME/BUCKET/PREFIX).
- * - `staging_budget`: bytes of finished shards that may wait for upload (default 2 GiB);
- *   beyond it push waits (or drops under "drop" back-pressure).
- * - `part_size`: bytes per part of a multipart upload (default 8 MiB, at least 5 MiB).
- * - `uploads_in_flight`: objects uploaded at once (default 4, 1..=256).
- * - `upload_timeout`: seconds uploads may keep failing before ZS_E_REMOTE_UPLOAD
- *   (default 60; a fraction is allowed).
- * - `part`: this process records part K (index on axis 1, chunk and shard extent 1) of
- *   an array recorded by several processes (default none).
- * - `coordinate`: with `part`, this process also publishes the shared zarr.json
- *   (default false).
- * - `store_options`: {"aws_endpoint": "http://10.0.0.5:3900", "aws_region": "garage",
- *   "aws_access_key_id": "...", "aws_secret_access_key": "...", ...}: object_store
- *   configuration keys, over the environment (default {}).
- *
- * Example: {"shape": [0, 2048, 2048], "chunk_shape": [1, 512, 512],
- * "shard_shape": [32, 2048, 2048], "codec": "zstd:1", "threads": 4}
+ * Deprecated: the flat form of release 0.1 (every key at the top level, `upload_timeout`
+ * in seconds) is still accepted for one release; the first call that uses it writes a
+ * deprecation warning to stderr.
  *
  * On success returns ZS_OK and stores the new writer in `*out`; on failure stores NULL
  * in `*out` (when `out` is not NULL) and returns ZS_E_INVALID_ARGUMENT (a NULL
@@ -474,39 +409,37 @@ void zs_writer_abort(struct zs_writer *w);
  * recording into all of them, with one set of encoding threads and one memory budget
  * shared by every array (several cameras, stage positions, ...).
  *
- * `config_json` is one JSON object with three kinds of keys; an unknown key, or a key
- * in the wrong place, is ZS_E_INVALID_CONFIG (the message says where it goes).
- *
- * Top level: the writer keys of `zs_writer_create`, shared by every array:
- * `threads` (the recording's encoder threads, 0 = one per core), `pin_threads`,
- * `background_nice`, `sink`, `pool_frames` (the **total** frame budget, 0 = twice the
- * threads plus 2 frames of the largest array; each array gets max(2, budget x largest
- * frame / sum of frame sizes) frames of its own), `spare_groups`, `backpressure`,
- * `durability`, `packing`, `chunk_order`, `overwrite` (replace the group), `frame_meta` (the default
- * of every array), and
- * - `resume`: continue every array where it ended (as for `zs_writer_create`; a
- *   different specification is ZS_E_SPEC_MISMATCH, an unfinished store
- *   ZS_E_NEEDS_RECOVERY, an OME image with a pyramid ZS_E_UNSUPPORTED);
- * - `existing_group`: add the arrays to an existing Zarr group that zarrstream did not
- *   create (refused with ZS_E_EXISTS otherwise); its zarr.json is left as it is;
+ * `config_json` is one JSON object in sections (the JSON Schema
+ * `docs/config.schema.json`, its `recording` form); an unknown key, or a key in the
+ * wrong place, is ZS_E_INVALID_CONFIG (the message names its place):
+ * - `writer`, `remote`: as for `zs_writer_create`, shared by every array; `threads` is
+ *   the recording's encoder threads, `pool_frames` the **total** frame budget (0 = twice
+ *   the threads plus 2 frames of the largest array; each array gets max(2, budget x
+ *   largest frame / sum of frame sizes) frames of its own), `overwrite` replaces the
+ *   group, `resume` continues every array where it ended, `existing_group` adds the
+ *   arrays to an existing Zarr group that zarrstream did not create (refused with
+ *   ZS_E_EXISTS otherwise; its zarr.json is left as it is);
+ * - `frame_meta`: the default of every array;
  * - `attributes`: an object set on the root group's attributes;
  * - `arrays` (required, except for a plate): a non-empty list of objects, one per
  *   array, in the order of their indexes (0, 1, ...). Each has a `key`, the array's
  *   relative "/" path under `root` (plain names; not empty, ".", "..", "c" or starting
- *   with "."; unique and
- *   never inside another array's key: ZS_E_INVALID_CONFIG), and the array keys of
- *   `zs_writer_create`: `shape`, `chunk_shape`, `shard_shape` (required), `dtype`,
- *   `fill_value`, `dimension_names`, `codec`, `crc32c`, `index_location`, `attributes`
- *   (of the array), `ome` (the array becomes an OME-Zarr image group at `root`/key,
- *   level 0 at `root`/key/0) and `frame_meta` (this array's, replacing the top level's).
+ *   with "."; unique and never inside another array's key: ZS_E_INVALID_CONFIG), and
+ *   the array's sections `array`, `ome` (the array becomes an OME-Zarr image group at
+ *   `root`/key, level 0 at `root`/key/0) and `frame_meta` (replacing the default).
  *
  * `root`/zarr.json becomes a group marked as zarrstream's; directories between `root`
  * and an array get a plain group zarr.json if they have none.
  *
- * Example: {"threads": 2, "attributes": {"experiment": "E12"}, "arrays": [
- * {"key": "cam0", "shape": [0, 512, 512], "chunk_shape": [1, 256, 256],
- * "shard_shape": [16, 512, 512]}, {"key": "cam1", "shape": [0, 64, 64], "dtype": "uint8",
- * "chunk_shape": [1, 64, 64], "shard_shape": [32, 64, 64], "codec": "zstd:1"}]}
+ * Example: {"writer": {"threads": 2}, "attributes": {"experiment": "E12"}, "arrays": [
+ * {"key": "cam0", "array": {"shape": [0, 512, 512], "chunk_shape": [1, 256, 256],
+ * "shard_shape": [16, 512, 512]}}, {"key": "cam1", "array": {"shape": [0, 64, 64],
+ * "dtype": "uint8", "chunk_shape": [1, 64, 64], "shard_shape": [32, 64, 64],
+ * "codec": "zstd:1"}}]}
+ *
+ * Deprecated: the flat form of release 0.1 (writer keys at the top level, array keys in
+ * each entry) is still accepted for one release, with a warning on stderr as for
+ * `zs_writer_create`.
  *
  * An OME-Zarr 0.5 high-content screening plate gives `plate` and `image` instead of
  * `arrays` (every field of view is an OME-Zarr image and one array of the recording):
@@ -516,16 +449,16 @@ void zs_writer_abort(struct zs_writer *w);
  *   acquisition, default 1), `name`, `acquisitions` ([{"id": 0, "name": "...",
  *   "description": "...", "start_time": s, "end_time": s}], seconds since the epoch).
  *   An invalid layout is ZS_E_INVALID_PLATE, naming the problem;
- * - `image`: the array keys above (`shape`, ..., `ome`, `frame_meta`) for every field
- *   image.
+ * - `image`: the sections `array`, `ome` and `frame_meta` of every field image.
  *
  * The field images' keys are "ROW/COLUMN/PATH" (PATH = acquisition index x fields +
  * field) and their indexes follow the order a screening microscope visits them:
  * acquisition by acquisition, well by well, each well's fields in turn
  * (`zs_recording_array_index(r, "B/3/1", &i)` finds one). `root`/zarr.json holds
  * `attributes.ome.plate`, each well group `attributes.ome.well`. Example:
- * {"plate": {"rows": 2, "columns": 3, "fields": 2}, "image": {"shape": [0, 512, 512],
- * "chunk_shape": [1, 512, 512], "shard_shape": [1, 512, 512], "ome": {}}}
+ * {"plate": {"rows": 2, "columns": 3, "fields": 2}, "image": {"array": {"shape":
+ * [0, 512, 512], "chunk_shape": [1, 512, 512], "shard_shape": [1, 512, 512]},
+ * "ome": {}}}
  *
  * Threads: unlike a zs_writer, a zs_recording may be used from several threads at once:
  * calls on **different** arrays (push, push_with, skip, set_attribute, frames_pushed,

@@ -62,10 +62,10 @@ static void channel_first(const char *dir)
 {
     char store[4096];
     snprintf(store, sizeof store, "%s/ctz.zarr", dir);
-    const char *cfg = "{\"shape\": [4, 2, 48, 64], \"chunk_shape\": [1, 1, 16, 32], "
+    const char *cfg = "{\"array\": {\"shape\": [4, 2, 48, 64], \"chunk_shape\": [1, 1, 16, 32], "
                       "\"shard_shape\": [2, 1, 48, 64], "
-                      "\"dimension_names\": [\"t\", \"c\", \"y\", \"x\"], "
-                      "\"acquisition_order\": [\"c\", \"t\"], \"threads\": 1}";
+                      "\"dimension_names\": [\"t\", \"c\", \"y\", \"x\"]}, "
+                      "\"writer\": {\"acquisition_order\": [\"c\", \"t\"], \"threads\": 1}}";
     zs_writer *w = NULL;
     int rc = zs_writer_create(store, cfg, &w);
     CHECK(rc == ZS_OK && w != NULL, "create: %d", rc);
@@ -101,14 +101,14 @@ static void channel_first(const char *dir)
     snprintf(store, sizeof store, "%s/bad-order.zarr", dir);
     w = NULL;
     EXPECT(zs_writer_create(store,
-                            "{\"shape\": [0, 2, 48, 64], \"chunk_shape\": [1, 1, 16, 32], "
-                            "\"shard_shape\": [2, 1, 48, 64], \"acquisition_order\": [1, 0]}",
+                            "{\"array\": {\"shape\": [0, 2, 48, 64], \"chunk_shape\": [1, 1, 16, 32], "
+                            "\"shard_shape\": [2, 1, 48, 64]}, \"writer\": {\"acquisition_order\": [1, 0]}}",
                             &w),
            ZS_E_INVALID_CONFIG, "an unbounded axis 0 must be the outermost loop");
     CHECK(w == NULL, "no writer on failure");
     EXPECT(zs_writer_create(store,
-                            "{\"shape\": [0, 2, 48, 64], \"chunk_shape\": [1, 1, 16, 32], "
-                            "\"shard_shape\": [2, 1, 48, 64], \"max_open_shards\": 4}",
+                            "{\"array\": {\"shape\": [0, 2, 48, 64], \"chunk_shape\": [1, 1, 16, 32], "
+                            "\"shard_shape\": [2, 1, 48, 64]}, \"writer\": {\"max_open_shards\": 4}}",
                             &w),
            ZS_E_WORKING_SET, "max_open_shards allows 4");
 }
@@ -119,8 +119,8 @@ static void single(const char *dir)
     snprintf(store, sizeof store, "%s/single.zarr", dir);
     zs_writer *w = NULL;
     int rc = zs_writer_create(store,
-                              "{\"shape\": [48, 64], \"chunk_shape\": [16, 32], "
-                              "\"shard_shape\": [48, 64], \"threads\": 1}",
+                              "{\"array\": {\"shape\": [48, 64], \"chunk_shape\": [16, 32], "
+                              "\"shard_shape\": [48, 64]}, \"writer\": {\"threads\": 1}}",
                               &w);
     CHECK(rc == ZS_OK && w != NULL, "create rank 2: %d", rc);
     fill(0, 0);

@@ -72,8 +72,8 @@ static uint16_t pixel(uint32_t i, uint32_t t, uint32_t y, uint32_t x)
 
 /* Every field image: 16 x 16 uint16 OME-Zarr images with a pixel size. */
 static const char *IMAGE =
-    "\"image\": {\"shape\": [0, 16, 16], \"chunk_shape\": [1, 16, 16],"
-    " \"shard_shape\": [2, 16, 16], \"dtype\": \"uint16\","
+    "\"image\": {\"array\": {\"shape\": [0, 16, 16], \"chunk_shape\": [1, 16, 16],"
+    " \"shard_shape\": [2, 16, 16], \"dtype\": \"uint16\"},"
     " \"ome\": {\"pixel_size\": [0.5, 0.5]}}";
 
 static char root[4200];
@@ -88,7 +88,7 @@ static int exists(const char *p)
 static const char *config(const char *plate)
 {
     static char buf[4096];
-    snprintf(buf, sizeof buf, "{\"threads\": 2, \"plate\": %s, %s}", plate, IMAGE);
+    snprintf(buf, sizeof buf, "{\"writer\": {\"threads\": 2}, \"plate\": %s, %s}", plate, IMAGE);
     return buf;
 }
 

@@ -69,10 +69,11 @@ int main(int argc, char **argv)
     /* ANCHOR: writer */
     /* The keys and defaults are those of the Rust API (see zs_writer_create). */
     const char *config =
-        "{\"shape\": [0, 256, 256], \"chunk_shape\": [1, 128, 128],"
+        "{\"array\": {\"shape\": [0, 256, 256], \"chunk_shape\": [1, 128, 128],"
         " \"shard_shape\": [16, 256, 256], \"dtype\": \"uint16\", \"codec\": \"lz4:1\","
-        " \"dimension_names\": [\"t\", \"y\", \"x\"], \"threads\": 2,"
-        " \"attributes\": {\"camera\": \"examples/c/record.c\"}}";
+        " \"dimension_names\": [\"t\", \"y\", \"x\"],"
+        " \"attributes\": {\"camera\": \"examples/c/record.c\"}},"
+        " \"writer\": {\"threads\": 2}}";
 
     printf("zarrstream %s: recording %ld frames of %d x %d uint16 into %s\n", zs_version(),
            frames, HEIGHT, WIDTH, store);

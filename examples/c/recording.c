@@ -144,24 +144,25 @@ static char *read_file(const char *p)
     return buf;
 }
 
-/* The recording's config: `top` extra top-level keys (or ""), cam1's codec, and
+/* The recording's config: `top` extra writer keys (or ""), cam1's codec, and
  * whether cam0 is in it. */
 static const char *config(const char *top, const char *codec1, int with_cam0)
 {
     static const char *cam0 =
-        "{\"key\": \"cam0\", \"shape\": [0, 48, 64], \"chunk_shape\": [1, 48, 64],"
+        "{\"key\": \"cam0\", \"array\": {\"shape\": [0, 48, 64], \"chunk_shape\": [1, 48, 64],"
         " \"shard_shape\": [4, 48, 64], \"dtype\": \"uint16\", \"codec\": \"lz4:1\","
-        " \"attributes\": {\"camera\": \"left\"},"
+        " \"attributes\": {\"camera\": \"left\"}},"
         " \"frame_meta\": {\"fields\": {\"timestamp\": \"float64\", \"counter\": \"int64\"}}},";
     static char buf[4096];
     snprintf(buf, sizeof buf,
-             "{\"threads\": 2, %s"
+             "{\"writer\": {%s \"threads\": 2},"
              " \"attributes\": {\"experiment\": \"E12\"},"
              " \"arrays\": [%s"
-             "  {\"key\": \"stage/cam1\", \"shape\": [0, 32, 40], \"chunk_shape\": [1, 16, 20],"
-             "   \"shard_shape\": [4, 32, 40], \"dtype\": \"uint8\", \"codec\": \"%s\"},"
-             "  {\"key\": \"img\", \"shape\": [0, 16, 16], \"chunk_shape\": [1, 16, 16],"
-             "   \"shard_shape\": [2, 16, 16], \"dtype\": \"uint16\","
+             "  {\"key\": \"stage/cam1\", \"array\": {\"shape\": [0, 32, 40],"
+             "   \"chunk_shape\": [1, 16, 20], \"shard_shape\": [4, 32, 40], \"dtype\": \"uint8\","
+             "   \"codec\": \"%s\"}},"
+             "  {\"key\": \"img\", \"array\": {\"shape\": [0, 16, 16], \"chunk_shape\": [1, 16, 16],"
+             "   \"shard_shape\": [2, 16, 16], \"dtype\": \"uint16\"},"
              "   \"ome\": {\"omero\": \"auto\"}}]}",
              top, with_cam0 ? cam0 : "", codec1);
     return buf;
@@ -306,28 +307,37 @@ static void bad_configs(void)
 {
     zs_recording *r = (zs_recording *)&r; /* not NULL: create must clear it */
     const char *dup =
-        "{\"arrays\": [{\"key\": \"a\", \"shape\": [0, 8, 8], \"chunk_shape\": [1, 8, 8],"
-        " \"shard_shape\": [1, 8, 8]}, {\"key\": \"a\", \"shape\": [0, 4, 4],"
-        " \"chunk_shape\": [1, 4, 4], \"shard_shape\": [1, 4, 4]}]}";
+        "{\"arrays\": [{\"key\": \"a\", \"array\": {\"shape\": [0, 8, 8],"
+        " \"chunk_shape\": [1, 8, 8], \"shard_shape\": [1, 8, 8]}}, {\"key\": \"a\","
+        " \"array\": {\"shape\": [0, 4, 4], \"chunk_shape\": [1, 4, 4], \"shard_shape\": [1, 4, 4]}}]}";
     EXPECT(zs_recording_create(path("dup.zarr"), dup, &r), ZS_E_INVALID_CONFIG,
            "given twice");
     CHECK(r == NULL, "a failed create stores NULL");
     CHECK(!exists(path("dup.zarr")), "nothing is left on disk");
 
     const char *nested =
-        "{\"arrays\": [{\"key\": \"a\", \"shape\": [0, 8, 8], \"chunk_shape\": [1, 8, 8],"
-        " \"shard_shape\": [1, 8, 8]}, {\"key\": \"a/b\", \"shape\": [0, 4, 4],"
-        " \"chunk_shape\": [1, 4, 4], \"shard_shape\": [1, 4, 4]}]}";
+        "{\"arrays\": [{\"key\": \"a\", \"array\": {\"shape\": [0, 8, 8],"
+        " \"chunk_shape\": [1, 8, 8], \"shard_shape\": [1, 8, 8]}}, {\"key\": \"a/b\","
+        " \"array\": {\"shape\": [0, 4, 4], \"chunk_shape\": [1, 4, 4], \"shard_shape\": [1, 4, 4]}}]}";
     EXPECT(zs_recording_create(path("nested.zarr"), nested, &r), ZS_E_INVALID_CONFIG,
            "inside another");
     const char *dotdot =
-        "{\"arrays\": [{\"key\": \"../a\", \"shape\": [0, 8, 8], \"chunk_shape\": [1, 8, 8],"
-        " \"shard_shape\": [1, 8, 8]}]}";
+        "{\"arrays\": [{\"key\": \"../a\", \"array\": {\"shape\": [0, 8, 8],"
+        " \"chunk_shape\": [1, 8, 8], \"shard_shape\": [1, 8, 8]}}]}";
     EXPECT(zs_recording_create(path("dotdot.zarr"), dotdot, &r), ZS_E_INVALID_CONFIG,
            "../a");
     EXPECT(zs_recording_create(path("none.zarr"), "{\"arrays\": []}", &r),
            ZS_E_INVALID_CONFIG, "arrays");
-    /* An array key at the top level says where it goes. */
+    /* A key in the wrong section is refused, naming its place. */
+    EXPECT(zs_recording_create(path("sec.zarr"),
+                               "{\"arrays\": [{\"key\": \"a\", \"writer\": {\"threads\": 2}}]}",
+                               &r),
+           ZS_E_INVALID_CONFIG, "arrays[0].writer: unknown field `writer`");
+    EXPECT(zs_recording_create(path("sec.zarr"),
+                               "{\"writer\": {\"shape\": [0, 8, 8]}, \"arrays\": [{\"key\": \"a\"}]}",
+                               &r),
+           ZS_E_INVALID_CONFIG, "writer.shape: unknown field `shape`");
+    /* The deprecated flat form: an array key at the top level says where it goes. */
     EXPECT(zs_recording_create(path("top.zarr"),
                                "{\"shape\": [0, 8, 8], \"arrays\": [{\"key\": \"a\"}]}", &r),
            ZS_E_INVALID_CONFIG, "each entry of `arrays`");
@@ -358,13 +368,14 @@ static void foreign_group(void)
     fputs("{\"zarr_format\": 3, \"node_type\": \"group\", \"attributes\": {\"lab\": 1}}", f);
     fclose(f);
     const char *arrays =
-        "\"arrays\": [{\"key\": \"a\", \"shape\": [0, 8, 8], \"chunk_shape\": [1, 8, 8],"
-        " \"shard_shape\": [1, 8, 8]}]}";
+        "\"arrays\": [{\"key\": \"a\", \"array\": {\"shape\": [0, 8, 8],"
+        " \"chunk_shape\": [1, 8, 8], \"shard_shape\": [1, 8, 8]}}]}";
     char config[512];
-    snprintf(config, sizeof config, "{\"threads\": 1, %s", arrays);
+    snprintf(config, sizeof config, "{\"writer\": {\"threads\": 1}, %s", arrays);
     zs_recording *r = NULL;
     EXPECT(zs_recording_create(root, config, &r), ZS_E_EXISTS, "did not create");
-    snprintf(config, sizeof config, "{\"threads\": 1, \"existing_group\": true, %s", arrays);
+    snprintf(config, sizeof config,
+             "{\"writer\": {\"threads\": 1, \"existing_group\": true}, %s", arrays);
     OK(zs_recording_create(root, config, &r));
     zs_recording_abort(r, "the test stops here");
     const char *doc = read_file(path("foreign.zarr/a/zarr.json"));
@@ -380,8 +391,8 @@ static void foreign_group(void)
 static void writer_resume(void)
 {
     const char *store = path("w.zarr");
-    const char *base = "{\"shape\": [0, 16, 16], \"chunk_shape\": [1, 16, 16],"
-                       " \"shard_shape\": [4, 16, 16], \"threads\": 1%s}";
+    const char *base = "{\"array\": {\"shape\": [0, 16, 16], \"chunk_shape\": [1, 16, 16],"
+                       " \"shard_shape\": [4, 16, 16]}, \"writer\": {\"threads\": 1%s}}";
     char config[512];
     static uint16_t frame[HW * WW];
     uint32_t t = 0;
@@ -402,8 +413,8 @@ static void writer_resume(void)
     /* Resuming with another specification, or with overwrite, is refused. */
     zs_writer *w = (zs_writer *)&w;
     EXPECT(zs_writer_create(store,
-                            "{\"shape\": [0, 16, 16], \"chunk_shape\": [1, 8, 16],"
-                            " \"shard_shape\": [4, 16, 16], \"resume\": true}",
+                            "{\"array\": {\"shape\": [0, 16, 16], \"chunk_shape\": [1, 8, 16],"
+                            " \"shard_shape\": [4, 16, 16]}, \"writer\": {\"resume\": true}}",
                             &w),
            ZS_E_SPEC_MISMATCH, "chunk_shape");
     CHECK(w == NULL, "a failed create stores NULL");

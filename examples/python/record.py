@@ -188,16 +188,18 @@ def main():
     args = parser.parse_args()
 
     lib = load(args.lib)
-    # The keys and defaults are those of the Rust API (see zs_writer_create).
+    # Sections read by the Rust types, with their defaults (docs/config.schema.json).
     config = {
-        "shape": [0, HEIGHT, WIDTH],
-        "chunk_shape": [1, 128, 128],
-        "shard_shape": [16, HEIGHT, WIDTH],
-        "dtype": "uint16",
-        "codec": "zstd:1",
-        "dimension_names": ["t", "y", "x"],
-        "threads": 2,
-        "attributes": {"camera": "examples/python/record.py"},
+        "array": {
+            "shape": [0, HEIGHT, WIDTH],
+            "chunk_shape": [1, 128, 128],
+            "shard_shape": [16, HEIGHT, WIDTH],
+            "dtype": "uint16",
+            "codec": "zstd:1",
+            "dimension_names": ["t", "y", "x"],
+            "attributes": {"camera": "examples/python/record.py"},
+        },
+        "writer": {"threads": 2},
     }
     print(f"zarrstream {lib.zs_version().decode()}: recording {args.frames} frames "
           f"of {HEIGHT} x {WIDTH} uint16 into {args.store}")

@@ -37,11 +37,11 @@ mod tests {
     fn recording_stats_are_keyed_by_array_with_a_total() {
         let dir = tempfile::tempdir().unwrap();
         let rec = RecordingConfig::parse(
-            r#"{"threads": 1, "arrays": [
-                {"key": "a", "shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
-                 "shard_shape": [2, 8, 8], "dtype": "uint8"},
-                {"key": "b/d", "shape": [0, 4, 4], "chunk_shape": [1, 4, 4],
-                 "shard_shape": [2, 4, 4]}]}"#,
+            r#"{"writer": {"threads": 1}, "arrays": [
+                {"key": "a", "array": {"shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+                 "shard_shape": [2, 8, 8], "dtype": "uint8"}},
+                {"key": "b/d", "array": {"shape": [0, 4, 4], "chunk_shape": [1, 4, 4],
+                 "shard_shape": [2, 4, 4]}}]}"#,
         )
         .unwrap()
         .create(&dir.path().join("r.zarr"))

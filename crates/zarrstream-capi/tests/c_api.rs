@@ -432,13 +432,24 @@ fn valgrind_run(bin: &Path, args: &[&std::ffi::OsStr]) -> String {
 fn c_error_paths() {
     let b = built();
     let dir = scratch("errors");
-    let out = run(
+    // errors.c keeps the deprecated flat config_json of 0.1: it must still work, and
+    // warn on stderr exactly once per process.
+    let output = run_ok(
         Command::new(b.bin.join("errors_shared"))
             .arg("basic")
-            .arg(dir.path()),
+            .arg(dir.path())
+            .stdin(Stdio::null()),
         "errors basic",
-    );
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (out, err) = (text(&output.stdout), text(&output.stderr));
     println!("{out}");
+    assert_eq!(
+        err.matches("zarrstream: warning: a flat config_json")
+            .count(),
+        1,
+        "one deprecation warning on stderr: {err}"
+    );
     assert!(
         out.contains(&format!("version {}", env!("CARGO_PKG_VERSION"))),
         "zs_version: {out}"

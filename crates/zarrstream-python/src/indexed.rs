@@ -46,8 +46,14 @@ pub(crate) fn split(config: &str) -> Result<(String, IndexedKeys), Failure> {
     let Ok(Value::Object(mut top)) = serde_json::from_str::<Value>(config) else {
         return Ok((config.to_owned(), IndexedKeys::default()));
     };
-    let order = top.remove("acquisition_order");
-    let max = top.remove("max_open_shards");
+    // The sectioned form has them in `writer`; the deprecated flat one at the top.
+    let (order, max) = match top.get_mut("writer") {
+        Some(Value::Object(w)) => (w.remove("acquisition_order"), w.remove("max_open_shards")),
+        _ => (
+            top.remove("acquisition_order"),
+            top.remove("max_open_shards"),
+        ),
+    };
     if order.is_none() && max.is_none() {
         return Ok((config.to_owned(), IndexedKeys::default()));
     }

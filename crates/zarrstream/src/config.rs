@@ -1,38 +1,55 @@
-//! A writer described by one JSON object, for the bindings (the C API's `config_json`,
-//! the Python package's keyword arguments): its keys are the names of the builder methods
-//! and option fields. Only the keys given are applied, onto `ArraySpec::builder()`,
-//! `WriterOptions::default()` (its [`RemoteOptions`] too, whose keys are top-level
-//! options: `staging_dir`, `staging_budget`, `part_size`, `uploads_in_flight`,
-//! `upload_timeout` in seconds, `part`, `coordinate`, `store_options` an object of
-//! strings) and `Ome::new()`, so every default is the Rust API's own.
-//! Unknown keys are errors (a misspelt option must not silently fall back to its
-//! default).
+//! A writer or a recording described by one JSON object, for the bindings (the C API's
+//! `config_json`, the Python package's keyword arguments).
+//!
+//! The object is made of sections, each deserialized by the library type it configures,
+//! so every default is the Rust API's own and a key in the wrong section is refused by
+//! construction (the error names the key's place: `writer.sikn: unknown field …`):
+//!
+//! | section | type | |
+//! |---|---|---|
+//! | `array` | [`ArraySpecBuilder`] | shape, chunks, shards, data type, codec, attributes |
+//! | `writer` | [`WriterOptions`] | threads, sink, buffers, durability, packing, … |
+//! | `remote` | [`RemoteOptions`] | staging and upload of an object-store destination |
+//! | `ome` | [`Ome`] settings | present = an OME-Zarr image ([`Writer::create_ome`]) |
+//! | `frame_meta` | [`FrameMetaSpec`] | `{"fields": {"name": "float64" \| "int64"}, "json": bool}` |
+//!
+//! Every duration is a number of milliseconds, in a key ending in `_ms`. Enumerations
+//! take their text forms (`"zstd:3"`, `"morton"`, …), parsed by the types' `FromStr`.
+//! The JSON Schema of both forms is `docs/config.schema.json`.
 //!
 //! ```
 //! use zarrstream::config::Config;
 //! let parsed = Config::parse(
-//!     r#"{"shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64],
-//!         "codec": "zstd:3", "threads": 2}"#,
+//!     r#"{"array": {"shape": [0, 64, 64], "chunk_shape": [1, 32, 32],
+//!                   "shard_shape": [4, 64, 64], "codec": "zstd:3"},
+//!         "writer": {"threads": 2}}"#,
 //! )?
 //! .into_parsed()?;
 //! assert_eq!(parsed.spec.frame_bytes(), 64 * 64 * 2);
 //! assert_eq!(parsed.options.threads, 2);
+//! assert!(parsed.deprecated.is_none());
 //! # Ok::<(), zarrstream::config::ConfigError>(())
 //! ```
+//!
+//! The flat form of release 0.1 (every key at the top level, `upload_timeout` in seconds)
+//! is still read for one release: its keys are split into the sections by the sections'
+//! own field lists, and the result carries a deprecation notice (`deprecated`), which the
+//! C API prints once to stderr.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
-use std::time::Duration;
+use std::path::Path;
 
+use crate::de::fields_of;
 use crate::remote::RemoteOptions;
 use crate::{
-    Acquisition, AcquisitionOrder, ArrayConfig, ArraySpec, Backpressure, Downsample, Durability,
-    FrameMetaSpec, Levels, Ome, OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError,
-    Recording, SpecError, Window, Writer, WriterOptions,
+    Acquisition, ArrayConfig, ArraySpec, ArraySpecBuilder, Downsample, FrameMetaSpec, Levels, Ome,
+    OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError, Recording, SpecError, Window,
+    Writer, WriterOptions,
 };
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use std::str::FromStr;
+use std::time::Duration;
 
 /// Why `config_json` was rejected before the library saw it.
 #[derive(Debug, thiserror::Error)]
@@ -41,7 +58,8 @@ pub enum ConfigError {
     /// The text is not UTF-8.
     #[error("config_json is not UTF-8: {0}")]
     NotUtf8(#[from] std::str::Utf8Error),
-    /// Not JSON, not an object, an unknown key, or a value of the wrong type.
+    /// Not JSON, not an object, an unknown key, or a value of the wrong type (the message
+    /// starts with the key's place, `writer.sink: …`).
     #[error("config_json: {0}")]
     Json(#[from] serde_json::Error),
     /// A value of the right type that names nothing the library knows.
@@ -63,101 +81,234 @@ pub enum ConfigError {
     Plate(#[from] PlateError),
 }
 
-/// The whole configuration object.
+/// What a flat (release 0.1) configuration is told.
+pub const FLAT_DEPRECATED: &str = "a flat config_json (every key at the top level) is \
+    deprecated and will be refused in a later release: give the keys in their sections, \
+    {\"array\": {…}, \"writer\": {…}, \"remote\": {…}, \"ome\": {…}, \"frame_meta\": {…}} \
+    (see docs/config.schema.json); durations are milliseconds (upload_timeout_ms)";
+
+/// A writer's configuration: the sections of one array and its writer.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
-    // ArraySpec::builder()
-    shape: Option<Vec<u64>>,
-    chunk_shape: Option<Vec<u64>>,
-    shard_shape: Option<Vec<u64>>,
-    dtype: Option<String>,
-    fill_value: Option<Value>,
-    dimension_names: Option<Vec<String>>,
-    codec: Option<String>,
-    crc32c: Option<bool>,
-    index_location: Option<String>,
-    attributes: Option<Map<String, Value>>,
-    // WriterOptions
-    threads: Option<usize>,
-    pin_threads: Option<bool>,
-    background_nice: Option<u8>,
-    sink: Option<String>,
-    pool_frames: Option<usize>,
-    spare_groups: Option<usize>,
-    backpressure: Option<BackpressureKey>,
-    durability: Option<DurabilityKey>,
-    packing: Option<String>,
-    /// `"c"` or `"morton"`: the order of the inner chunks inside each shard file.
-    chunk_order: Option<String>,
-    /// The acquisition's loop order, outermost first: axis numbers, or dimension names
-    /// (resolved against this object's `dimension_names`).
-    acquisition_order: Option<Vec<AxisKey>>,
-    max_open_shards: Option<usize>,
-    overwrite: Option<bool>,
-    resume: Option<bool>,
-    existing_group: Option<bool>,
-    /// `{"fields": {"name": "float64" | "int64", …}, "json": bool}`.
-    frame_meta: Option<FrameMetaKeys>,
-    // RemoteOptions: how an object-store destination (`s3://…`) is staged and uploaded
-    staging_dir: Option<PathBuf>,
-    staging_budget: Option<u64>,
-    part_size: Option<usize>,
-    uploads_in_flight: Option<usize>,
-    /// Seconds (JSON has no durations; a fraction is allowed).
-    upload_timeout: Option<f64>,
-    part: Option<u64>,
-    coordinate: Option<bool>,
-    /// `object_store` configuration keys and their values (`{"aws_endpoint": "…"}`).
-    store_options: Option<BTreeMap<String, String>>,
-    // Ome: present = an OME-Zarr image (Writer::create_ome)
+    array: ArraySpecBuilder,
+    writer: WriterOptions,
+    remote: RemoteOptions,
     ome: Option<OmeKeys>,
+    frame_meta: Option<FrameMetaKeys>,
+    #[serde(skip)]
+    deprecated: Option<String>,
 }
 
-/// An axis, by number or by dimension name.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum AxisKey {
-    Number(usize),
-    Name(String),
+/// What `config_json` asks for, in the library's types.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Parsed {
+    /// The array.
+    pub spec: ArraySpec,
+    /// The writer's options.
+    pub options: WriterOptions,
+    /// OME-Zarr image options; `None` for a plain array.
+    pub ome: Option<Ome>,
+    /// Set when the configuration used a deprecated form: what to tell the user.
+    pub deprecated: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum BackpressureKey {
-    Block,
-    Drop,
+impl Config {
+    /// Parses the text of `config_json`: the sectioned form, or the deprecated flat one.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let Value::Object(top) = serde_json::from_str::<Value>(text)? else {
+            return Err(not_an_object());
+        };
+        let (top, flat) = if top.keys().all(|k| WRITER_SECTIONS.contains(&k.as_str())) {
+            (top, false)
+        } else {
+            (split_flat(top, &FLAT_WRITER)?, true)
+        };
+        let (top, renamed) = name_axes(top);
+        let mut config: Config = if flat || renamed {
+            from_value(Value::Object(top))?
+        } else {
+            // From the text again: serde then refuses duplicate keys and says where.
+            from_text(text)?
+        };
+        config.deprecated = flat.then(|| FLAT_DEPRECATED.to_string());
+        Ok(config)
+    }
+
+    /// Builds the library's values from the sections (every check of the builders).
+    pub fn into_parsed(self) -> Result<Parsed, ConfigError> {
+        let spec = self.array.build()?;
+        let mut options = self.writer;
+        options.remote = self.remote;
+        options.frame_meta = self.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
+        let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
+        Ok(Parsed {
+            spec,
+            options,
+            ome,
+            deprecated: self.deprecated,
+        })
+    }
 }
 
-/// `"shard"`, `"none"` or `{"periodic": {"interval_ms": N}}` (serde's form of the
-/// Rust enum; JSON has no durations, so the interval is in milliseconds).
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum DurabilityKey {
-    Shard,
-    Periodic(PeriodicKeys),
-    None,
+/// The sections of a writer's configuration.
+const WRITER_SECTIONS: &[&str] = &["array", "writer", "remote", "ome", "frame_meta"];
+
+fn not_an_object() -> ConfigError {
+    ConfigError::Value {
+        key: "(top level)",
+        message: "not a JSON object".into(),
+    }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PeriodicKeys {
-    interval_ms: u64,
+/// `T` from JSON text, an error naming the key's place (`writer.sink: …`).
+fn from_text<T: DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let t = serde_path_to_error::deserialize(&mut de).map_err(located)?;
+    de.end()?;
+    Ok(t)
+}
+
+/// `T` from a JSON value, an error naming the key's place.
+fn from_value<T: DeserializeOwned>(v: Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(v).map_err(located)
+}
+
+fn located(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    if path == "." || path.is_empty() {
+        ConfigError::Json(inner)
+    } else {
+        ConfigError::Json(serde::de::Error::custom(format!("{path}: {inner}")))
+    }
+}
+
+/// Replaces the dimension names in `writer.acquisition_order` by the axis numbers they
+/// have in `array.dimension_names` (a name not found is left for serde to refuse);
+/// `true` when one was replaced.
+fn name_axes(mut top: Map<String, Value>) -> (Map<String, Value>, bool) {
+    let names: Vec<String> = top
+        .get("array")
+        .and_then(|a| a.get("dimension_names"))
+        .and_then(|n| serde_json::from_value(n.clone()).ok())
+        .unwrap_or_default();
+    let mut renamed = false;
+    if let Some(Value::Array(order)) = top
+        .get_mut("writer")
+        .and_then(|w| w.get_mut("acquisition_order"))
+    {
+        for axis in order {
+            if let Value::String(n) = axis
+                && let Some(i) = names.iter().position(|d| d == n)
+            {
+                *axis = Value::from(i);
+                renamed = true;
+            }
+        }
+    }
+    (top, renamed)
+}
+
+/// Where the keys of a flat object go.
+struct Flat {
+    /// Keys kept where they are (sections, or the envelope's own keys).
+    keep: &'static [&'static str],
+    /// The array keys: into `array`, or refused with this advice.
+    array: Result<(), &'static str>,
+    /// The writer and remote keys: into their sections, or refused with this advice.
+    options: Result<(), &'static str>,
+}
+
+const FLAT_WRITER: Flat = Flat {
+    keep: &["ome", "frame_meta"],
+    array: Ok(()),
+    options: Ok(()),
+};
+
+const FLAT_RECORDING: Flat = Flat {
+    keep: &["attributes", "arrays", "plate", "image", "frame_meta"],
+    array: Err("is an array key; give it in each entry of `arrays`"),
+    options: Ok(()),
+};
+
+const FLAT_ARRAY: Flat = Flat {
+    keep: &["key", "ome", "frame_meta"],
+    array: Ok(()),
+    options: Err("is a recording option; set it at the top level"),
+};
+
+/// The sectioned form of a flat object: each key moved into the section whose type has a
+/// field of that name (`upload_timeout`, in seconds, becomes `upload_timeout_ms`); a key
+/// no section knows stays, for serde to refuse by name.
+fn split_flat(flat: Map<String, Value>, place: &Flat) -> Result<Map<String, Value>, ConfigError> {
+    fn put(out: &mut Map<String, Value>, section: &str, key: String, value: Value) {
+        if let Value::Object(m) = out
+            .entry(section)
+            .or_insert_with(|| Value::Object(Map::new()))
+        {
+            m.insert(key, value);
+        }
+    }
+    let mut out = Map::new();
+    for (key, value) in flat {
+        let k = key.as_str();
+        let known = |fields: &[&str]| fields.contains(&k);
+        if place.keep.contains(&k) {
+            out.insert(key, value);
+        } else if known(fields_of::<ArraySpecBuilder>()) {
+            place.array.map_err(|m| moved(k, m))?;
+            put(&mut out, "array", key, value);
+        } else if known(fields_of::<WriterOptions>()) {
+            place.options.map_err(|m| moved(k, m))?;
+            put(&mut out, "writer", key, value);
+        } else if k == "upload_timeout" {
+            place.options.map_err(|m| moved(k, m))?;
+            let ms = match value.as_f64() {
+                Some(s) => Value::from(s * 1e3),
+                None => value,
+            };
+            put(&mut out, "remote", "upload_timeout_ms".into(), ms);
+        } else if known(fields_of::<RemoteOptions>()) {
+            place.options.map_err(|m| moved(k, m))?;
+            put(&mut out, "remote", key, value);
+        } else {
+            out.insert(key, value);
+        }
+    }
+    Ok(out)
+}
+
+fn moved(key: &str, advice: &str) -> ConfigError {
+    ConfigError::Json(serde::de::Error::custom(format!("{key:?} {advice}")))
 }
 
 /// The `frame_meta` object: the fields of `FrameMetaSpec`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct FrameMetaKeys {
-    #[serde(default)]
     fields: Map<String, Value>,
-    #[serde(default)]
     json: bool,
 }
 
-/// The `ome` object: the options of `Ome`.
+impl FrameMetaKeys {
+    fn into_spec(self) -> Result<FrameMetaSpec, ConfigError> {
+        let mut spec = FrameMetaSpec::new().json(self.json);
+        for (name, kind) in self.fields {
+            let kind = kind.as_str().ok_or_else(|| ConfigError::Value {
+                key: "frame_meta.fields",
+                message: format!("{name}: {kind} is not \"float64\" or \"int64\""),
+            })?;
+            spec = spec.field(name, parsed("frame_meta.fields", kind)?);
+        }
+        Ok(spec)
+    }
+}
+
+/// The `ome` object: the options of `Ome` (`frame_interval_ms` in milliseconds).
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct OmeKeys {
     name: Option<String>,
     /// `[y, x]`.
@@ -213,208 +364,6 @@ struct WindowKeys {
     max: f64,
     start: f64,
     end: f64,
-}
-
-/// What `config_json` asks for, in the library's types.
-#[derive(Debug)]
-pub struct Parsed {
-    /// The array.
-    pub spec: ArraySpec,
-    /// The writer's options.
-    pub options: WriterOptions,
-    /// OME-Zarr image options; `None` for a plain array.
-    pub ome: Option<Ome>,
-}
-
-impl Config {
-    /// Parses the text of `config_json`.
-    pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        // serde would also take a struct's fields by position from a JSON array.
-        let first = text.trim_start().chars().next();
-        if first.is_some() && first != Some('{') {
-            return Err(ConfigError::Value {
-                key: "(top level)",
-                message: "not a JSON object".into(),
-            });
-        }
-        Ok(serde_json::from_str(text)?)
-    }
-
-    /// Applies the keys given onto the Rust API's defaults.
-    pub fn into_parsed(mut self) -> Result<Parsed, ConfigError> {
-        let spec = self.take_spec()?;
-        self.name_axes(spec.dimension_names());
-        let options = self.take_options()?;
-        let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
-        Ok(Parsed { spec, options, ome })
-    }
-
-    /// Resolves the dimension names of `acquisition_order` against `names` (those
-    /// found become axis numbers of the leading axes; the rest is refused later).
-    fn name_axes(&mut self, names: Option<&[String]>) {
-        let (Some(order), Some(names)) = (self.acquisition_order.as_mut(), names) else {
-            return;
-        };
-        for key in order {
-            if let AxisKey::Name(n) = key
-                && let Some(i) = names.iter().position(|d| d == n)
-            {
-                *key = AxisKey::Number(i);
-            }
-        }
-    }
-
-    /// The array specification from the spec keys (taken out).
-    fn take_spec(&mut self) -> Result<ArraySpec, ConfigError> {
-        let mut b = ArraySpec::builder();
-        if let Some(v) = self.shape.take() {
-            b = b.shape(v);
-        }
-        if let Some(v) = self.chunk_shape.take() {
-            b = b.chunk_shape(v);
-        }
-        if let Some(v) = self.shard_shape.take() {
-            b = b.shard_shape(v);
-        }
-        if let Some(v) = self.dtype.take() {
-            b = b.dtype(parsed("dtype", &v)?);
-        }
-        if let Some(v) = self.fill_value.take() {
-            b = b.fill_value(fill_value(&v)?);
-        }
-        if let Some(v) = self.dimension_names.take() {
-            b = b.dimension_names(v);
-        }
-        if let Some(v) = self.codec.take() {
-            b = b.codec(parsed("codec", &v)?);
-        }
-        if let Some(v) = self.crc32c.take() {
-            b = b.crc32c(v);
-        }
-        if let Some(v) = self.index_location.take() {
-            b = b.index_location(parsed("index_location", &v)?);
-        }
-        if let Some(v) = self.attributes.take() {
-            b = b.attributes(v);
-        }
-        Ok(b.build()?)
-    }
-
-    /// The writer options from the option keys (taken out).
-    fn take_options(&mut self) -> Result<WriterOptions, ConfigError> {
-        let mut o = WriterOptions::default();
-        if let Some(v) = self.threads.take() {
-            o.threads = v;
-        }
-        if let Some(v) = self.pin_threads.take() {
-            o.pin_threads = v;
-        }
-        if let Some(v) = self.background_nice.take() {
-            o.background_nice = v;
-        }
-        if let Some(v) = self.sink.take() {
-            o.sink = parsed("sink", &v)?;
-        }
-        if let Some(v) = self.pool_frames.take() {
-            o.pool_frames = v;
-        }
-        if let Some(v) = self.spare_groups.take() {
-            o.spare_groups = v;
-        }
-        if let Some(v) = self.backpressure.take() {
-            o.backpressure = match v {
-                BackpressureKey::Block => Backpressure::Block,
-                BackpressureKey::Drop => Backpressure::Drop,
-            };
-        }
-        if let Some(v) = self.durability.take() {
-            o.durability = match v {
-                DurabilityKey::Shard => Durability::Shard,
-                DurabilityKey::None => Durability::None,
-                DurabilityKey::Periodic(p) => Durability::Periodic {
-                    interval: Duration::from_millis(p.interval_ms),
-                },
-            };
-        }
-        if let Some(v) = self.packing.take() {
-            o.packing = parsed("packing", &v)?;
-        }
-        if let Some(v) = self.chunk_order.take() {
-            o.chunk_order = parsed("chunk_order", &v)?;
-        }
-        if let Some(v) = self.acquisition_order.take() {
-            let axes = v
-                .into_iter()
-                .map(|k| match k {
-                    AxisKey::Number(i) => Ok(i),
-                    AxisKey::Name(n) => Err(ConfigError::Value {
-                        key: "acquisition_order",
-                        message: format!(
-                            "{n:?} is not one of the array's dimension_names (or give axis numbers)"
-                        ),
-                    }),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            o.acquisition_order = Some(AcquisitionOrder::new(axes));
-        }
-        if let Some(v) = self.max_open_shards.take() {
-            o.max_open_shards = v;
-        }
-        if let Some(v) = self.overwrite.take() {
-            o.overwrite = v;
-        }
-        if let Some(v) = self.resume.take() {
-            o.resume = v;
-        }
-        if let Some(v) = self.existing_group.take() {
-            o.existing_group = v;
-        }
-        if let Some(m) = self.frame_meta.take() {
-            let mut spec = FrameMetaSpec::new().json(m.json);
-            for (name, kind) in m.fields {
-                let kind = kind.as_str().ok_or_else(|| ConfigError::Value {
-                    key: "frame_meta.fields",
-                    message: format!("{name}: {kind} is not \"float64\" or \"int64\""),
-                })?;
-                spec = spec.field(name, parsed("frame_meta.fields", kind)?);
-            }
-            o.frame_meta = Some(spec);
-        }
-        self.take_remote(&mut o.remote)?;
-        Ok(o)
-    }
-
-    /// The object-store options from the remote keys (taken out) onto `r`.
-    fn take_remote(&mut self, r: &mut RemoteOptions) -> Result<(), ConfigError> {
-        if let Some(v) = self.staging_dir.take() {
-            r.staging_dir = Some(v);
-        }
-        if let Some(v) = self.staging_budget.take() {
-            r.staging_budget = v;
-        }
-        if let Some(v) = self.part_size.take() {
-            r.part_size = v;
-        }
-        if let Some(v) = self.uploads_in_flight.take() {
-            r.uploads_in_flight = v;
-        }
-        if let Some(s) = self.upload_timeout.take() {
-            r.upload_timeout = Duration::try_from_secs_f64(s).map_err(|_| ConfigError::Value {
-                key: "upload_timeout",
-                message: format!("{s} is not a number of seconds ≥ 0"),
-            })?;
-        }
-        if let Some(v) = self.part.take() {
-            r.part = Some(v);
-        }
-        if let Some(v) = self.coordinate.take() {
-            r.coordinate = v;
-        }
-        if let Some(m) = self.store_options.take() {
-            r.store_options.extend(m);
-        }
-        Ok(())
-    }
 }
 
 impl OmeKeys {
@@ -511,45 +460,11 @@ fn levels(v: &Value) -> Result<Levels, ConfigError> {
     })
 }
 
-/// A JSON number, or `"NaN"`, `"Infinity"`, `"-Infinity"` (the Zarr v3 spellings of the
-/// floats JSON has no numbers for).
-fn fill_value(v: &Value) -> Result<f64, ConfigError> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => match s.as_str() {
-            "NaN" => Some(f64::NAN),
-            "Infinity" => Some(f64::INFINITY),
-            "-Infinity" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
-        _ => None,
-    }
-    .ok_or_else(|| ConfigError::Value {
-        key: "fill_value",
-        message: format!("{v} is not a number, \"NaN\", \"Infinity\" or \"-Infinity\""),
-    })
-}
-
-/// Keys of one array: its specification, its OME settings and its per-frame metadata.
-const ARRAY_KEYS: &[&str] = &[
-    "shape",
-    "chunk_shape",
-    "shard_shape",
-    "dtype",
-    "fill_value",
-    "dimension_names",
-    "codec",
-    "crc32c",
-    "index_location",
-    "attributes",
-    "ome",
-];
-
-/// A [`Recording`] described by one JSON object: the writer option keys of [`Config`]
-/// at the top level (shared by every array; `frame_meta` there is every array's
-/// default), `attributes` for the root group, and `arrays`, a list of objects each with
-/// a `key` and the array keys of [`Config`] (`shape`, …, `attributes`, `ome`,
-/// `frame_meta`). A key in the wrong place is an error that says where it goes.
+/// A [`Recording`] described by one JSON object: the sections `writer`, `remote` and
+/// `frame_meta` of [`Config`] shared by every array (`frame_meta` there is every array's
+/// default), `attributes` for the root group, and `arrays`, a list of objects each with a
+/// `key` and the array's own sections `array`, `ome` and `frame_meta`. A key in the wrong
+/// place is refused by construction.
 ///
 /// An OME-Zarr high-content screening plate ([`Recording::create_plate`]) gives `plate`
 /// and `image` instead of `arrays`:
@@ -560,18 +475,21 @@ const ARRAY_KEYS: &[&str] = &[
 ///   `acquisitions` (`[{"id": 0, "name": "…", "description": "…", "start_time": s,
 ///   "end_time": s}]`, times in seconds since the Unix epoch). A layout the library
 ///   refuses is [`ConfigError::Plate`].
-/// - `image`: the array keys of [`Config`] for every field image (`shape`, …, `ome`,
-///   whose settings default to `Ome::new()`'s; its `frame_meta` is the recording's).
+/// - `image`: the sections `array`, `ome` (whose settings default to `Ome::new()`'s) and
+///   `frame_meta` of every field image.
+///
+/// The flat form of release 0.1 (writer options at the top level, array keys in each
+/// entry) is still read, with [`deprecated`](Self::deprecated) set.
 ///
 /// ```
 /// use zarrstream::config::RecordingConfig;
 /// let config = RecordingConfig::parse(
-///     r#"{"threads": 2, "attributes": {"experiment": "E12"},
+///     r#"{"writer": {"threads": 2}, "attributes": {"experiment": "E12"},
 ///         "arrays": [
-///           {"key": "cam0", "shape": [0, 64, 64], "chunk_shape": [1, 64, 64],
-///            "shard_shape": [8, 64, 64]},
-///           {"key": "cam1", "shape": [0, 32, 32], "chunk_shape": [1, 32, 32],
-///            "shard_shape": [8, 32, 32], "codec": "zstd:1"}]}"#,
+///           {"key": "cam0", "array": {"shape": [0, 64, 64], "chunk_shape": [1, 64, 64],
+///                                     "shard_shape": [8, 64, 64]}},
+///           {"key": "cam1", "array": {"shape": [0, 32, 32], "chunk_shape": [1, 32, 32],
+///                                     "shard_shape": [8, 32, 32], "codec": "zstd:1"}}]}"#,
 /// )?;
 /// assert_eq!(config.arrays.len(), 2);
 /// assert_eq!(config.options.threads, 2);
@@ -589,6 +507,73 @@ pub struct RecordingConfig {
     pub attributes: Map<String, Value>,
     /// A high-content screening plate, when `plate` was given.
     pub plate: Option<PlateConfig>,
+    /// Set when the configuration used a deprecated form: what to tell the user.
+    pub deprecated: Option<String>,
+}
+
+/// The sectioned form of a recording.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RecordingKeys {
+    writer: WriterOptions,
+    remote: RemoteOptions,
+    frame_meta: Option<FrameMetaKeys>,
+    attributes: Map<String, Value>,
+    arrays: Option<Vec<ArrayKeys>>,
+    plate: Option<PlateKeys>,
+    image: Option<ImageKeys>,
+}
+
+/// One entry of a recording's `arrays`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArrayKeys {
+    key: String,
+    #[serde(default)]
+    array: ArraySpecBuilder,
+    #[serde(default)]
+    ome: Option<OmeKeys>,
+    #[serde(default)]
+    frame_meta: Option<FrameMetaKeys>,
+}
+
+/// A plate's field image.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ImageKeys {
+    array: ArraySpecBuilder,
+    ome: Option<OmeKeys>,
+    frame_meta: Option<FrameMetaKeys>,
+}
+
+/// A recording's object in its sectioned form, and whether it was flat.
+fn recording_sections(top: Map<String, Value>) -> Result<(Map<String, Value>, bool), ConfigError> {
+    let sectioned =
+        |m: &Map<String, Value>, fields: &[&str]| m.keys().all(|k| fields.contains(&k.as_str()));
+    let mut flat = false;
+    let mut top = if sectioned(&top, fields_of::<RecordingKeys>()) {
+        top
+    } else {
+        flat = true;
+        split_flat(top, &FLAT_RECORDING)?
+    };
+    if let Some(Value::Array(entries)) = top.get_mut("arrays") {
+        for entry in entries {
+            if let Value::Object(m) = entry
+                && !sectioned(m, fields_of::<ArrayKeys>())
+            {
+                flat = true;
+                *m = split_flat(std::mem::take(m), &FLAT_ARRAY)?;
+            }
+        }
+    }
+    if let Some(Value::Object(m)) = top.get_mut("image")
+        && !sectioned(m, fields_of::<ImageKeys>())
+    {
+        flat = true;
+        *m = split_flat(std::mem::take(m), &FLAT_ARRAY)?;
+    }
+    Ok((top, flat))
 }
 
 /// A plate's layout and the image every field of view is (the `plate` and `image` keys
@@ -691,34 +676,35 @@ impl PlateKeys {
 }
 
 impl RecordingConfig {
-    /// Parses and checks the text of a recording's configuration.
+    /// Parses and checks the text of a recording's configuration (sectioned, or the
+    /// deprecated flat form).
     pub fn parse(text: &str) -> Result<RecordingConfig, ConfigError> {
-        let top: Value = serde_json::from_str(text)?;
-        let Value::Object(mut top) = top else {
-            return Err(ConfigError::Value {
-                key: "(top level)",
-                message: "not a JSON object".into(),
-            });
+        let Value::Object(top) = serde_json::from_str::<Value>(text)? else {
+            return Err(not_an_object());
         };
-        let plate = top.remove("plate");
-        let image = top.remove("image");
-        if plate.is_none() && image.is_some() {
+        let (top, flat) = recording_sections(top)?;
+        let keys: RecordingKeys = if flat {
+            from_value(Value::Object(top))?
+        } else {
+            from_text(text)?
+        };
+        if keys.plate.is_none() && keys.image.is_some() {
             return Err(ConfigError::Value {
                 key: "image",
                 message: "is the field image of a plate: give `plate` too, or use `arrays`".into(),
             });
         }
-        let arrays = match (top.remove("arrays"), &plate) {
+        let arrays = match (keys.arrays, &keys.plate) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::Value {
                     key: "arrays",
                     message: "a plate's arrays are its field images: give `image` (the \
-                              array keys of every field image), not `arrays`"
+                              sections of every field image), not `arrays`"
                         .into(),
                 });
             }
             (None, Some(_)) => Vec::new(),
-            (Some(Value::Array(a)), None) if !a.is_empty() => a,
+            (Some(a), None) if !a.is_empty() => a,
             _ => {
                 return Err(ConfigError::Value {
                     key: "arrays",
@@ -726,40 +712,38 @@ impl RecordingConfig {
                 });
             }
         };
-        let attributes = match top.remove("attributes") {
-            None => Map::new(),
-            Some(Value::Object(m)) => m,
-            Some(_) => {
-                return Err(ConfigError::Value {
-                    key: "attributes",
-                    message: "not a JSON object".into(),
-                });
-            }
-        };
-        if let Some(k) = ARRAY_KEYS.iter().find(|k| top.contains_key(**k)) {
-            return Err(ConfigError::Value {
-                key: k,
-                message: "is an array key; give it in each entry of `arrays`".into(),
-            });
-        }
-        let mut options = serde_json::from_value::<Config>(Value::Object(top))?.take_options()?;
+        let mut options = keys.writer;
+        options.remote = keys.remote;
+        options.frame_meta = keys.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
         let arrays = arrays
             .into_iter()
-            .map(|a| array_config(a, &options))
-            .collect::<Result<_, _>>()?;
-        let plate = match plate {
+            .map(|a| {
+                let frame_meta = a.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
+                let mut array = ArrayConfig::new(a.key, a.array.build()?);
+                if let Some(ome) = a.ome.map(OmeKeys::into_ome).transpose()? {
+                    array = array.ome(ome);
+                }
+                if let Some(m) = frame_meta.or_else(|| options.frame_meta.clone()) {
+                    array = array.frame_meta(m);
+                }
+                Ok(array)
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        let plate = match keys.plate {
             None => None,
             Some(p) => {
-                let plate = serde_json::from_value::<PlateKeys>(p)?.into_plate()?;
-                let Some(Value::Object(image)) = image else {
+                let plate = p.into_plate()?;
+                let Some(image) = keys.image else {
                     return Err(ConfigError::Value {
                         key: "image",
-                        message: "a plate needs `image`, the array keys of every field image"
-                            .into(),
+                        message: "a plate needs `image`, the sections of every field image".into(),
                     });
                 };
-                let (spec, ome, frame_meta) = array_parts(image, "image", &options)?;
-                options.frame_meta = frame_meta;
+                let spec = image.array.build()?;
+                let ome = image.ome.map(OmeKeys::into_ome).transpose()?;
+                if let Some(m) = image.frame_meta {
+                    options.frame_meta = Some(m.into_spec()?);
+                }
                 Some(PlateConfig {
                     plate,
                     spec,
@@ -770,8 +754,9 @@ impl RecordingConfig {
         Ok(RecordingConfig {
             arrays,
             options,
-            attributes,
+            attributes: keys.attributes,
             plate,
+            deprecated: flat.then(|| FLAT_DEPRECATED.to_string()),
         })
     }
 
@@ -796,62 +781,6 @@ impl RecordingConfig {
         }
         Ok(rec)
     }
-}
-
-/// One entry of a recording's `arrays`.
-fn array_config(entry: Value, options: &WriterOptions) -> Result<ArrayConfig, ConfigError> {
-    let Value::Object(mut entry) = entry else {
-        return Err(ConfigError::Value {
-            key: "arrays",
-            message: "every entry must be a JSON object".into(),
-        });
-    };
-    let key = match entry.remove("key") {
-        Some(Value::String(k)) => k,
-        _ => {
-            return Err(ConfigError::Value {
-                key: "arrays",
-                message: "every entry needs a \"key\" string".into(),
-            });
-        }
-    };
-    let (spec, ome, frame_meta) = array_parts(entry, &key, options)?;
-    let mut array = ArrayConfig::new(key, spec);
-    if let Some(ome) = ome {
-        array = array.ome(ome);
-    }
-    if let Some(m) = frame_meta {
-        array = array.frame_meta(m);
-    }
-    Ok(array)
-}
-
-/// The specification, OME settings and per-frame metadata (or the recording's
-/// default) of one array object (`key` names it in errors).
-fn array_parts(
-    entry: Map<String, Value>,
-    key: &str,
-    options: &WriterOptions,
-) -> Result<(ArraySpec, Option<Ome>, Option<FrameMetaSpec>), ConfigError> {
-    let allowed = |k: &str| ARRAY_KEYS.contains(&k) || k == "frame_meta";
-    if let Some(k) = entry.keys().find(|k| !allowed(k)) {
-        // Recording options are the recording's; an unknown key is serde's to name.
-        let known = serde_json::from_value::<Config>(Value::Object(
-            std::iter::once((k.clone(), entry[k].clone())).collect(),
-        ))
-        .is_ok();
-        if known {
-            return Err(ConfigError::Value {
-                key: "arrays",
-                message: format!("{key}: {k:?} is a recording option; set it at the top level"),
-            });
-        }
-    }
-    let mut c: Config = serde_json::from_value(Value::Object(entry))?;
-    let spec = c.take_spec()?;
-    let frame_meta = c.take_options()?.frame_meta.or(options.frame_meta.clone());
-    let ome = c.ome.map(OmeKeys::into_ome).transpose()?;
-    Ok((spec, ome, frame_meta))
 }
 
 impl Parsed {
@@ -879,19 +808,31 @@ impl Parsed {
 mod tests {
     use super::*;
     use crate::{
-        ChunkOrder, Codec, DataType, IndexLocation, Packing, SinkChoice, SpaceUnit, TimeUnit,
+        AcquisitionOrder, Backpressure, ChunkOrder, Codec, DataType, Durability, IndexLocation,
+        Packing, SinkChoice, SpaceUnit, TimeUnit,
     };
 
     const BASE: &str =
         r#""shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64]"#;
 
-    fn parse(extra: &str) -> Result<Parsed, ConfigError> {
-        let sep = if extra.is_empty() { "" } else { ", " };
-        Config::parse(&format!("{{{BASE}{sep}{extra}}}"))?.into_parsed()
+    /// BASE's array with the array keys `array` added, and the other sections `rest`.
+    fn parse_with(array: &str, rest: &str) -> Result<Parsed, ConfigError> {
+        let sep = |s: &str| if s.is_empty() { "" } else { ", " };
+        let text = format!(
+            "{{\"array\": {{{BASE}{}{array}}}{}{rest}}}",
+            sep(array),
+            sep(rest)
+        );
+        Config::parse(&text)?.into_parsed()
     }
 
-    fn err(extra: &str) -> String {
-        parse(extra).unwrap_err().to_string()
+    /// BASE's array and the sections `rest`.
+    fn parse(rest: &str) -> Result<Parsed, ConfigError> {
+        parse_with("", rest)
+    }
+
+    fn err(array: &str) -> String {
+        parse_with(array, "").unwrap_err().to_string()
     }
 
     #[test]
@@ -910,29 +851,31 @@ mod tests {
 
     #[test]
     fn acquisition_orders_by_number_or_name() {
-        let base = r#""shape": [4, 2, 3, 64, 64], "chunk_shape": [1, 1, 1, 32, 32],
-            "shard_shape": [1, 1, 1, 64, 64], "dimension_names": ["t", "c", "z", "y", "x"]"#;
+        let base = r#""array": {"shape": [4, 2, 3, 64, 64], "chunk_shape": [1, 1, 1, 32, 32],
+            "shard_shape": [1, 1, 1, 64, 64], "dimension_names": ["t", "c", "z", "y", "x"]}"#;
         let parse = |extra: &str| Config::parse(&format!("{{{base}, {extra}}}"))?.into_parsed();
-        let p = parse(r#""acquisition_order": ["c", "t", 2], "max_open_shards": 7"#).unwrap();
+        let p = parse(r#""writer": {"acquisition_order": ["c", "t", 2], "max_open_shards": 7}"#)
+            .unwrap();
         assert_eq!(
             p.options.acquisition_order,
             Some(AcquisitionOrder::new([1, 0, 2]))
         );
         assert_eq!(p.options.max_open_shards, 7);
-        let e = parse(r#""acquisition_order": ["c", "q", "z"]"#).unwrap_err();
+        let e = parse(r#""writer": {"acquisition_order": ["c", "q", "z"]}"#).unwrap_err();
         assert!(e.to_string().contains("\"q\" is not one of"), "{e}");
+        assert!(e.to_string().contains("writer.acquisition_order"), "{e}");
     }
 
     #[test]
     fn every_key_reaches_the_library() {
-        let p = parse(
+        let p = parse_with(
             r#""dtype": "float32", "fill_value": "NaN", "dimension_names": ["t", "y", "x"],
                "codec": "zstd:3", "crc32c": false, "index_location": "start",
-               "attributes": {"instrument": "scope 1"},
-               "threads": 3, "pin_threads": false, "background_nice": 0, "sink": "mmap",
-               "pool_frames": 9, "spare_groups": 2, "backpressure": "drop",
+               "attributes": {"instrument": "scope 1"}"#,
+            r#""writer": {"threads": 3, "pin_threads": false, "background_nice": 0,
+               "sink": "mmap", "pool_frames": 9, "spare_groups": 2, "backpressure": "drop",
                "durability": {"periodic": {"interval_ms": 250}}, "packing": "sparse",
-               "chunk_order": "morton", "overwrite": true"#,
+               "chunk_order": "morton", "overwrite": true}"#,
         )
         .unwrap();
         let s = &p.spec;
@@ -959,20 +902,32 @@ mod tests {
             .overwrite(true);
         assert_eq!(o, want);
         assert_eq!(
-            parse(r#""durability": "none""#).unwrap().options.durability,
+            parse(r#""writer": {"durability": "none"}"#)
+                .unwrap()
+                .options
+                .durability,
             Durability::None
         );
-        assert_eq!(parse(r#""fill_value": 7"#).unwrap().spec.fill_value(), 7.0);
         assert_eq!(
-            parse(r#""dtype": "u8""#).unwrap().spec.dtype(),
+            parse_with(r#""fill_value": 7"#, "")
+                .unwrap()
+                .spec
+                .fill_value(),
+            7.0
+        );
+        assert_eq!(
+            parse_with(r#""dtype": "u8""#, "").unwrap().spec.dtype(),
             DataType::UInt8
         );
         assert_eq!(
-            parse(r#""codec": "none""#).unwrap().spec.codec(),
+            parse_with(r#""codec": "none""#, "").unwrap().spec.codec(),
             Codec::none()
         );
         assert_eq!(
-            parse(r#""sink": "direct""#).unwrap().options.sink,
+            parse(r#""writer": {"sink": "direct"}"#)
+                .unwrap()
+                .options
+                .sink,
             SinkChoice::Direct
         );
     }
@@ -980,11 +935,11 @@ mod tests {
     #[test]
     fn remote_keys_make_the_same_options_as_the_builder() {
         let p = parse(
-            r#""staging_dir": "/scratch/staging", "staging_budget": 4294967296,
-               "part_size": 16777216, "uploads_in_flight": 8, "upload_timeout": 2.5,
+            r#""remote": {"staging_dir": "/scratch/staging", "staging_budget": 4294967296,
+               "part_size": 16777216, "uploads_in_flight": 8, "upload_timeout_ms": 2500,
                "part": 1, "coordinate": true,
                "store_options": {"aws_endpoint": "http://127.0.0.1:3900",
-                                 "aws_region": "garage"}"#,
+                                 "aws_region": "garage"}}"#,
         )
         .unwrap();
         let want = RemoteOptions::default()
@@ -999,11 +954,11 @@ mod tests {
             .store_option("aws_region", "garage");
         assert_eq!(p.options.remote, want);
         assert_eq!(p.options, WriterOptions::default().remote(want));
-        // A recording takes them at the top level, as every other writer option.
+        // A recording takes them in its own `remote`, shared by every array.
         let c = RecordingConfig::parse(
-            r#"{"staging_budget": 1024, "store_options": {"aws_region": "eu"},
-                "arrays": [{"key": "a", "shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
-                            "shard_shape": [2, 8, 8]}]}"#,
+            r#"{"remote": {"staging_budget": 1024, "store_options": {"aws_region": "eu"}},
+                "arrays": [{"key": "a", "array": {"shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+                            "shard_shape": [2, 8, 8]}}]}"#,
         )
         .unwrap();
         let want = RemoteOptions::default()
@@ -1016,13 +971,22 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("\"part_size\" is a recording option"), "{e}");
+        let e = RecordingConfig::parse(
+            r#"{"arrays": [{"key": "a", "remote": {"part_size": 5242880}}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("arrays[0]") && e.contains("unknown field `remote`"),
+            "{e}"
+        );
     }
 
     #[test]
     fn ome_keys_make_the_same_ome_as_the_builder() {
         let p = Config::parse(
-            r#"{"shape": [0, 2, 64, 64], "chunk_shape": [1, 1, 32, 32],
-                "shard_shape": [4, 1, 64, 64],
+            r#"{"array": {"shape": [0, 2, 64, 64], "chunk_shape": [1, 1, 32, 32],
+                "shard_shape": [4, 1, 64, 64]},
                 "ome": {"name": "run", "pixel_size": [0.5, 0.25], "frame_interval_ms": 20,
                         "space_unit": "nanometer", "time_unit": "second",
                         "channels": ["GFP", "RFP"], "omero": "auto"}}"#,
@@ -1096,91 +1060,185 @@ mod tests {
         assert_eq!(o.ome.unwrap().into_ome().unwrap(), want);
     }
 
-    /// BASE with the keys of `extra` (a JSON object's inside) added or replaced.
-    fn with(extra: &str) -> String {
-        let mut base: Map<String, Value> = serde_json::from_str(&format!("{{{BASE}}}")).unwrap();
+    /// BASE's array with the keys of `extra` (a JSON object's inside) added to (or
+    /// replacing those of) `section`.
+    fn with(section: &str, extra: &str) -> String {
+        let base: Map<String, Value> = serde_json::from_str(&format!("{{{BASE}}}")).unwrap();
+        let mut top = Map::new();
+        top.insert("array".into(), Value::Object(base));
         let extra: Map<String, Value> = serde_json::from_str(&format!("{{{extra}}}")).unwrap();
-        base.extend(extra);
-        Value::Object(base).to_string()
+        if let Value::Object(m) = top
+            .entry(section)
+            .or_insert_with(|| Value::Object(Map::new()))
+        {
+            m.extend(extra);
+        }
+        Value::Object(top).to_string()
     }
 
     #[test]
     fn bad_configs_name_the_problem() {
         let cases = [
-            // unknown keys, also inside nested objects
-            (r#""shapes": [1]"#, "unknown field `shapes`"),
+            // unknown keys, also inside nested objects, named with their section
             (
-                r#""ome": {"pixelsize": [1, 1]}"#,
-                "unknown field `pixelsize`",
+                "array",
+                r#""shapes": [1]"#,
+                "array.shapes: unknown field `shapes`",
             ),
             (
+                "ome",
+                r#""pixelsize": [1, 1]"#,
+                "ome.pixelsize: unknown field `pixelsize`",
+            ),
+            (
+                "writer",
                 r#""durability": {"periodic": {"interval": 5}}"#,
-                "unknown field `interval`",
+                "writer.durability.periodic.interval: unknown field `interval`",
+            ),
+            // a key in the wrong section
+            (
+                "array",
+                r#""threads": 2"#,
+                "array.threads: unknown field `threads`",
+            ),
+            (
+                "writer",
+                r#""codec": "zstd:1""#,
+                "writer.codec: unknown field `codec`",
+            ),
+            (
+                "remote",
+                r#""sink": "mmap""#,
+                "remote.sink: unknown field `sink`",
+            ),
+            (
+                "writer",
+                r#""part": 1"#,
+                "writer.part: unknown field `part`",
+            ),
+            (
+                "writer",
+                r#""frame_meta": {}"#,
+                "writer.frame_meta: unknown field `frame_meta`",
+            ),
+            (
+                "writer",
+                r#""remote": {}"#,
+                "writer.remote: unknown field `remote`",
+            ),
+            (
+                "remote",
+                r#""upload_timeout": 5"#,
+                "remote.upload_timeout: unknown field `upload_timeout`",
             ),
             // types and names
-            (r#""threads": -1"#, "invalid value: integer `-1`"),
             (
+                "writer",
+                r#""threads": -1"#,
+                "writer.threads: invalid value: integer `-1`",
+            ),
+            (
+                "array",
                 r#""crc32c": "yes""#,
-                "invalid type: string \"yes\", expected a boolean",
+                "array.crc32c: invalid type: string \"yes\", expected a boolean",
             ),
             (
+                "writer",
                 r#""sink": "disk""#,
-                "sink: \"disk\" is not a sink (auto, mmap, pwrite, direct)",
+                "writer.sink: \"disk\" is not a sink (auto, mmap, pwrite, direct)",
             ),
             (
+                "array",
                 r#""dtype": "complex64""#,
-                "dtype: \"complex64\" is not a data type",
+                "array.dtype: \"complex64\" is not a data type",
             ),
-            (r#""codec": "gzip""#, "codec: \"gzip\" is not a codec"),
             (
+                "array",
+                r#""codec": "gzip""#,
+                "array.codec: \"gzip\" is not a codec",
+            ),
+            (
+                "writer",
                 r#""chunk_order": "hilbert""#,
-                "chunk_order: \"hilbert\" is not a chunk order (c, morton)",
-            ),
-            (r#""backpressure": "wait""#, "unknown variant `wait`"),
-            (r#""durability": "periodic""#, "expected newtype variant"),
-            (r#""fill_value": true"#, "fill_value: true is not a number"),
-            (
-                r#""upload_timeout": -1"#,
-                "upload_timeout: -1 is not a number of seconds ≥ 0",
+                "writer.chunk_order: \"hilbert\" is not a chunk order (c, morton)",
             ),
             (
+                "writer",
+                r#""backpressure": "wait""#,
+                "unknown variant `wait`",
+            ),
+            (
+                "writer",
+                r#""durability": "periodic""#,
+                "writer.durability.periodic: invalid type: unit variant, expected struct variant",
+            ),
+            (
+                "array",
+                r#""fill_value": true"#,
+                "array.fill_value: true is not a number",
+            ),
+            (
+                "remote",
+                r#""upload_timeout_ms": -1"#,
+                "remote.upload_timeout_ms: -1 is not a number of milliseconds ≥ 0",
+            ),
+            (
+                "remote",
                 r#""store_options": {"aws_region": 5}"#,
                 "invalid type: integer `5`, expected a string",
             ),
             (
+                "remote",
                 r#""store_options": ["aws_region", "eu"]"#,
                 "invalid type: sequence, expected a map",
             ),
-            (r#""staging_dir": 1"#, "invalid type: integer `1`"),
-            (r#""part": -1"#, "invalid value: integer `-1`"),
-            (r#""coordinate": 1"#, "expected a boolean"),
-            (r#""stage_dir": "/x""#, "unknown field `stage_dir`"),
+            ("remote", r#""staging_dir": 1"#, "invalid type: integer `1`"),
+            ("remote", r#""part": -1"#, "invalid value: integer `-1`"),
+            ("remote", r#""coordinate": 1"#, "expected a boolean"),
             (
-                r#""ome": {"frame_interval_ms": -5}"#,
+                "remote",
+                r#""stage_dir": "/x""#,
+                "unknown field `stage_dir`",
+            ),
+            (
+                "ome",
+                r#""frame_interval_ms": -5"#,
                 "frame_interval = -5 must be a positive",
             ),
             (
-                r#""ome": {"levels": "many"}"#,
+                "ome",
+                r#""levels": "many""#,
                 "ome.levels: \"many\" is not a level count or \"auto\"",
             ),
             (
-                r#""ome": {"downsample": "median"}"#,
+                "ome",
+                r#""downsample": "median""#,
                 "ome.downsample: unknown downsampling method \"median\"",
             ),
             // the builder's own checks
-            (r#""shard_shape": [4, 64, 48]"#, "does not divide shard"),
             (
+                "array",
+                r#""shard_shape": [4, 64, 48]"#,
+                "does not divide shard",
+            ),
+            (
+                "array",
                 r#""shape": [0, 0, 64]"#,
                 "only axis 0 (the append axis) may be 0",
             ),
-            (r#""codec": "zstd:99""#, "zstd level 99 is out of range"),
             (
+                "array",
+                r#""codec": "zstd:99""#,
+                "zstd level 99 is out of range",
+            ),
+            (
+                "array",
                 r#""fill_value": -1"#,
                 "fill value -1 is not representable as uint16",
             ),
         ];
-        for (extra, want) in cases {
-            let text = with(extra);
+        for (section, extra, want) in cases {
+            let text = with(section, extra);
             let got = Config::parse(&text)
                 .and_then(Config::into_parsed)
                 .map(|_| ())
@@ -1191,12 +1249,16 @@ mod tests {
                 "{text}\n  got: {got}\n  want: ...{want}..."
             );
         }
-        let syntax = Config::parse(r#"{"shape": }"#).unwrap_err().to_string();
+        let syntax = Config::parse(r#"{"array": {"shape": }}"#)
+            .unwrap_err()
+            .to_string();
         assert!(
             syntax.starts_with("config_json: expected value at line 1"),
             "{syntax}"
         );
         assert!(err(r#""shape": [0, 64, 64]"#).contains("duplicate field `shape`"));
+        let top = Config::parse(r#"{"array": {}, "writers": {}}"#).unwrap_err();
+        assert!(top.to_string().contains("unknown field `writers`"), "{top}");
         let missing = Config::parse("{}").unwrap().into_parsed().unwrap_err();
         assert_eq!(
             missing.to_string(),
@@ -1211,16 +1273,145 @@ mod tests {
         assert!(empty.contains("EOF while parsing"), "{empty}");
     }
 
+    /// The flat form of 0.1, key for key the sectioned one.
+    #[test]
+    fn the_flat_form_parses_to_the_sectioned_result_and_warns() {
+        let flat = r#"{"shape": [0, 64, 64], "chunk_shape": [1, 32, 32],
+            "shard_shape": [4, 64, 64], "dtype": "uint8", "dimension_names": ["t", "y", "x"],
+            "attributes": {"a": 1}, "threads": 3, "sink": "pwrite",
+            "durability": {"periodic": {"interval_ms": 250}}, "acquisition_order": ["t"],
+            "staging_budget": 1024, "upload_timeout": 2.5, "store_options": {"k": "v"},
+            "ome": {"frame_interval_ms": 20}, "frame_meta": {"fields": {"x": "int64"}}}"#;
+        let sectioned = r#"{"array": {"shape": [0, 64, 64], "chunk_shape": [1, 32, 32],
+            "shard_shape": [4, 64, 64], "dtype": "uint8", "dimension_names": ["t", "y", "x"],
+            "attributes": {"a": 1}},
+            "writer": {"threads": 3, "sink": "pwrite",
+              "durability": {"periodic": {"interval_ms": 250}}, "acquisition_order": ["t"]},
+            "remote": {"staging_budget": 1024, "upload_timeout_ms": 2500,
+              "store_options": {"k": "v"}},
+            "ome": {"frame_interval_ms": 20}, "frame_meta": {"fields": {"x": "int64"}}}"#;
+        let f = Config::parse(flat).unwrap().into_parsed().unwrap();
+        let s = Config::parse(sectioned).unwrap().into_parsed().unwrap();
+        assert_eq!(f.spec, s.spec);
+        assert_eq!(f.options, s.options);
+        assert_eq!(f.ome, s.ome);
+        assert_eq!(f.options.remote.upload_timeout, Duration::from_millis(2500));
+        assert_eq!(f.deprecated.as_deref(), Some(FLAT_DEPRECATED));
+        assert!(s.deprecated.is_none());
+        // The old error messages still name the key.
+        let e = Config::parse(r#"{"sink": "disk"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("writer.sink: \"disk\" is not a sink"), "{e}");
+        let e = Config::parse(r#"{"shapes": [1]}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `shapes`"), "{e}");
+        let e = Config::parse(r#"{"upload_timeout": -1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("remote.upload_timeout_ms: -1000 is not"), "{e}");
+
+        let rec_flat = r#"{"threads": 2, "part_size": 5242880, "frame_meta": {"fields": {"t": "float64"}},
+            "attributes": {"p": 1},
+            "arrays": [{"key": "a", "shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+                        "shard_shape": [2, 8, 8], "ome": {"levels": 1}}]}"#;
+        let rec_sectioned = r#"{"writer": {"threads": 2}, "remote": {"part_size": 5242880},
+            "frame_meta": {"fields": {"t": "float64"}}, "attributes": {"p": 1},
+            "arrays": [{"key": "a", "array": {"shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+                        "shard_shape": [2, 8, 8]}, "ome": {"levels": 1}}]}"#;
+        let f = RecordingConfig::parse(rec_flat).unwrap();
+        let s = RecordingConfig::parse(rec_sectioned).unwrap();
+        assert_eq!(f.options, s.options);
+        assert_eq!(f.attributes, s.attributes);
+        assert_eq!(f.arrays.len(), 1);
+        assert_eq!(f.arrays[0].spec, s.arrays[0].spec);
+        assert_eq!(f.arrays[0].ome, s.arrays[0].ome);
+        assert_eq!(f.arrays[0].frame_meta, s.arrays[0].frame_meta);
+        assert_eq!(f.deprecated.as_deref(), Some(FLAT_DEPRECATED));
+        assert!(s.deprecated.is_none());
+    }
+
+    /// `docs/config.schema.json` is kept by hand; this holds it to the types: every
+    /// object of the schema has exactly the keys its type deserializes, and refuses others.
+    #[test]
+    fn the_schema_matches_the_types() {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../../docs/config.schema.json")).unwrap();
+        let types: [(&str, &[&str]); 10] = [
+            ("writer_config", fields_of::<Config>()),
+            ("recording_config", fields_of::<RecordingKeys>()),
+            ("recording_array", fields_of::<ArrayKeys>()),
+            ("plate_image", fields_of::<ImageKeys>()),
+            ("array", fields_of::<ArraySpecBuilder>()),
+            ("writer", fields_of::<WriterOptions>()),
+            ("remote", fields_of::<RemoteOptions>()),
+            ("ome", fields_of::<OmeKeys>()),
+            ("frame_meta", fields_of::<FrameMetaKeys>()),
+            ("plate", fields_of::<PlateKeys>()),
+        ];
+        for (name, fields) in types {
+            let def = &schema["$defs"][name];
+            let mut in_schema: Vec<&str> = def["properties"]
+                .as_object()
+                .unwrap_or_else(|| panic!("$defs.{name} has no properties"))
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let mut in_type = fields.to_vec();
+            in_schema.sort_unstable();
+            in_type.sort_unstable();
+            assert_eq!(
+                in_schema, in_type,
+                "docs/config.schema.json $defs.{name} differs from its Rust type: edit the \
+                 schema to the type's fields"
+            );
+            assert_eq!(def["additionalProperties"], false, "$defs.{name}");
+        }
+    }
+
+    /// The book's examples (`json` blocks of the configuration chapter) are accepted as
+    /// they are, in the sectioned form.
+    #[test]
+    fn the_books_examples_parse() {
+        let book = include_str!("../../../docs/book/src/reference/config.md");
+        let blocks: Vec<&str> = book
+            .split("```json")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .collect();
+        assert!(blocks.len() >= 3, "the chapter shows its examples");
+        for block in blocks {
+            let top: Map<String, Value> = serde_json::from_str(block).unwrap();
+            let deprecated = if top.contains_key("array") {
+                let parsed = Config::parse(block).and_then(Config::into_parsed);
+                parsed.unwrap_or_else(|e| panic!("{block}: {e}")).deprecated
+            } else {
+                let parsed = RecordingConfig::parse(block);
+                parsed.unwrap_or_else(|e| panic!("{block}: {e}")).deprecated
+            };
+            assert!(deprecated.is_none(), "{block}");
+        }
+    }
+
+    /// Each section's keys come from its type: the shim's split cannot miss a field.
+    #[test]
+    fn the_sections_field_lists_come_from_the_types() {
+        let writer = fields_of::<WriterOptions>();
+        assert!(writer.contains(&"spare_groups") && writer.contains(&"acquisition_order"));
+        assert!(!writer.contains(&"remote") && !writer.contains(&"staging"));
+        assert!(fields_of::<RemoteOptions>().contains(&"upload_timeout_ms"));
+        assert!(fields_of::<ArraySpecBuilder>().contains(&"chunk_shape"));
+    }
+
     #[test]
     fn a_recording_config_puts_each_key_in_its_place() {
         let arrays = r#""arrays": [
-            {"key": "cam0", "shape": [0, 8, 8], "chunk_shape": [1, 8, 8], "shard_shape": [2, 8, 8],
-             "attributes": {"camera": 0}},
-            {"key": "cam1", "shape": [0, 4, 4], "chunk_shape": [1, 4, 4], "shard_shape": [2, 4, 4],
-             "dtype": "uint8", "ome": {"levels": 1},
+            {"key": "cam0", "array": {"shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+             "shard_shape": [2, 8, 8], "attributes": {"camera": 0}}},
+            {"key": "cam1", "array": {"shape": [0, 4, 4], "chunk_shape": [1, 4, 4],
+             "shard_shape": [2, 4, 4], "dtype": "uint8"}, "ome": {"levels": 1},
              "frame_meta": {"fields": {"x": "int64"}}}]"#;
         let c = RecordingConfig::parse(&format!(
-            r#"{{"threads": 2, "resume": true, "existing_group": true,
+            r#"{{"writer": {{"threads": 2, "resume": true, "existing_group": true}},
                 "frame_meta": {{"fields": {{"t": "float64"}}}},
                 "attributes": {{"plate": "P1"}}, {arrays}}}"#
         ))
@@ -1240,8 +1431,11 @@ mod tests {
         assert_eq!(b.frame_meta.as_ref().unwrap().fields()[0].0, "x");
 
         let bad = |text: &str| RecordingConfig::parse(text).unwrap_err().to_string();
-        assert!(bad(r#"{"threads": 2}"#).contains("arrays"));
+        assert!(bad(r#"{"writer": {"threads": 2}}"#).contains("arrays"));
         assert!(bad(r#"{"arrays": []}"#).contains("non-empty"));
+        let e = bad(r#"{"array": {"shape": [0, 8, 8]}, "arrays": [{"key": "a"}]}"#);
+        assert!(e.contains("unknown field `array`"), "{e}");
+        // The flat form's misplaced keys are still named with where they go.
         let e = bad(r#"{"shape": [0, 8, 8], "arrays": [{"key": "a"}]}"#);
         assert!(e.contains("shape") && e.contains("each entry"), "{e}");
         let e = bad(
@@ -1249,21 +1443,31 @@ mod tests {
                 "chunk_shape": [1, 8, 8], "shard_shape": [2, 8, 8]}]}"#,
         );
         assert!(e.contains("\"threads\" is a recording option"), "{e}");
-        let e = bad(r#"{"arrays": [{"shape": [0, 8, 8]}]}"#);
+        let e = bad(r#"{"arrays": [{"key": "a", "writer": {"threads": 2}}]}"#);
+        assert!(
+            e.contains("arrays[0].writer: unknown field `writer`"),
+            "{e}"
+        );
+        let e = bad(r#"{"arrays": [{"key": "a", "array": {"threads": 2}}]}"#);
+        assert!(
+            e.contains("arrays[0].array.threads: unknown field `threads`"),
+            "{e}"
+        );
+        let e = bad(r#"{"arrays": [{"array": {"shape": [0, 8, 8]}}]}"#);
         assert!(e.contains("key"), "{e}");
-        let e = bad(r#"{"arrays": [{"key": "a", "shap": [0, 8, 8]}]}"#);
+        let e = bad(r#"{"arrays": [{"key": "a", "array": {"shap": [0, 8, 8]}}]}"#);
         assert!(e.contains("shap"), "{e}");
-        let e = bad(r#"{"thread": 1, "arrays": [{"key": "a"}]}"#);
-        assert!(e.contains("thread"), "{e}");
+        let e = bad(r#"{"writer": {"thread": 1}, "arrays": [{"key": "a"}]}"#);
+        assert!(e.contains("writer.thread: unknown field `thread`"), "{e}");
     }
 
     #[test]
     fn a_plate_config_makes_the_plate() {
-        let image = r#""image": {"shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
-            "shard_shape": [2, 8, 8], "ome": {"pixel_size": [0.5, 0.5]},
+        let image = r#""image": {"array": {"shape": [0, 8, 8], "chunk_shape": [1, 8, 8],
+            "shard_shape": [2, 8, 8]}, "ome": {"pixel_size": [0.5, 0.5]},
             "frame_meta": {"fields": {"x": "float64"}}}"#;
         let c = RecordingConfig::parse(&format!(
-            r#"{{"threads": 2, "plate": {{"name": "P", "rows": 2, "columns": ["01", "02", "03"],
+            r#"{{"writer": {{"threads": 2}}, "plate": {{"name": "P", "rows": 2, "columns": ["01", "02", "03"],
                 "wells": ["A/01", "B/03"], "fields": 2,
                 "acquisitions": [{{"id": 4, "name": "a", "description": "d",
                                    "start_time": 10, "end_time": 20}}]}}, {image}}}"#
@@ -1313,6 +1517,14 @@ mod tests {
         let e = bad(&format!(
             r#"{{"plate": {{"rows": 1, "columns": 1, "field": 2}}, {image}}}"#
         ));
-        assert!(e.to_string().contains("unknown field `field`"), "{e}");
+        assert!(
+            e.to_string().contains("plate.field: unknown field `field`"),
+            "{e}"
+        );
+        let e = bad(r#"{"plate": {"rows": 1, "columns": 1}, "image": {"array": {}, "key": "x"}}"#);
+        assert!(
+            e.to_string().contains("image.key: unknown field `key`"),
+            "{e}"
+        );
     }
 }

@@ -53,6 +53,7 @@
 
 pub mod codec;
 pub mod config;
+mod de;
 pub mod document;
 mod dtype;
 mod error;

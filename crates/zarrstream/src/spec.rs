@@ -194,16 +194,27 @@ impl ArraySpec {
 }
 
 /// Builder of [`ArraySpec`]; see there for an example.
-#[derive(Debug, Clone)]
+///
+/// It is also the `array` section of a JSON configuration ([`crate::config`]): the keys
+/// are the setters' names, and [`build`](Self::build) checks them as it checks the
+/// setters' values.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ArraySpecBuilder {
     shape: Option<Vec<u64>>,
+    #[serde(rename = "chunk_shape")]
     chunk: Option<Vec<u64>>,
+    #[serde(rename = "shard_shape")]
     shard: Option<Vec<u64>>,
+    #[serde(deserialize_with = "crate::de::from_str")]
     dtype: DataType,
+    #[serde(deserialize_with = "crate::de::fill_value")]
     fill_value: f64,
     dimension_names: Option<Vec<String>>,
+    #[serde(deserialize_with = "crate::de::from_str")]
     codec: Codec,
     crc32c: bool,
+    #[serde(deserialize_with = "crate::de::from_str")]
     index_location: IndexLocation,
     attributes: serde_json::Map<String, serde_json::Value>,
 }

@@ -26,7 +26,9 @@ pub unsafe extern "C" fn zs_estimate_memory(
     // SAFETY: the caller's contract is this function's.
     unsafe {
         estimate("zs_estimate_memory", config_json, estimate_json, |c| {
-            Ok(Config::parse(c)?.into_parsed()?.estimate_memory()?)
+            let parsed = Config::parse(c)?.into_parsed()?;
+            warn_deprecated(parsed.deprecated.as_deref());
+            Ok(parsed.estimate_memory()?)
         })
     }
 }
@@ -47,7 +49,11 @@ pub unsafe extern "C" fn zs_recording_estimate_memory(
             "zs_recording_estimate_memory",
             config_json,
             estimate_json,
-            |c| Ok(RecordingConfig::parse(c)?.estimate_memory()?),
+            |c| {
+                let config = RecordingConfig::parse(c)?;
+                warn_deprecated(config.deprecated.as_deref());
+                Ok(config.estimate_memory()?)
+            },
         )
     }
 }

@@ -25,6 +25,16 @@ pub use memory::*;
 mod strings;
 pub use strings::*;
 
+/// Writes a deprecated configuration's notice to stderr, once per process: a C program
+/// has no other channel for a warning that is not an error, and once is enough to be
+/// seen without flooding a long acquisition's log.
+fn warn_deprecated(note: Option<&str>) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if let Some(note) = note {
+        ONCE.call_once(|| eprintln!("zarrstream: warning: {note}"));
+    }
+}
+
 /// The `rank` coordinates at `index` (NULL allowed when `rank` is 0).
 ///
 /// # Safety

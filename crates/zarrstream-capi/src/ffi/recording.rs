@@ -8,39 +8,37 @@ use super::*;
 /// recording into all of them, with one set of encoding threads and one memory budget
 /// shared by every array (several cameras, stage positions, ...).
 ///
-/// `config_json` is one JSON object with three kinds of keys; an unknown key, or a key
-/// in the wrong place, is ZS_E_INVALID_CONFIG (the message says where it goes).
-///
-/// Top level: the writer keys of `zs_writer_create`, shared by every array:
-/// `threads` (the recording's encoder threads, 0 = one per core), `pin_threads`,
-/// `background_nice`, `sink`, `pool_frames` (the **total** frame budget, 0 = twice the
-/// threads plus 2 frames of the largest array; each array gets max(2, budget x largest
-/// frame / sum of frame sizes) frames of its own), `spare_groups`, `backpressure`,
-/// `durability`, `packing`, `chunk_order`, `overwrite` (replace the group), `frame_meta` (the default
-/// of every array), and
-/// - `resume`: continue every array where it ended (as for `zs_writer_create`; a
-///   different specification is ZS_E_SPEC_MISMATCH, an unfinished store
-///   ZS_E_NEEDS_RECOVERY, an OME image with a pyramid ZS_E_UNSUPPORTED);
-/// - `existing_group`: add the arrays to an existing Zarr group that zarrstream did not
-///   create (refused with ZS_E_EXISTS otherwise); its zarr.json is left as it is;
+/// `config_json` is one JSON object in sections (the JSON Schema
+/// `docs/config.schema.json`, its `recording` form); an unknown key, or a key in the
+/// wrong place, is ZS_E_INVALID_CONFIG (the message names its place):
+/// - `writer`, `remote`: as for `zs_writer_create`, shared by every array; `threads` is
+///   the recording's encoder threads, `pool_frames` the **total** frame budget (0 = twice
+///   the threads plus 2 frames of the largest array; each array gets max(2, budget x
+///   largest frame / sum of frame sizes) frames of its own), `overwrite` replaces the
+///   group, `resume` continues every array where it ended, `existing_group` adds the
+///   arrays to an existing Zarr group that zarrstream did not create (refused with
+///   ZS_E_EXISTS otherwise; its zarr.json is left as it is);
+/// - `frame_meta`: the default of every array;
 /// - `attributes`: an object set on the root group's attributes;
 /// - `arrays` (required, except for a plate): a non-empty list of objects, one per
 ///   array, in the order of their indexes (0, 1, ...). Each has a `key`, the array's
 ///   relative "/" path under `root` (plain names; not empty, ".", "..", "c" or starting
-///   with "."; unique and
-///   never inside another array's key: ZS_E_INVALID_CONFIG), and the array keys of
-///   `zs_writer_create`: `shape`, `chunk_shape`, `shard_shape` (required), `dtype`,
-///   `fill_value`, `dimension_names`, `codec`, `crc32c`, `index_location`, `attributes`
-///   (of the array), `ome` (the array becomes an OME-Zarr image group at `root`/key,
-///   level 0 at `root`/key/0) and `frame_meta` (this array's, replacing the top level's).
+///   with "."; unique and never inside another array's key: ZS_E_INVALID_CONFIG), and
+///   the array's sections `array`, `ome` (the array becomes an OME-Zarr image group at
+///   `root`/key, level 0 at `root`/key/0) and `frame_meta` (replacing the default).
 ///
 /// `root`/zarr.json becomes a group marked as zarrstream's; directories between `root`
 /// and an array get a plain group zarr.json if they have none.
 ///
-/// Example: {"threads": 2, "attributes": {"experiment": "E12"}, "arrays": [
-/// {"key": "cam0", "shape": [0, 512, 512], "chunk_shape": [1, 256, 256],
-/// "shard_shape": [16, 512, 512]}, {"key": "cam1", "shape": [0, 64, 64], "dtype": "uint8",
-/// "chunk_shape": [1, 64, 64], "shard_shape": [32, 64, 64], "codec": "zstd:1"}]}
+/// Example: {"writer": {"threads": 2}, "attributes": {"experiment": "E12"}, "arrays": [
+/// {"key": "cam0", "array": {"shape": [0, 512, 512], "chunk_shape": [1, 256, 256],
+/// "shard_shape": [16, 512, 512]}}, {"key": "cam1", "array": {"shape": [0, 64, 64],
+/// "dtype": "uint8", "chunk_shape": [1, 64, 64], "shard_shape": [32, 64, 64],
+/// "codec": "zstd:1"}}]}
+///
+/// Deprecated: the flat form of release 0.1 (writer keys at the top level, array keys in
+/// each entry) is still accepted for one release, with a warning on stderr as for
+/// `zs_writer_create`.
 ///
 /// An OME-Zarr 0.5 high-content screening plate gives `plate` and `image` instead of
 /// `arrays` (every field of view is an OME-Zarr image and one array of the recording):
@@ -50,16 +48,16 @@ use super::*;
 ///   acquisition, default 1), `name`, `acquisitions` ([{"id": 0, "name": "...",
 ///   "description": "...", "start_time": s, "end_time": s}], seconds since the epoch).
 ///   An invalid layout is ZS_E_INVALID_PLATE, naming the problem;
-/// - `image`: the array keys above (`shape`, ..., `ome`, `frame_meta`) for every field
-///   image.
+/// - `image`: the sections `array`, `ome` and `frame_meta` of every field image.
 ///
 /// The field images' keys are "ROW/COLUMN/PATH" (PATH = acquisition index x fields +
 /// field) and their indexes follow the order a screening microscope visits them:
 /// acquisition by acquisition, well by well, each well's fields in turn
 /// (`zs_recording_array_index(r, "B/3/1", &i)` finds one). `root`/zarr.json holds
 /// `attributes.ome.plate`, each well group `attributes.ome.well`. Example:
-/// {"plate": {"rows": 2, "columns": 3, "fields": 2}, "image": {"shape": [0, 512, 512],
-/// "chunk_shape": [1, 512, 512], "shard_shape": [1, 512, 512], "ome": {}}}
+/// {"plate": {"rows": 2, "columns": 3, "fields": 2}, "image": {"array": {"shape":
+/// [0, 512, 512], "chunk_shape": [1, 512, 512], "shard_shape": [1, 512, 512]},
+/// "ome": {}}}
 ///
 /// Threads: unlike a zs_writer, a zs_recording may be used from several threads at once:
 /// calls on **different** arrays (push, push_with, skip, set_attribute, frames_pushed,
@@ -100,7 +98,9 @@ pub unsafe extern "C" fn zs_recording_create(
         }
         let path = crate::path::from_c(path, "root")?;
         let config = config.to_str().map_err(ConfigError::from)?;
-        let recording = RecordingConfig::parse(config)?.create(&path)?;
+        let config = RecordingConfig::parse(config)?;
+        warn_deprecated(config.deprecated.as_deref());
+        let recording = config.create(&path)?;
         let handle = Box::into_raw(Box::new(ZsRecording::new(recording)?));
         // SAFETY: as above; the caller now owns the handle.
         unsafe { out.write(handle) };

@@ -285,7 +285,8 @@ def _array_config(
     frame_meta: Mapping[str, str] | None = None,
     frame_meta_json: bool = False,
 ) -> dict[str, Any]:
-    """The array keys of the library's JSON configuration (one array's)."""
+    """One array's sections of the library's JSON configuration: ``array``, and
+    ``ome`` and ``frame_meta`` when given."""
     config: dict[str, Any] = {
         "shape": _shape("shape", shape),
         "chunk_shape": _shape("chunks", chunks),
@@ -303,17 +304,18 @@ def _array_config(
         config["dimension_names"] = [str(n) for n in dimension_names]
     if attributes is not None:
         config["attributes"] = dict(attributes)
+    sections: dict[str, Any] = {"array": config}
     if frame_meta is not None or frame_meta_json:
-        config["frame_meta"] = {"fields": dict(frame_meta or {}),
-                                "json": bool(frame_meta_json)}
+        sections["frame_meta"] = {"fields": dict(frame_meta or {}),
+                                  "json": bool(frame_meta_json)}
     if ome is not None and ome is not False:
         if ome is True:
-            config["ome"] = {}
+            sections["ome"] = {}
         elif isinstance(ome, Ome):
-            config["ome"] = ome._config()
+            sections["ome"] = ome._config()
         else:
-            config["ome"] = Ome(**ome)._config()
-    return config
+            sections["ome"] = Ome(**ome)._config()
+    return sections
 
 
 def _options_config(
@@ -334,11 +336,9 @@ def _options_config(
     resume: bool = False,
     existing_group: bool | None = None,
 ) -> dict[str, Any]:
-    """The writer option keys of the library's JSON configuration (and the two of
-    indexed frames, ``acquisition_order`` and ``max_open_shards``, which the native
-    module applies)."""
-    if backpressure is not None and backpressure not in ("block", "drop"):
-        raise InvalidSpecError(f"backpressure {backpressure!r} is not 'block' or 'drop'")
+    """The ``writer`` section of the library's JSON configuration (with the two keys
+    of indexed frames, ``acquisition_order`` and ``max_open_shards``, which the native
+    module resolves in every array of a recording)."""
     config: dict[str, Any] = {"overwrite": bool(overwrite)}
     if resume:
         config["resume"] = True
@@ -362,7 +362,7 @@ def _options_config(
         if max_open_shards < 1:
             raise InvalidSpecError(f"max_open_shards {max_open_shards} must be at least 1")
         config["max_open_shards"] = int(max_open_shards)
-    return config
+    return {"writer": config}
 
 
 def _acquisition_order(order: Sequence[str | int]) -> list[str] | list[int]:
@@ -461,7 +461,8 @@ def _remote_config(
     coordinate: bool | None = None,
     store_options: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The object-store option keys of the library's JSON configuration."""
+    """The ``remote`` section of the library's JSON configuration (durations in
+    milliseconds)."""
     config: dict[str, Any] = {}
     if staging_dir is not None:
         config["staging_dir"] = os.fspath(staging_dir)
@@ -473,10 +474,10 @@ def _remote_config(
     if coordinate is not None:
         config["coordinate"] = bool(coordinate)
     if upload_timeout is not None:
-        config["upload_timeout"] = _seconds("upload_timeout", upload_timeout)
+        config["upload_timeout_ms"] = _seconds("upload_timeout", upload_timeout) * 1e3
     if store_options is not None:
         config["store_options"] = dict(_store_options(store_options))
-    return config
+    return {"remote": config} if config else {}
 
 
 def _split_keywords(what: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -600,6 +601,10 @@ class Writer(_Lifecycle):
     Axis 0 is the append axis (``shape[0] = 0`` or ``None``: unbounded); the last two
     axes are the frame. Frames go in C order over the leading axes: for ``(t, c, y, x)``,
     ``t0 c0``, ``t0 c1``, ``t1 c0``, …
+
+    The keywords are the keys of the library's JSON configuration, whose types,
+    defaults and meanings are in its JSON Schema, ``docs/config.schema.json``
+    (``chunks`` and ``shards`` are ``chunk_shape`` and ``shard_shape`` there).
 
     Frames may also be written by index, in any order (:meth:`write_frame`), declaring
     the acquisition's loop order with ``acquisition_order``; a writer takes either

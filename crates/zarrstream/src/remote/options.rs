@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 ///     .upload_timeout(Duration::from_secs(120));
 /// assert_eq!(r.uploads_in_flight, 4);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RemoteOptions {
     /// The local directory shards are finished in before upload (`None`:
@@ -41,6 +42,7 @@ pub struct RemoteOptions {
     /// How long uploads may keep failing (each request retried with exponential
     /// backoff, then the whole object again) before `push` reports
     /// [`RemoteError::Upload`](crate::RemoteError::Upload) (default 60 s).
+    #[serde(rename = "upload_timeout_ms", deserialize_with = "crate::de::millis")]
     pub upload_timeout: Duration,
     /// This process records part `K` of the array (the index on axis 1, whose chunk
     /// and shard extent must be 1; the spec's `shape[1]` is the number of parts): it
@@ -54,6 +56,7 @@ pub struct RemoteOptions {
     /// Extra `object_store` configuration keys (`aws_endpoint`, `aws_region`,
     /// `aws_allow_http`, `google_service_account`, `azure_storage_account_name`, …),
     /// applied over the environment.
+    #[serde(deserialize_with = "crate::de::string_pairs")]
     pub store_options: Vec<(String, String)>,
 }
 

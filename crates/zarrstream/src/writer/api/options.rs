@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use crate::writer::api::order::AcquisitionOrder;
 
 use crate::error::{Error, Result};
@@ -16,7 +18,9 @@ use crate::sink::SinkChoice;
 pub(crate) const DEFAULT_MAX_OPEN_SHARDS: usize = 4096;
 
 /// What `push` does when every frame buffer is in use (the encoders are behind).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// In JSON `"block"` or `"drop"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Backpressure {
     /// Wait for a buffer: nothing is lost, the caller is slowed down.
@@ -31,7 +35,10 @@ pub enum Backpressure {
 /// Every mode survives a crash of the process: finished shards are renamed into place
 /// from the page cache, and `zarrstream recover` restores the chunks of unfinished ones.
 /// They differ in what survives a power loss or kernel crash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+///
+/// In JSON `"shard"`, `"none"` or `{"periodic": {"interval_ms": N}}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum Durability {
     /// Each shard is `fdatasync`ed before its rename and its directory synced after, and
@@ -47,6 +54,7 @@ pub enum Durability {
     /// Fewer, larger flushes than `Shard`.
     Periodic {
         /// Time between group commits.
+        #[serde(rename = "interval_ms", deserialize_with = "crate::de::millis")]
         interval: Duration,
     },
     /// No flushes of shard data (each `zarr.json` publication is still written with
@@ -69,7 +77,11 @@ pub enum Durability {
 ///     .backpressure(Backpressure::Drop);
 /// assert_eq!(options.threads, 2);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// It is also the `writer` section of a JSON configuration ([`crate::config`]): every
+/// field by its name, but `remote` and `frame_meta`, which are sections of their own.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct WriterOptions {
     /// Encoding threads (0 = one per core). With the [direct](SinkChoice::Direct) sink
@@ -87,6 +99,7 @@ pub struct WriterOptions {
     /// behind an encode, when every core is busy. 0 leaves priorities alone.
     pub background_nice: u8,
     /// Which sink writes shard files.
+    #[serde(deserialize_with = "crate::de::from_str")]
     pub sink: SinkChoice,
     /// Frame buffers in the pool (0 = `2 × threads + 2`, at most 65536); bounds the
     /// memory for frames not yet encoded. Arrays with chunks deeper than one frame stage
@@ -100,6 +113,7 @@ pub struct WriterOptions {
     /// Flushing policy.
     pub durability: Durability,
     /// What happens to unused slot space when a shard is finished.
+    #[serde(deserialize_with = "crate::de::from_str")]
     pub packing: Packing,
     /// The order of the inner chunks' bytes inside each shard file (the shard index
     /// stays in C order; readers follow it, so the order is recorded nowhere).
@@ -110,6 +124,7 @@ pub struct WriterOptions {
     /// mapping is unsafe). The direct sink appends chunks as they complete, so it takes
     /// C order only ([`Error::ConflictingOptions`]). A [`Packing::Sparse`] shard has its
     /// chunks in their slots, in this order too.
+    #[serde(deserialize_with = "crate::de::from_str")]
     pub chunk_order: ChunkOrder,
     /// The order in which frames will arrive, when they are written by index
     /// ([`Writer::write_frame`](crate::writer::Writer::write_frame)) in an order other than
@@ -127,6 +142,7 @@ pub struct WriterOptions {
     pub overwrite: bool,
     /// Per-frame metadata to store beside the array (`frame_meta/`), pushed with
     /// [`Writer::push_with`](crate::writer::Writer::push_with); `None` stores none.
+    #[serde(skip)]
     pub frame_meta: Option<FrameMetaSpec>,
     /// Continue an array that zarrstream finished (or that `zarrstream recover`
     /// repaired) instead of creating one: the first frame pushed follows the last one
@@ -140,8 +156,10 @@ pub struct WriterOptions {
     pub existing_group: bool,
     /// How an object-store destination (`s3://bucket/prefix`, …) is staged and
     /// uploaded; unused for a local path. See [`remote`](crate::remote).
+    #[serde(skip)]
     pub remote: RemoteOptions,
     /// The uploader's gate when the destination is an object store (set by `create`).
+    #[serde(skip)]
     pub(crate) staging: StagingLink,
 }
 

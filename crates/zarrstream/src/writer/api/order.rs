@@ -26,6 +26,29 @@ use crate::error::{Error, OrderError, Result};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AcquisitionOrder(Vec<usize>);
 
+/// Axis numbers; a dimension name is resolved before (by [`crate::config`], against the
+/// array's `dimension_names`), so one left here named no dimension.
+impl<'de> serde::Deserialize<'de> for AcquisitionOrder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Axis {
+            Number(usize),
+            Name(String),
+        }
+        Vec::<Axis>::deserialize(d)?
+            .into_iter()
+            .map(|a| match a {
+                Axis::Number(i) => Ok(i),
+                Axis::Name(n) => Err(serde::de::Error::custom(format!(
+                    "{n:?} is not one of the array's dimension_names (or give axis numbers)"
+                ))),
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map(AcquisitionOrder)
+    }
+}
+
 impl AcquisitionOrder {
     /// The loop order `axes`, outermost first (checked against the array when a writer
     /// is created: [`OrderError`]).

@@ -36,6 +36,10 @@
 //! own field lists, and the result carries a deprecation notice (`deprecated`), which the
 //! C API prints once to stderr.
 
+mod keys;
+mod plate;
+
+pub use plate::{PlateConfig, plate_from_json};
 use std::path::Path;
 
 use crate::de::fields_of;
@@ -48,6 +52,9 @@ use crate::{
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+use keys::*;
+use plate::PlateKeys;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -284,182 +291,6 @@ fn moved(key: &str, advice: &str) -> ConfigError {
     ConfigError::Json(serde::de::Error::custom(format!("{key:?} {advice}")))
 }
 
-/// The `frame_meta` object: the fields of `FrameMetaSpec`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct FrameMetaKeys {
-    fields: Map<String, Value>,
-    json: bool,
-}
-
-impl FrameMetaKeys {
-    fn into_spec(self) -> Result<FrameMetaSpec, ConfigError> {
-        let mut spec = FrameMetaSpec::new().json(self.json);
-        for (name, kind) in self.fields {
-            let kind = kind.as_str().ok_or_else(|| ConfigError::Value {
-                key: "frame_meta.fields",
-                message: format!("{name}: {kind} is not \"float64\" or \"int64\""),
-            })?;
-            spec = spec.field(name, parsed("frame_meta.fields", kind)?);
-        }
-        Ok(spec)
-    }
-}
-
-/// The `ome` object: the options of `Ome` (`frame_interval_ms` in milliseconds).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct OmeKeys {
-    name: Option<String>,
-    /// `[y, x]`.
-    pixel_size: Option<[f64; 2]>,
-    z_step: Option<f64>,
-    frame_interval_ms: Option<f64>,
-    space_unit: Option<String>,
-    time_unit: Option<String>,
-    channels: Option<Vec<String>>,
-    omero: Option<OmeroKey>,
-    /// A count (1 = level 0 only) or `"auto"`.
-    levels: Option<Value>,
-    downsample: Option<String>,
-    downsample_z: Option<bool>,
-    level_lz4_acceleration: Option<i32>,
-}
-
-/// `"auto"`, `{"window": {..}}` or `{"channels": [..]}`, as `Omero::Auto`,
-/// `Omero::AutoWindow` and `Omero::Channels`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum OmeroKey {
-    Auto,
-    Window(WindowKeys),
-    Channels(Vec<OmeroChannelKeys>),
-}
-
-/// A channel without `window` has its window taken from the data.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OmeroChannelKeys {
-    label: String,
-    color: String,
-    window: Option<WindowKeys>,
-    active: bool,
-}
-
-impl From<WindowKeys> for Window {
-    fn from(w: WindowKeys) -> Self {
-        Window {
-            min: w.min,
-            max: w.max,
-            start: w.start,
-            end: w.end,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WindowKeys {
-    min: f64,
-    max: f64,
-    start: f64,
-    end: f64,
-}
-
-impl OmeKeys {
-    fn into_ome(self) -> Result<Ome, ConfigError> {
-        let mut ome = Ome::new();
-        if let Some(v) = self.name {
-            ome = ome.name(v);
-        }
-        if let Some([y, x]) = self.pixel_size {
-            ome = ome.pixel_size(y, x);
-        }
-        if let Some(v) = self.z_step {
-            ome = ome.z_step(v);
-        }
-        if let Some(ms) = self.frame_interval_ms {
-            // `Duration` cannot hold what `Ome` would reject anyway; say it in its words.
-            let d = Duration::try_from_secs_f64(ms / 1e3).map_err(|_| OmeError::NotPositive {
-                field: "frame_interval",
-                value: ms,
-            })?;
-            ome = ome.frame_interval(d);
-        }
-        if let Some(v) = self.space_unit {
-            ome = ome.space_unit(parsed("ome.space_unit", &v)?);
-        }
-        if let Some(v) = self.time_unit {
-            ome = ome.time_unit(parsed("ome.time_unit", &v)?);
-        }
-        if let Some(v) = self.channels {
-            ome = ome.channels(v);
-        }
-        if let Some(v) = self.omero {
-            ome = ome.omero(match v {
-                OmeroKey::Auto => Omero::Auto,
-                OmeroKey::Window(w) => Omero::AutoWindow(w.into()),
-                OmeroKey::Channels(chs) => Omero::Channels(
-                    chs.into_iter()
-                        .map(|c| {
-                            let channel = match c.window {
-                                Some(w) => OmeroChannel::new(c.label, c.color, w.into()),
-                                None => OmeroChannel::from_data(c.label, c.color),
-                            };
-                            channel.active(c.active)
-                        })
-                        .collect(),
-                ),
-            });
-        }
-        if let Some(v) = self.levels {
-            ome = ome.levels(levels(&v)?);
-        }
-        if let Some(v) = self.downsample {
-            // The wording C programs have matched since before `ParseError`.
-            let method = v.parse::<Downsample>().map_err(|e| ConfigError::Value {
-                key: "ome.downsample",
-                message: format!("unknown {} {:?} ({})", e.what, e.input, e.expected),
-            })?;
-            ome = ome.downsample(method);
-        }
-        if let Some(v) = self.downsample_z {
-            ome = ome.downsample_z(v);
-        }
-        if let Some(v) = self.level_lz4_acceleration {
-            ome = ome.level_lz4_acceleration(v);
-        }
-        Ok(ome)
-    }
-}
-
-/// `v` as a `T` named by its text form (the library's `FromStr`), the error naming `key`.
-fn parsed<T>(key: &'static str, v: &str) -> Result<T, ConfigError>
-where
-    T: FromStr<Err = ParseError>,
-{
-    v.parse().map_err(|e: ParseError| ConfigError::Value {
-        key,
-        message: e.to_string(),
-    })
-}
-
-/// `ome.levels`: a count, or `"auto"` (until a level's frame fits one inner chunk).
-fn levels(v: &Value) -> Result<Levels, ConfigError> {
-    match v {
-        Value::Number(n) => n
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .map(Levels::Count),
-        Value::String(s) if s == "auto" => Some(Levels::Auto),
-        _ => None,
-    }
-    .ok_or_else(|| ConfigError::Value {
-        key: "ome.levels",
-        message: format!("{v} is not a level count or \"auto\""),
-    })
-}
-
 /// A [`Recording`] described by one JSON object: the sections `writer`, `remote` and
 /// `frame_meta` of [`Config`] shared by every array (`frame_meta` there is every array's
 /// default), `attributes` for the root group, and `arrays`, a list of objects each with a
@@ -574,105 +405,6 @@ fn recording_sections(top: Map<String, Value>) -> Result<(Map<String, Value>, bo
         *m = split_flat(std::mem::take(m), &FLAT_ARRAY)?;
     }
     Ok((top, flat))
-}
-
-/// A plate's layout and the image every field of view is (the `plate` and `image` keys
-/// of [`RecordingConfig`]).
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct PlateConfig {
-    /// The layout, checked.
-    pub plate: Plate,
-    /// Level 0 of every field image.
-    pub spec: ArraySpec,
-    /// The OME settings of every field image.
-    pub ome: Ome,
-}
-
-/// The `plate` object: the settings of [`Plate`].
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PlateKeys {
-    name: Option<String>,
-    rows: NamesKey,
-    columns: NamesKey,
-    wells: Option<Vec<String>>,
-    fields: Option<u32>,
-    acquisitions: Option<Vec<AcquisitionKeys>>,
-}
-
-/// Rows or columns: their names, or how many (named as [`Plate::grid`] names them).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum NamesKey {
-    Count(usize),
-    Names(Vec<String>),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AcquisitionKeys {
-    id: u32,
-    name: Option<String>,
-    description: Option<String>,
-    start_time: Option<u64>,
-    end_time: Option<u64>,
-}
-
-/// The [`Plate`] a `plate` object describes (the keys of [`RecordingConfig`]'s
-/// `plate`), its layout checked: for bindings that need the plate's images before (or
-/// without) making the recording.
-///
-/// ```
-/// let plate = zarrstream::config::plate_from_json(r#"{"rows": 2, "columns": 3, "fields": 2}"#)?;
-/// assert_eq!(plate.images()?.len(), 12);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn plate_from_json(text: &str) -> Result<Plate, ConfigError> {
-    serde_json::from_str::<PlateKeys>(text)?.into_plate()
-}
-
-impl PlateKeys {
-    fn into_plate(self) -> Result<Plate, ConfigError> {
-        let names = |k: NamesKey, grid: fn(usize) -> Vec<String>| match k {
-            NamesKey::Count(n) => grid(n),
-            NamesKey::Names(v) => v,
-        };
-        let rows = names(self.rows, |n| Plate::grid(n, 0).rows().to_vec());
-        let columns = names(self.columns, |n| Plate::grid(0, n).columns().to_vec());
-        let mut plate = Plate::new(rows, columns);
-        if let Some(v) = self.name {
-            plate = plate.name(v);
-        }
-        if let Some(wells) = self.wells {
-            let pairs = wells
-                .iter()
-                .map(|w| match w.split_once('/') {
-                    Some((r, c)) if !c.contains('/') => Ok((r.to_string(), c.to_string())),
-                    _ => Err(ConfigError::Value {
-                        key: "plate.wells",
-                        message: format!("{w:?} is not a well path ROW/COLUMN"),
-                    }),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            plate = plate.wells(pairs);
-        }
-        if let Some(v) = self.fields {
-            plate = plate.fields(v);
-        }
-        if let Some(list) = self.acquisitions {
-            plate = plate.acquisitions(list.into_iter().map(|a| {
-                let mut acq = Acquisition::new(a.id);
-                acq.name = a.name;
-                acq.description = a.description;
-                acq.start_time = a.start_time;
-                acq.end_time = a.end_time;
-                acq
-            }));
-        }
-        plate.validate()?;
-        Ok(plate)
-    }
 }
 
 impl RecordingConfig {
@@ -1335,7 +1067,7 @@ mod tests {
     #[test]
     fn the_schema_matches_the_types() {
         let schema: Value =
-            serde_json::from_str(include_str!("../../../docs/config.schema.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../docs/config.schema.json")).unwrap();
         let types: [(&str, &[&str]); 10] = [
             ("writer_config", fields_of::<Config>()),
             ("recording_config", fields_of::<RecordingKeys>()),
@@ -1372,7 +1104,7 @@ mod tests {
     /// they are, in the sectioned form.
     #[test]
     fn the_books_examples_parse() {
-        let book = include_str!("../../../docs/book/src/reference/config.md");
+        let book = include_str!("../../../../docs/book/src/reference/config.md");
         let blocks: Vec<&str> = book
             .split("```json")
             .skip(1)

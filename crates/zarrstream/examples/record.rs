@@ -20,8 +20,6 @@
 
 #[path = "record/args.rs"]
 mod args;
-#[path = "record/camera.rs"]
-mod camera;
 #[path = "record/os.rs"]
 mod os;
 #[path = "record/report.rs"]
@@ -42,6 +40,8 @@ use zarrstream::{
     MemoryEstimate, MetaType, Ome, Omero, Plate, Recording, Stats, Writer, WriterOptions,
     estimate_memory, estimate_memory_ome,
 };
+
+use zarrstream_camera as camera;
 
 use crate::args::{Command, OmeArgs, Options, UsageError, join};
 use crate::report::{mib, round};

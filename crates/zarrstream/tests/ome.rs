@@ -35,7 +35,7 @@ struct Image {
 }
 
 #[path = "support/record.rs"]
-mod record_example;
+mod record_cli;
 
 #[path = "ome/display.rs"]
 mod display;
@@ -776,7 +776,7 @@ fn every_dtype_has_an_exact_pyramid_in_the_readers() {
 #[test]
 fn readers_never_see_level0_ahead_of_its_data_while_recording() {
     let Some(py) = python() else { return };
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
+    let mut record = record_cli::command().unwrap_or_else(|e| panic!("zarrstream record: {e}"));
     let dir = tempfile::Builder::new()
         .prefix("ome-live-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -836,7 +836,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let rec = Command::new(&record)
+    let rec = record
         .arg("--out")
         .arg(&store)
         .args(["--ome", "--shape", "0,2,64,48", "--chunk", "1,1,32,48"])

@@ -1,8 +1,22 @@
 # Shell functions the paired benchmark scripts share (sourced, not run):
+#   record BINARY ARGS...       `BINARY record ARGS` for a `zarrstream` binary (the CLI,
+#                               target/release/zarrstream); any other name is taken for a
+#                               build of the record example from before it became
+#                               `zarrstream record`, run as `BINARY ARGS`, so that a
+#                               comparison against an older build still works
 #   field REPORT KEY [SUBKEY]   a value of a `record --report` JSON file ("total" first,
 #                               for a recording's report)
 #   median X...                 the median, rounded to 3 decimals
 #   ratio A B                   B / A, rounded to 3 decimals
+
+record() {
+  local bin=$1
+  shift
+  case $(basename "$bin") in
+    zarrstream | zarrstream.exe) "$bin" record "$@" ;;
+    *) "$bin" "$@" ;;
+  esac
+}
 
 field() {
   python3 -c '

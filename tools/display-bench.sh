@@ -3,16 +3,18 @@
 # display windows costs on the hot path. C1 frames (2048 x 2048 uint16, 192 frames,
 # 2 threads) recorded as an OME image with a 4-level pyramid (`--ome --levels 4`),
 # windows from the data (the default) against a window given (`--window 0,65535`: no
-# sampling), both with the binary given; and, with OLD_RECORD_BINARY (a build from
+# sampling), both with the binary given; and, with OLD_BINARY (a build from
 # before the issue, whose `--ome` without `--channels` wrote no omero), the same
 # against it.
 #
-#   tools/display-bench.sh NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]
+#   tools/display-bench.sh NEW_ZARRSTREAM_BINARY [OLD_BINARY] [PAIRS]
+#   (target/release/zarrstream; OLD_BINARY an older zarrstream, or from before
+#   `zarrstream record` a build of the record example: see `record` in bench-common.sh)
 #
 # Runs alternate (ABBA) so that drift and order hit both sides alike; each pair gives one ratio
 # (sampled / not sampled), and the medians are printed with the push latency p99.
 set -euo pipefail
-new=${1:?usage: $0 NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]}
+new=${1:?usage: $0 NEW_ZARRSTREAM_BINARY [OLD_BINARY] [PAIRS]}
 old=${2:-}
 pairs=${3:-6}
 dir=$(mktemp -d "${ZARRSTREAM_BENCH_TMP:-/tmp}/display-bench.XXXXXX")
@@ -26,7 +28,7 @@ run() { # binary report args...
   local bin=$1 report=$2
   shift 2
   rm -rf "$dir/out.zarr"
-  "$bin" --out "$dir/out.zarr" --report "$report" --quiet "$@" >/dev/null
+  record "$bin" --out "$dir/out.zarr" --report "$report" --quiet "$@" >/dev/null
 }
 
 

@@ -4,14 +4,16 @@
 # (`record --acquisition-order c,t`) against the same frames appended in storage order,
 # for lz4:1 and none; and the C1 append path against a build from before the issue.
 #
-#   tools/order-bench.sh NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]
+#   tools/order-bench.sh NEW_ZARRSTREAM_BINARY [OLD_BINARY] [PAIRS]
+#   (target/release/zarrstream; OLD_BINARY an older zarrstream, or from before
+#   `zarrstream record` a build of the record example: see `record` in bench-common.sh)
 #
 # Runs alternate (appended, channel-first, appended, ...) so that drift hits both sides
 # alike; each pair gives one ratio, and the medians are printed, with each side's
 # extra RSS against its memory estimate and its push latency percentiles (p50, p99,
 # p99.9, max in microseconds; medians over the runs).
 set -euo pipefail
-new=${1:?usage: $0 NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]}
+new=${1:?usage: $0 NEW_ZARRSTREAM_BINARY [OLD_BINARY] [PAIRS]}
 old=${2:-}
 pairs=${3:-6}
 dir=$(mktemp -d "${ZARRSTREAM_BENCH_TMP:-/tmp}/order-bench.XXXXXX")
@@ -28,7 +30,7 @@ run() { # binary report args...
   local bin=$1 report=$2
   shift 2
   rm -rf "$dir/out.zarr"
-  "$bin" --out "$dir/out.zarr" --report "$report" --quiet "$@" >/dev/null
+  record "$bin" --out "$dir/out.zarr" --report "$report" --quiet "$@" >/dev/null
 }
 
 

@@ -3,12 +3,14 @@
 # one array (C1 lz4:1 and zstd:1, same total bytes), and the single-array C1 lz4:1 path
 # against a build from before the issue.
 #
-#   tools/recording-bench.sh NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]
+#   tools/recording-bench.sh NEW_ZARRSTREAM_BINARY [OLD_BINARY] [PAIRS]
+#   (target/release/zarrstream; OLD_BINARY an older zarrstream, or from before
+#   `zarrstream record` a build of the record example: see `record` in bench-common.sh)
 #
 # Runs alternate (one, two, one, two, ...) so that drift hits both sides alike; each
 # pair gives one ratio, and the medians of the ratios are printed.
 set -euo pipefail
-new=${1:?usage: $0 NEW_RECORD_BINARY [OLD_RECORD_BINARY] [PAIRS]}
+new=${1:?usage: $0 NEW_ZARRSTREAM_BINARY [OLD_BINARY] [PAIRS]}
 old=${2:-}
 pairs=${3:-6}
 dir=$(mktemp -d /tmp/recording-bench.XXXXXX)
@@ -21,7 +23,7 @@ run() { # binary codec report extra-args...
   local bin=$1 codec=$2 report=$3
   shift 3
   rm -rf "$dir/out.zarr"
-  "$bin" --out "$dir/out.zarr" "${c1[@]}" --codec "$codec" --report "$report" "$@" >/dev/null
+  record "$bin" --out "$dir/out.zarr" "${c1[@]}" --codec "$codec" --report "$report" "$@" >/dev/null
 }
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Compare zarrstream's `record` example with peer sharded Zarr v3 writers.
+"""Compare `zarrstream record` with peer sharded Zarr v3 writers.
 
-Contenders: zarrstream (`target/release/examples/record --input`), zarrstream's Python
+Contenders: zarrstream (`target/release/zarrstream record --input`), zarrstream's Python
 package (zarrstream-python, see zarrstream_python.py), acquire-zarr,
 tensorstore (zarr3 driver) and zarr-python 3, on the same raw frames (written once by
-`record --save-frames` from the project's synthetic camera), each run in a fresh
+`zarrstream record --save-frames` from the project's synthetic camera), each run in a fresh
 process with the same thread budget. Runs alternate between contenders (repeat 1 of
 everything, then repeat 2, ...). Every output is read back with zarr-python and
 compared with the input frames exactly; a mismatch is reported as FAILED.
@@ -13,8 +13,8 @@ Timed phase, for every contender: from the first append until the writer is clos
 its files are durable (peers: close, then fsync of every file and directory written;
 zarrstream: `finish` returned, which fsyncs each shard and the metadata; the report's
 `seconds`). Extra RSS: peak RSS of the timed phase minus RSS after loading the frames,
-measured inside the writing process (VmHWM reset through /proc/self/clear_refs; the
-record example does the same and reports it as `extra_rss_mib`).
+measured inside the writing process (VmHWM reset through /proc/self/clear_refs;
+`zarrstream record` does the same and reports it as `extra_rss_mib`).
 
 Normally started by `tools/peers/run`; `--help` lists the options.
 """
@@ -36,7 +36,9 @@ import time
 import zarrstream_python  # tools/peers/zarrstream_python.py: its settings, shared with record
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RECORD = os.path.join(ROOT, "target", "release", "examples", "record")
+# `zarrstream record`: the CLI binary and its subcommand.
+ZARRSTREAM = os.path.join(ROOT, "target", "release", "zarrstream")
+RECORD = [ZARRSTREAM, "record"]
 H = W = 2048
 FRAME_BYTES = H * W * 2  # uint16
 
@@ -356,7 +358,7 @@ def spawn_child(mode: str, job: dict, timeout: float) -> dict:
 
 
 def run_zarrstream(job: dict, timeout: float) -> dict:
-    """The record example, measured like the peers: its report gives the wall time
+    """`zarrstream record`, measured like the peers: its report gives the wall time
     (first push -> finish, durable), push latency and extra RSS (VmHWM reset after
     loading, same method as the peers); CPU seconds of the timed phase come from
     /proc/<pid>/stat when it says the frames are loaded, and from wait4 at its exit."""
@@ -365,7 +367,7 @@ def run_zarrstream(job: dict, timeout: float) -> dict:
     def join(v):
         return ",".join(map(str, v))
 
-    cmd = [RECORD, "--input", job["raw"], "--frames", str(job["n"]), "--shape", f"0,{H},{W}", "--chunk", join(chunk),
+    cmd = [*RECORD, "--input", job["raw"], "--frames", str(job["n"]), "--shape", f"0,{H},{W}", "--chunk", join(chunk),
            "--shard", join(shard), "--codec", RECORD_CODEC[job["codec"]],
            "--threads", str(job["threads"]), *zarrstream_python.RECORD_FLAGS,
            "--report", report, "--overwrite", "--out", job["out"]]
@@ -430,7 +432,7 @@ def ensure_frames(path: str, n: int) -> None:
         return
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     print(f"writing {n} synthetic frames to {path}", flush=True)
-    subprocess.run([RECORD, "--save-frames", path, "--frames", str(n), "--shape",
+    subprocess.run([*RECORD, "--save-frames", path, "--frames", str(n), "--shape",
                     f"0,{H},{W}", "--quiet"], check=True)
 
 
@@ -733,8 +735,8 @@ def main() -> int:
     contenders = parse_list(args.contenders, CONTENDERS)
     if args.frames < 1 or args.repeats < 1 or args.threads < 1:
         raise SystemExit("-n, --repeats and --threads must be at least 1")
-    if not os.access(RECORD, os.X_OK):
-        raise SystemExit(f"{RECORD} missing: cargo build --release --example record")
+    if not os.access(ZARRSTREAM, os.X_OK):
+        raise SystemExit(f"{ZARRSTREAM} missing: cargo build --release -p zarrstream-cli")
 
     raw = os.path.abspath(args.input or os.path.join(target, f"frames-{args.frames}.raw"))
     if args.input:

@@ -1,6 +1,8 @@
-//! `zarrstream`: command-line tools for stores written by the zarrstream library.
+//! `zarrstream`: record camera streams, and command-line tools for the stores the
+//! zarrstream library writes.
 //!
 //! ```text
+//! zarrstream record [--out PATH] [--shape ...] [--frames N] [--report FILE] ... (--help)
 //! zarrstream recover STORE [--json]
 //! zarrstream inspect STORE [--shard KEY] [--json]
 //! zarrstream verify STORE [--decode] [--json]
@@ -19,6 +21,7 @@ use std::process::ExitCode;
 mod compact;
 mod convert;
 mod inspect;
+mod record;
 mod refs;
 mod remote;
 mod store;
@@ -31,7 +34,7 @@ use zarrstream::recover::{RecoveryReport, ShardOutcome, recover_store};
 #[command(
     name = "zarrstream",
     version,
-    about = "Tools for zarrstream Zarr v3 stores"
+    about = "Record camera streams into sharded Zarr v3 arrays, and tools for the stores"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,6 +43,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Stream frames from the synthetic sCMOS camera (or a raw file) into a sharded Zarr
+    /// v3 array, an OME-Zarr image, several arrays or a plate, and report throughput,
+    /// compression, latency and memory (a JSON report with --report).
+    ///
+    /// Acquisition PCs run it; tests and benchmarks drive it. DESIGN.md §5 is the contract
+    /// of its options and report.
+    Record(Box<record::Options>),
     /// Rebuild the unfinished shards a crashed writer left in STORE/.zarrstream-partial/
     /// from their verified chunks, rename them into place and republish zarr.json.
     ///
@@ -69,7 +79,7 @@ enum Command {
     /// store went away, or the process died: run `recover` on its arrays first), then
     /// republish the metadata; removes the directory once everything is uploaded.
     Upload(remote::UploadArgs),
-    /// Publish the shared zarr.json of an array recorded in parts (`record --part-of`)
+    /// Publish the shared zarr.json of an array recorded in parts (`zarrstream record --part-of`)
     /// from every part's progress: run it any time during the recording and at the end.
     Publish(remote::PublishArgs),
 }
@@ -95,6 +105,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     match cli.command {
+        Command::Record(options) => record::main(*options),
         Command::Recover { store, json } => match recover_store(&store) {
             Ok(report) => {
                 if json {

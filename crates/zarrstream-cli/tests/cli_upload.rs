@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 mod garage;
 #[path = "../../zarrstream/tests/support/python.rs"]
 mod pyenv;
-#[path = "../../zarrstream/tests/support/record.rs"]
-mod record_example;
+#[path = "support/record.rs"]
+mod record_cli;
 
 const Y: usize = 64;
 const X: usize = 64;
@@ -63,7 +63,7 @@ fn a_killed_recording_is_recovered_and_uploaded_later() {
     let url = format!("s3://{}/crash.zarr", g.bucket());
     // One frame per chunk and one worker (pwrite, one thread): frames are encoded in
     // order, so what survives is a prefix of the input.
-    let mut child = Command::new(record_example::binary().unwrap())
+    let mut child = record_cli::record()
         .args(["--out", &url, "--shape", &format!("0,{Y},{X}")])
         .args([
             "--chunk",

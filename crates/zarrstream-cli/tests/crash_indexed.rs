@@ -22,8 +22,8 @@ use zarrs::filesystem::FilesystemStore;
 
 #[path = "support/crash.rs"]
 mod crash;
-#[path = "../../zarrstream/tests/support/record.rs"]
-mod record_example;
+#[path = "support/record.rs"]
+mod record_cli;
 
 use crash::{Recorder, Wait, partial_files, sample};
 
@@ -63,7 +63,6 @@ fn storage_of(k: u64) -> (u64, u64) {
 
 #[test]
 fn killed_channel_first_recordings_are_recovered() {
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
     let zarrstream = PathBuf::from(env!("CARGO_BIN_EXE_zarrstream"));
     let dir = tempfile::tempdir().expect("tempdir");
     let input = dir.path().join("input.raw");
@@ -71,7 +70,7 @@ fn killed_channel_first_recordings_are_recovered() {
     for kill_at in [3u64, 9, 17] {
         let name = format!("kill{kill_at}");
         let store = dir.path().join(format!("{name}.zarr"));
-        let mut cmd = Command::new(&record);
+        let mut cmd = record_cli::record();
         cmd.arg("--out")
             .arg(&store)
             .args(["--shape", &format!("{T},{C},{Y},{X}")])

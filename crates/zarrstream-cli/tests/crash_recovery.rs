@@ -1,4 +1,4 @@
-//! Crash recovery end to end: the `record` example records known frames at a paced rate
+//! Crash recovery end to end: `zarrstream record` records known frames at a paced rate
 //! in a child process, which is killed with SIGKILL in the middle of a shard once it has
 //! reported a given number of frames encoded (`--progress`); then the `zarrstream recover`
 //! binary rebuilds the store and `zarrs` reads it back.
@@ -58,8 +58,6 @@ impl Case {
 
 #[path = "support/crash.rs"]
 mod crash;
-#[path = "../../zarrstream/tests/support/record.rs"]
-mod record_example;
 #[path = "../../zarrstream/tests/support/windows.rs"]
 mod windows;
 
@@ -69,9 +67,9 @@ fn write_input(path: &Path) {
     crash::write_input(path, FRAMES, Y * X);
 }
 
-/// The programs a case runs: this machine's builds, or the Windows builds under Wine.
+/// The program a case runs (`zarrstream record`, `zarrstream recover`): this machine's
+/// build, or the Windows build under Wine.
 struct Tools {
-    record: PathBuf,
     zarrstream: PathBuf,
     /// Wine, for the Windows builds.
     win: Option<windows::Win>,
@@ -80,19 +78,16 @@ struct Tools {
 impl Tools {
     fn native() -> Tools {
         Tools {
-            record: record_example::binary().unwrap_or_else(|e| panic!("record example: {e}")),
             zarrstream: PathBuf::from(env!("CARGO_BIN_EXE_zarrstream")),
             win: None,
         }
     }
 
-    /// `record.exe` and `zarrstream.exe`, built (dev profile) for Windows.
+    /// `zarrstream.exe`, built (dev profile) for Windows.
     fn windows(win: windows::Win) -> Tools {
-        win.build(&["-p", "zarrstream", "--example", "record"]);
         win.build(&["-p", "zarrstream-cli", "--bin", "zarrstream"]);
         let dir = win.profile_dir(false);
         Tools {
-            record: dir.join("examples/record.exe"),
             zarrstream: dir.join("zarrstream.exe"),
             win: Some(win),
         }
@@ -106,7 +101,9 @@ impl Tools {
     }
 
     fn record(&self) -> Command {
-        self.command(&self.record)
+        let mut cmd = self.zarrstream();
+        cmd.arg("record");
+        cmd
     }
 
     fn zarrstream(&self) -> Command {
@@ -346,7 +343,7 @@ fn killed_recordings_are_recovered() {
     run_all(&Tools::native(), &cases());
 }
 
-/// The same with the Windows builds under Wine: `record.exe` killed mid-shard (the Wine
+/// The same with the Windows build under Wine: `zarrstream.exe record` killed mid-shard (the Wine
 /// process, as a power cut or Task Manager's "End task" would), `zarrstream.exe recover`,
 /// and zarrs reading the result on Linux. One case per sink and index place, both
 /// validations. What it proves of Windows rests on Wine's file semantics.

@@ -49,8 +49,8 @@ use zarrs::filesystem::FilesystemStore;
 
 #[path = "support/crash.rs"]
 mod crash;
-#[path = "../../zarrstream/tests/support/record.rs"]
-mod record_example;
+#[path = "support/record.rs"]
+mod record_cli;
 
 use crash::{Recorder, Wait};
 
@@ -401,17 +401,11 @@ struct Tally {
 }
 
 /// Runs one case in `store`; `Err` is a failure of the writer, `recover` or the data.
-fn run_kill(
-    record: &Path,
-    case: &Case,
-    exp: &Expected,
-    store: &Path,
-    tally: &mut Tally,
-) -> Check<Verdict> {
+fn run_kill(case: &Case, exp: &Expected, store: &Path, tally: &mut Tally) -> Check<Verdict> {
     let (y, x) = case.frame();
     let (cy, cx) = case.tile();
     let fps = FPS.to_string();
-    let mut cmd = Command::new(record);
+    let mut cmd = record_cli::record();
     cmd.arg("--out")
         .arg(store)
         .args(["--shape", &format!("0,{y},{x}")])
@@ -638,7 +632,6 @@ fn killed_recordings_lose_no_encoded_frame() {
         "kill campaign: seed {seed} (ZARRSTREAM_KILL_SEED={seed} repeats the draws), {target} kills to count"
     );
     let started = Instant::now();
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
     // Under target/, on the disk the build uses: /tmp may be a tmpfs, where O_DIRECT is
     // refused and the direct sink would never run.
     let dir = tempfile::Builder::new()
@@ -659,7 +652,7 @@ fn killed_recordings_lose_no_encoded_frame() {
                 .or_insert_with(|| Rc::new(expected(dir.path(), y, x))),
         );
         let store = dir.path().join(format!("kill-{}.zarr", t.tried));
-        match run_kill(&record, &case, &exp, &store, &mut t) {
+        match run_kill(&case, &exp, &store, &mut t) {
             Ok(Verdict::Counted {
                 encoded,
                 complete,

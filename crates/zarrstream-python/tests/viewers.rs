@@ -5,7 +5,7 @@
 //! libraries of Qt's wheels, Chromium), builds the pinned environment
 //! `target/viewer-venv` from `tests/viewers/requirements.txt` (napari with PyQt6,
 //! napari-ome-zarr, pytest, and the neuroglancer test's pins), builds the wheel with its maturin and installs
-//! it, builds the `record` example, starts Xvfb on a free display and runs pytest over
+//! it, builds `zarrstream record`, starts Xvfb on a free display and runs pytest over
 //! `tests/viewers/` there. Screenshots land in `target/viewer-screenshots/`
 //! (`ZARRSTREAM_UPDATE_SCREENSHOTS=1` also copies them to `docs/book/src/images/`).
 //!
@@ -15,7 +15,7 @@
 #[path = "../../zarrstream/tests/support/python.rs"]
 mod python;
 #[path = "../../zarrstream/tests/support/record.rs"]
-mod record_example;
+mod record_cli;
 #[path = "support/wheel.rs"]
 mod wheel;
 
@@ -131,13 +131,13 @@ fn viewers() {
     };
     let setup = started.elapsed();
     let wheel = wheel::install_wheel(&py, "viewer-wheels");
-    let record = match record_example::binary() {
+    let record = match record_cli::binary() {
         Ok(bin) => bin,
         Err(e) => panic!("{e}"),
     };
     python::shout(&format!(
         "viewers: installed {} ({:.0?} for packages and environment, {:.0?} with wheel and \
-         record example)",
+         zarrstream record)",
         wheel.display(),
         setup,
         started.elapsed()

@@ -24,14 +24,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use zarrstream::{BloscShuffle, Checksum, ChunkEncoder, Codec, DataType};
 
 fn camera_frames(n: usize) -> Vec<Vec<u8>> {
-    let cam = camera::Camera {
-        height: 2048,
-        width: 2048,
-        blobs: camera::default_blobs(2048, 2048),
-        seed: 20240611,
-        dtype: DataType::UInt16,
-    };
-    cam.render(n)
+    camera::Camera::new(2048, 2048, DataType::UInt16).render(n)
 }
 
 /// The 512×512 tiles of a `size`×`size` u16 frame.

@@ -11,11 +11,11 @@
 //!
 //! **One node, C1** (2048 × 2048 `uint16`, chunk 1 × 512 × 512, shard 32 × 2048 × 2048,
 //! the `--frames` synthetic camera frames of `tools/peers/`, `target/peers/frames-N.raw`,
-//! written by `record --save-frames` when missing). Each repeat starts a fresh
+//! written by `zarrstream record --save-frames` when missing). Each repeat starts a fresh
 //! single-node Garage: Garage stores a 1 MiB block once per content hash, so a repeat's
 //! shards, identical to the previous repeat's, would otherwise skip the server's disk.
 //! Per codec, in an order that rotates with the repeat:
-//! - **zarrstream**: the `record` example (release, built here as the tests build it)
+//! - **zarrstream**: `zarrstream record` (release, built here as the tests build it)
 //!   with `--input` frames, 2 threads and `tools/peers/`'s other flags, `--out
 //!   s3://BUCKET/PREFIX`, staging under `target/bench-out/object-store/`. Timed by its
 //!   report: first push until `finish` returned, i.e. every shard and `zarr.json` in the
@@ -36,7 +36,8 @@
 //!   table also gives the two nearest layouts it writes: one 32 × 2048 × 2048 chunk per
 //!   shard (`shard-chunk`, C1's object sizes) and C1's chunks one per object
 //!   (`chunk-objects`). A failed run is listed with acquire-zarr's first error.
-//! - **baseline** (`--baseline-record BINARY`): another build of `record`, run like
+//! - **baseline** (`--baseline-record BINARY`): another build of the `zarrstream` CLI (its
+//!   `record`), run like
 //!   zarrstream right before or after it, for before/after comparisons of a change.
 //!
 //! Ratios are taken within a repeat (its runs are adjacent in time), then the median over
@@ -64,7 +65,7 @@ mod support;
 #[path = "../tests/support/garage.rs"]
 mod garage;
 #[path = "../tests/support/record.rs"]
-mod record_example;
+mod record_cli;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -126,10 +127,10 @@ fn main() {
         println!("object_store benchmark SKIPPED: no Garage S3 server: {e}");
         return;
     }
-    let record = match record_example::binary() {
+    let record = match record_cli::binary() {
         Ok(p) => p,
         Err(e) => {
-            println!("object_store benchmark SKIPPED: cannot build the record example: {e}");
+            println!("object_store benchmark SKIPPED: cannot build zarrstream record: {e}");
             return;
         }
     };
@@ -235,7 +236,9 @@ fn git_head(root: &Path) -> String {
 struct Bench {
     /// `--split-cores`: the server on CPU 1, every client on CPU 0.
     split: bool,
+    /// The `zarrstream` binary whose `record` is measured.
     record: PathBuf,
+    /// `--baseline-record`: another `zarrstream` binary.
     baseline: Option<PathBuf>,
     python: Option<PathBuf>,
     compare_py: PathBuf,
@@ -321,16 +324,22 @@ struct PartsRun {
 }
 
 impl Bench {
-    /// A command for a client program: on CPU 0 with `--split-cores` (`record` then
-    /// gets `--no-pin`, which would move its workers to both CPUs).
+    /// A command for a client program, `zarrstream record` for a `zarrstream` binary: on
+    /// CPU 0 with `--split-cores` (`record` then gets `--no-pin`, which would move its
+    /// workers to both CPUs).
     fn client(&self, program: &Path) -> Command {
-        if !self.split {
-            return Command::new(program);
-        }
-        let mut cmd = Command::new("taskset");
-        cmd.args(["-c", "0"]).arg(program);
+        let mut cmd = if self.split {
+            let mut cmd = Command::new("taskset");
+            cmd.args(["-c", "0"]).arg(program);
+            cmd
+        } else {
+            Command::new(program)
+        };
         if program == self.record || Some(program) == self.baseline.as_deref() {
-            cmd.arg("--no-pin");
+            cmd.arg("record");
+            if self.split {
+                cmd.arg("--no-pin");
+            }
         }
         cmd
     }
@@ -365,7 +374,7 @@ impl Bench {
             path.display()
         );
         let status = Command::new(&self.record)
-            .arg("--save-frames")
+            .args(["record", "--save-frames"])
             .arg(path)
             .args(["--frames", &n.to_string(), "--seed", &seed.to_string()])
             .args(["--shape", "0,2048,2048", "--quiet"])

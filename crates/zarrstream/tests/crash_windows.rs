@@ -16,7 +16,7 @@
 //! crate's own tests (the `fail` dev-dependency turns on `failpoints`).
 
 // Linux only: the fail point kills the process with a signal. Under Wine a killed
-// record.exe is recovered instead (crates/zarrstream-cli/tests/crash_recovery.rs).
+// `zarrstream.exe record` is recovered instead (crates/zarrstream-cli/tests/crash_recovery.rs).
 #![cfg(target_os = "linux")]
 
 use std::path::{Path, PathBuf};

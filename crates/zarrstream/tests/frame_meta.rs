@@ -1,10 +1,6 @@
 //! Per-frame metadata: numeric fields as 1-D Zarr arrays aligned with the frames, free
 //! JSON per frame, never published ahead of the frames, read back by zarrs.
 
-#[cfg(target_os = "linux")] // the record example is built with cargo, on Linux
-#[path = "support/record.rs"]
-mod record_example;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -216,38 +212,4 @@ fn bad_field_names_are_refused_at_creation() {
         assert!(matches!(e, Error::FrameMeta { .. }), "{name}: {e}");
         assert!(!dir.exists(), "nothing left behind for {name:?}");
     }
-}
-
-#[test]
-#[cfg(target_os = "linux")] // builds and runs the record example with cargo
-fn record_frame_meta_flag_stores_every_frames_values() {
-    let record = record_example::binary().expect("build the record example");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let out = tmp.path().join("rec.zarr");
-    let status = std::process::Command::new(record)
-        .args([
-            "--shape",
-            "0,128,128",
-            "--chunk",
-            "1,64,64",
-            "--shard",
-            "8,128,128",
-        ])
-        .args(["--frames", "40", "--frame-meta", "--quiet", "--out"])
-        .arg(&out)
-        .status()
-        .expect("run record");
-    assert!(status.success());
-    let meta = out.join("frame_meta");
-    let x: Vec<f64> = read(&meta.join("stage_x"));
-    let z: Vec<f64> = read(&meta.join("stage_z"));
-    let t: Vec<f64> = read(&meta.join("timestamp"));
-    assert_eq!(x.len(), 40);
-    for k in 0..40 {
-        assert_eq!(x[k], 100.0 + 0.5 * k as f64);
-        assert_eq!(z[k], (k / 10) as f64 * 0.25);
-    }
-    assert!(t.windows(2).all(|w| w[0] <= w[1]), "timestamps rise");
-    let length: Vec<u64> = read(&meta.join("json_length"));
-    assert!(length.iter().all(|&l| l > 0));
 }

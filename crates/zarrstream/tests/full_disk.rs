@@ -13,7 +13,7 @@
 //! (frames accepted before the error and its text).
 
 // Linux only: it mounts small tmpfs volumes in a private mount namespace. Under Wine the
-// full disk is tested from Linux instead (tests/windows.rs: record.exe on a full tmpfs).
+// full disk is tested from Linux instead (tests/windows.rs: `zarrstream.exe record` on a full tmpfs).
 #![cfg(target_os = "linux")]
 
 mod common;

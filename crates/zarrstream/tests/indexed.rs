@@ -6,9 +6,6 @@
 //! the design says, and bad indices are refused without touching what was written.
 
 mod common;
-#[cfg(target_os = "linux")]
-#[path = "support/record.rs"]
-mod record_example;
 
 use std::time::{Duration, Instant};
 
@@ -185,7 +182,7 @@ fn cases() -> Vec<Case> {
     direct.sink = SinkChoice::Direct;
     // Under Wine a shard's reservation does not take its blocks, so every shard falls
     // back from the direct sink to pwrite (`sink::open`) and the direct layout checked by
-    // `check_files` does not apply; windows.rs covers record.exe's direct sink there.
+    // `check_files` does not apply; windows.rs covers `zarrstream.exe record`'s direct sink there.
     if cfg!(windows) {
         return vec![shallow, deep, one];
     }
@@ -690,94 +687,6 @@ fn a_single_frame_array_of_rank_2() {
         .build()
         .unwrap_err();
     assert_eq!(e, zarrstream::SpecError::ZeroExtent { axis: 0 });
-}
-
-/// `record --acquisition-order c,t,z` (and by axis numbers, z outermost): the camera's
-/// frame `k` lands at the `k`-th point of that loop, read back by zarrs against the
-/// frames `--save-frames` wrote in camera order; a bad order is a usage error.
-// Linux only: it builds and runs the `record` example with cargo, which the Windows build
-// of these tests (run under Wine) does not have; record.exe's runs are in windows.rs.
-#[cfg(target_os = "linux")]
-#[test]
-fn record_writes_the_camera_in_its_acquisition_order() {
-    let bin = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
-    let dir = scratch("indexed-record");
-    let (t, c, z, h, w) = (4u64, 2u64, 3u64, 64usize, 96usize);
-    let geometry = [
-        "--shape",
-        "4,2,3,64,96",
-        "--chunk",
-        "1,1,1,32,32",
-        "--shard",
-        "2,1,3,64,96",
-        "--dim-names",
-        "t,c,z,y,x",
-        "--frames",
-        "24",
-        "--threads",
-        "2",
-        "--no-pin",
-        "--quiet",
-    ];
-    let raw = dir.path().join("camera.raw");
-    let out = std::process::Command::new(&bin)
-        .args(geometry)
-        .arg("--save-frames")
-        .arg(&raw)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let camera: Vec<u16> = std::fs::read(&raw)
-        .unwrap()
-        .chunks_exact(2)
-        .map(|b| u16::from_le_bytes([b[0], b[1]]))
-        .collect();
-    let plane = h * w;
-    for (name, order, loops) in [
-        ("ctz", "c,t,z", [1usize, 0, 2]),
-        ("zct", "2,1,0", [2, 1, 0]),
-    ] {
-        let store = dir.path().join(format!("{name}.zarr"));
-        let out = std::process::Command::new(&bin)
-            .args(geometry)
-            .args(["--acquisition-order", order, "--out"])
-            .arg(&store)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let zstore = std::sync::Arc::new(zarrs::filesystem::FilesystemStore::new(&store).unwrap());
-        let array = zarrs::array::Array::open(zstore, "/").unwrap();
-        let shape = vec![t, c, z, h as u64, w as u64];
-        let got: Vec<u16> = array
-            .retrieve_array_subset::<Vec<u16>>(&zarrs::array::ArraySubset::new_with_shape(
-                shape.clone(),
-            ))
-            .unwrap();
-        for (k, p) in points(&[t, c, z], &loops).into_iter().enumerate() {
-            let at = c_index(&[t, c, z], &p) as usize;
-            assert!(
-                got[at * plane..][..plane] == camera[k * plane..][..plane],
-                "{name}: camera frame {k} is not at {p:?}"
-            );
-        }
-    }
-    let out = std::process::Command::new(&bin)
-        .args(geometry)
-        .args(["--acquisition-order", "c,q,z", "--out"])
-        .arg(dir.path().join("bad.zarr"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "a usage error");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("\"q\""), "{stderr}");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //!   stopping mid-shard and mid-deep-chunk, single-chunk shards and shards of thousands
 //!   of inner chunks, fill values other than 0) read whole and in sub-regions, plus
 //!   their metadata.
-//! * `during_acquisition`: the `record` example records at `--fps` while the three
+//! * `during_acquisition`: `zarrstream record` records at `--fps` while the three
 //!   readers read everything the current `zarr.json` says exists, again and again.
 //! * `corrupted_shards_are_rejected`: a byte flipped in an inner chunk or in a shard
 //!   index must make the readers' crc32c checks fail.
@@ -40,7 +40,7 @@ mod pyenv;
 use pyenv::shout;
 
 #[path = "support/record.rs"]
-mod record_example;
+mod record_cli;
 
 /// The pinned environment's interpreter, or `None` (after a loud message) when it
 /// cannot be had outside CI. With `CI=true` a missing Python or a failed install panics.
@@ -1428,7 +1428,7 @@ fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
 #[test]
 fn during_acquisition_every_read_is_exact() {
     let Some(py) = python() else { return };
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
+    let mut record = record_cli::command().unwrap_or_else(|e| panic!("zarrstream record: {e}"));
     let scratch = Scratch::new("interop-live-");
     let dir = scratch.path();
     // [t, c, z] = [*, 2, 3], deep in z, 12 frames per shard; 245 frames at 60 fps
@@ -1489,7 +1489,7 @@ fn during_acquisition_every_read_is_exact() {
     let shape = c.shape.iter().map(u64::to_string).collect::<Vec<_>>();
     let chunk = c.chunk.iter().map(u64::to_string).collect::<Vec<_>>();
     let shard = c.shard.iter().map(u64::to_string).collect::<Vec<_>>();
-    let mut rec = Command::new(&record)
+    let mut rec = record
         .arg("--out")
         .arg(&store)
         .args(["--shape", &shape.join(",")])

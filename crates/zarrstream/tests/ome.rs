@@ -2,12 +2,12 @@
 //! expect (axis order, names, types, units, scales, `dimension_names`), typed errors for
 //! bad options, the writer lock and overwrite with the array at `<store>/0`, recovery of
 //! the level array, and — in the pinned Python environment — validation with
-//! `ome-zarr-models`, reading with the `ome-zarr` reader and zarr-python, and reads while
-//! `record --ome` records (`tests/interop/ome_check.py`).
+//! `ome-zarr-models`, reading with the `ome-zarr` reader and zarr-python
+//! (`tests/interop/ome_check.py`); reads while `zarrstream record --ome` records are the
+//! CLI's `tests/record_ome.rs`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -33,9 +33,6 @@ struct Image {
     chunk: u64,
     codec: Codec,
 }
-
-#[path = "support/record.rs"]
-mod record_example;
 
 #[path = "ome/display.rs"]
 mod display;
@@ -634,10 +631,6 @@ fn python() -> Option<PathBuf> {
     pyenv::interop("OME-ZARR READER TEST")
 }
 
-fn check_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ome_check.py")
-}
-
 fn entry(im: &Image, path: &Path, dir: &Path) -> Value {
     let expected = dir.join(format!("{}.expected.raw", im.name));
     let bytes: Vec<u8> = im.data().iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -771,102 +764,4 @@ fn every_dtype_has_an_exact_pyramid_in_the_readers() {
     let manifest = dir.path().join("manifest.json");
     fs::write(&manifest, json!({ "images": entries }).to_string()).expect("manifest");
     pyenv::ome_check(&py, "images", &manifest);
-}
-
-#[test]
-fn readers_never_see_level0_ahead_of_its_data_while_recording() {
-    let Some(py) = python() else { return };
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
-    let dir = tempfile::Builder::new()
-        .prefix("ome-live-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("tmp");
-    let dir = dir.path();
-    // 2 channels x 64 x 48, 2 steps per shard; 180 frames at 60 fps = 3 s, 90 steps.
-    let im = Image {
-        name: "live_tcyx",
-        shape: vec![0, 2, 64, 48],
-        names: Some(vec!["t", "c", "y", "x"]),
-        ome: Ome::new(),
-        axes: vec![
-            ("t", "", None),
-            ("c", "", None),
-            ("y", "", None),
-            ("x", "", None),
-        ],
-        scale: vec![],
-        drop_every: None,
-        chunk: 16,
-        codec: Codec::blosc_lz4(1),
-    };
-    let frames = 180u64;
-    let data: Vec<u8> = (0..frames)
-        .flat_map(|k| (0..im.plane()).map(move |i| (k as usize * 7919 + i * 13) as u16))
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    let input = dir.join("frames.raw");
-    fs::write(&input, &data).expect("input");
-    let store = dir.join("live.ome.zarr");
-    let ready = dir.join("ready");
-    let manifest = dir.join("live.json");
-    let live = json!({
-        "name": im.name, "path": store, "expected": input, "dtype": "<u2",
-        "shape": [frames / 2, 2, 64, 48], "axes": ["t", "c", "y", "x"],
-        "levels": 4, "method": "mean",
-        "timeout_s": 120, "ready_file": ready,
-    });
-    fs::write(&manifest, json!({ "live": live }).to_string()).expect("manifest");
-    let mut reader = Command::new(&py)
-        .arg(check_script())
-        .arg("live")
-        .arg(&manifest)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ome_check.py live");
-    let t0 = Instant::now();
-    while !ready.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "reader never ready"
-        );
-        if let Ok(Some(s)) = reader.try_wait() {
-            panic!("ome_check.py live exited early: {s}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let rec = Command::new(&record)
-        .arg("--out")
-        .arg(&store)
-        .args(["--ome", "--shape", "0,2,64,48", "--chunk", "1,1,32,48"])
-        .args([
-            "--shard",
-            "2,2,64,48",
-            "--codec",
-            "zstd:1",
-            "--channels",
-            "A,B",
-        ])
-        .args(["--pixel-size", "0.5", "--frames", &frames.to_string()])
-        .args(["--levels", "4"])
-        .args(["--fps", "60", "--threads", "2", "--no-pin", "--quiet"])
-        .arg("--input")
-        .arg(&input)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run record");
-    let out = reader.wait_with_output().expect("reader output");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(
-        rec.status.success(),
-        "record --ome failed: {}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
-    assert!(out.status.success(), "live OME reads failed:\n{text}");
 }

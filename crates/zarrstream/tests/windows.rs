@@ -1,5 +1,5 @@
 //! The Windows build, run under Wine from Linux: the library's own tests cross-compiled for
-//! `x86_64-pc-windows-gnu` and run under Wine, and `record.exe` recording through every
+//! `x86_64-pc-windows-gnu` and run under Wine, and `zarrstream.exe record` recording through every
 //! sink and codec into arrays that zarrs (here, in Rust), zarr-python, tensorstore and
 //! zarrs-python (`tests/interop/check.py`) read back exactly on Linux, and onto a full
 //! volume. The toolchain, its cache and the Wine prefix are `tools/windows/cargo`'s
@@ -15,8 +15,6 @@
 
 #[path = "support/python.rs"]
 mod python;
-#[path = "support/record.rs"]
-mod record_example;
 #[path = "support/windows.rs"]
 mod windows;
 
@@ -31,7 +29,7 @@ use zarrs::filesystem::FilesystemStore;
 
 use windows::{Win, wine_path};
 
-/// How long one run of `record.exe` may take under Wine (seconds of work, with a wide
+/// How long one run of `zarrstream.exe record` may take under Wine (seconds of work, with a wide
 /// margin for a machine busy compiling).
 const RUN: Duration = Duration::from_secs(300);
 
@@ -49,33 +47,25 @@ const GEOMETRY: [&str; 8] = [
 ];
 const PLANE: usize = 512 * 512;
 
-/// `record.exe`, built once per process (dev profile).
-fn record_exe(win: &Win) -> PathBuf {
+/// `zarrstream.exe` (the CLI, whose `record` runs here), built once per process (dev
+/// profile).
+fn zarrstream_exe(win: &Win) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            win.build(&["-p", "zarrstream", "--example", "record"]);
-            win.profile_dir(false).join("examples/record.exe")
+            win.build(&["-p", "zarrstream-cli", "--bin", "zarrstream"]);
+            win.profile_dir(false).join("zarrstream.exe")
         })
         .clone()
 }
 
-/// The synthetic camera's first `frames` frames, as the Linux build of `record` saves
-/// them: the same camera code, so a Windows recording must hold exactly these.
+/// The synthetic camera's first `frames` frames of the round trips' geometry, as `record
+/// --save-frames` writes them: the same camera crate, so a Windows recording must hold
+/// exactly these.
 fn camera_frames(dir: &Path, frames: u64) -> (PathBuf, Vec<u16>) {
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
     let raw = dir.join(format!("camera-{frames}.raw"));
-    let out = Command::new(record)
-        .args(GEOMETRY)
-        .args(["--frames", &frames.to_string(), "--quiet", "--save-frames"])
-        .arg(&raw)
-        .output()
-        .expect("run record");
-    assert!(
-        out.status.success(),
-        "record --save-frames: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let camera = zarrstream_camera::Camera::new(512, 512, zarrstream::DataType::UInt16);
+    zarrstream_camera::save_frames(&raw, &camera.pool(frames, 0), frames).expect("save frames");
     let bytes = std::fs::read(&raw).expect("saved frames");
     assert_eq!(bytes.len(), frames as usize * PLANE * 2);
     let px = bytes
@@ -101,10 +91,12 @@ fn zarr_json(root: &Path) -> Value {
         .expect("zarr.json parses")
 }
 
-/// `record.exe` (from Linux's point of view) with the round trips' geometry and `args`.
+/// `zarrstream.exe record` (from Linux's point of view) with the round trips' geometry and
+/// `args`.
 fn record_cmd(win: &Win, out: &Path, args: &[&str]) -> Command {
-    let mut cmd = win.command(&record_exe(win));
-    cmd.args(GEOMETRY)
+    let mut cmd = win.command(&zarrstream_exe(win));
+    cmd.arg("record")
+        .args(GEOMETRY)
         .args(["--threads", "2", "--no-pin", "--quiet", "--out"])
         .arg(wine_path(out))
         .args(args);
@@ -169,11 +161,11 @@ fn the_library_tests_pass_under_wine() {
     assert!(total.0 >= 300, "too few tests ran under Wine: {total:?}");
 }
 
-/// `record.exe` through each sink (mmap, pwrite, unbuffered direct) and codec: the
+/// `zarrstream.exe record` through each sink (mmap, pwrite, unbuffered direct) and codec: the
 /// report names the sink asked for, and every reader reads back the camera's frames.
 #[test]
-fn record_exe_round_trips_through_every_sink_and_codec() {
-    let Some(win) = windows::require("WINDOWS RECORD.EXE ROUND TRIPS") else {
+fn record_on_windows_round_trips_through_every_sink_and_codec() {
+    let Some(win) = windows::require("WINDOWS ZARRSTREAM RECORD ROUND TRIPS") else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -199,10 +191,10 @@ fn record_exe_round_trips_through_every_sink_and_codec() {
             );
             cmd.args(["--sink", sink, "--report"])
                 .arg(wine_path(&report));
-            let out = win.run(&mut cmd, RUN, &format!("record.exe {name}"));
+            let out = win.run(&mut cmd, RUN, &format!("zarrstream.exe record {name}"));
             assert!(
                 out.status.success(),
-                "[{name}] record.exe failed ({}): {}",
+                "[{name}] zarrstream.exe record failed ({}): {}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
             );
@@ -241,7 +233,7 @@ fn record_exe_round_trips_through_every_sink_and_codec() {
         }
     }
     // zarr-python, zarrs-python and tensorstore, every element and sub-regions.
-    let Some(py) = python::interop("WINDOWS RECORD.EXE READERS") else {
+    let Some(py) = python::interop("WINDOWS ZARRSTREAM RECORD READERS") else {
         return;
     };
     let path = dir.path().join("manifest.json");
@@ -322,7 +314,7 @@ fn complete_frames(data: &[u16], camera: &[u16]) -> u64 {
     complete
 }
 
-/// `record.exe` onto a volume that fills up: it exits with the library's disk-full error
+/// `zarrstream.exe record` onto a volume that fills up: it exits with the library's disk-full error
 /// (no crash, no access violation), every frame its `zarr.json` counts reads back as the
 /// camera's, and once space is freed `recover` brings back at least a shard's frames,
 /// exactly.
@@ -336,7 +328,7 @@ fn complete_frames(data: &[u16], camera: &[u16]) -> u64 {
 /// `recover`. (An accepted frame whose chunk then finds no room is lost with the disk:
 /// the guarantee rests on the reservation, which Wine does not make.)
 #[test]
-fn record_exe_on_a_full_volume_fails_cleanly_and_keeps_finished_shards() {
+fn record_on_windows_on_a_full_volume_fails_cleanly_and_keeps_finished_shards() {
     let Some(win) = windows::require("WINDOWS FULL DISK") else {
         return;
     };
@@ -360,12 +352,12 @@ fn record_exe_on_a_full_volume_fails_cleanly_and_keeps_finished_shards() {
         &["--frames", &frames.to_string(), "--codec", "none"],
     );
     cmd.args(["--sink", "pwrite", "--durability", "shard"]);
-    let out = win.run(&mut cmd, RUN, "record.exe on a full volume");
+    let out = win.run(&mut cmd, RUN, "zarrstream.exe record on a full volume");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.code(),
         Some(1),
-        "record.exe should fail with its error status, not crash: {stderr}"
+        "zarrstream.exe record should fail with its error status, not crash: {stderr}"
     );
     assert!(
         stderr.contains("disk full"),

@@ -1,5 +1,5 @@
 //! What the crash tests share (`crash_recovery.rs`, `kill_campaign.rs`): the known
-//! frames they record, the `record` example run as a child that reports its progress and
+//! frames they record, `zarrstream record` run as a child that reports its progress and
 //! is killed with SIGKILL, and child processes that cannot hang a test. Included with
 //! `#[path = "support/crash.rs"] mod crash;`.
 
@@ -112,7 +112,7 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Starts `cmd` (the `record` example with `--progress`) with stderr read by a
+    /// Starts `cmd` (`zarrstream record --progress`) with stderr read by a
     /// thread, so the pipe never fills and the lines printed before a kill are kept.
     pub(crate) fn spawn(mut cmd: Command) -> Recorder {
         cmd.stdin(Stdio::null())

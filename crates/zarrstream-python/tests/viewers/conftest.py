@@ -1,12 +1,12 @@
 """Fixtures of the viewer tests: napari in a real Qt window (under the X server
-``tests/viewers.rs`` starts, or any ``DISPLAY``) and the ``record`` example.
+``tests/viewers.rs`` starts, or any ``DISPLAY``) and ``zarrstream record``.
 
 Run by ``cargo test -p zarrstream-python --test viewers``; by hand::
 
     xvfb-run -a target/viewer-venv/bin/python -m pytest crates/zarrstream-python/tests/viewers
 
 with the wheel installed in that environment and ``ZARRSTREAM_RECORD`` naming the
-``record`` example (default: ``target/debug/examples/record``).
+``zarrstream`` command-line binary (default: ``target/debug/zarrstream``).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from viewer_support import REPO, process_events, skip_or_fail
 
 
 @pytest.fixture(scope="session")
-def record_bin() -> Path:
-    """The `record` example (``ZARRSTREAM_RECORD``, else target/debug/examples/record)."""
+def record_cmd() -> list[str]:
+    """``zarrstream record`` (the binary ``ZARRSTREAM_RECORD``, else target/debug/zarrstream)."""
     path = Path(os.environ.get("ZARRSTREAM_RECORD",
-                               REPO / "target" / "debug" / "examples" / "record"))
+                               REPO / "target" / "debug" / "zarrstream"))
     if not path.is_file():
-        skip_or_fail(f"no record example at {path}: `cargo build -p zarrstream --example "
-                     "record` or set ZARRSTREAM_RECORD")
-    return path
+        skip_or_fail(f"no zarrstream binary at {path}: `cargo build -p zarrstream-cli` "
+                     "or set ZARRSTREAM_RECORD")
+    return [str(path), "record"]
 
 
 @pytest.fixture

@@ -66,12 +66,12 @@ def assert_pattern_in_place(screen: np.ndarray, c: int, what: str) -> None:
         f"feature's edge as shown")
 
 
-def test_record_ome_image(tmp_path: Path, record_bin: Path, viewer) -> None:
-    """napari-ome-zarr opens a two-channel pyramid the `record` example wrote: one layer
+def test_record_ome_image(tmp_path: Path, record_cmd: list[str], viewer) -> None:
+    """napari-ome-zarr opens a two-channel pyramid `zarrstream record` wrote: one layer
     per channel, windowed from the group's omero metadata, the camera's beads bright
     over a dark background, each pixel as the window maps the data."""
     path = tmp_path / "record.ome.zarr"
-    subprocess.run([str(record_bin), "--out", str(path), "--ome", "--channels", "A,B",
+    subprocess.run([*record_cmd, "--out", str(path), "--ome", "--channels", "A,B",
                     "--levels", "3", "--frames", "8", "--shape", f"0,2,{H},{W}",
                     "--chunk", f"1,1,{H // 2},{W // 2}", "--shard", f"4,2,{H},{W}"],
                    check=True, timeout=120, capture_output=True)

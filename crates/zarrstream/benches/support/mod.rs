@@ -3,8 +3,7 @@
 //! small option parser and table printer.
 #![allow(dead_code)] // each benchmark uses its own subset
 
-#[path = "../../examples/record/camera.rs"]
-pub(crate) mod camera;
+pub(crate) use zarrstream_camera as camera;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -64,14 +63,7 @@ impl Workload {
 
 /// Pre-rendered frames of the synthetic sCMOS camera (the `record` example's default).
 pub(crate) fn render(frames: usize, h: u64, w: u64) -> Vec<Vec<u8>> {
-    let cam = camera::Camera {
-        height: h as usize,
-        width: w as usize,
-        blobs: camera::default_blobs(h as usize, w as usize),
-        seed: 20240611,
-        dtype: DataType::UInt16,
-    };
-    cam.render(frames)
+    camera::Camera::new(h as usize, w as usize, DataType::UInt16).render(frames)
 }
 
 /// Re-executes the benchmark with glibc's `mmap` threshold fixed at 1 MiB, unless it is

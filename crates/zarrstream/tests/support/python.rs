@@ -117,7 +117,8 @@ pub(crate) fn require<T>(env: Result<T, String>, what: &str) -> Option<T> {
 /// Runs `tests/interop/ome_check.py MODE MANIFEST` with `py`, prints its output and fails
 /// the test unless every check passed.
 pub(crate) fn ome_check(py: &Path, mode: &str, manifest: &Path) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ome_check.py");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../zarrstream/tests/interop/ome_check.py");
     let out = Command::new(py)
         .arg(script)
         .arg(mode)

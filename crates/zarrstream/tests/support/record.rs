@@ -1,12 +1,16 @@
-//! The `record` example binary for tests that drive it. Integration tests do not build
-//! examples, so it is built here, once per call, with the test binary's own profile and
-//! target directory (a no-op when it is current). Included with
-//! `#[path = "support/record.rs"] mod record_example;`.
+//! `zarrstream record` for the library's tests and benches that drive it (the CLI crate's
+//! own tests use `CARGO_BIN_EXE_zarrstream` instead). A package's tests cannot depend on
+//! another package's binary, so the CLI is built here, once per call, with the test
+//! binary's own profile and target directory (a no-op when it is current). Included with
+//! `#[path = "support/record.rs"] mod record_cli;`.
+
+#![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Builds the `record` example and returns its path, or why it could not be built.
+/// Builds the `zarrstream` binary and returns its path (`record` is its subcommand), or
+/// why it could not be built.
 pub(crate) fn binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // target/<profile>/deps/<test>-<hash> -> target/<profile>
@@ -21,9 +25,9 @@ pub(crate) fn binary() -> Result<PathBuf, String> {
             "build",
             "--quiet",
             "-p",
+            "zarrstream-cli",
+            "--bin",
             "zarrstream",
-            "--example",
-            "record",
         ])
         .stdin(Stdio::null());
     if profile_dir.file_name().is_some_and(|n| n == "release") {
@@ -35,14 +39,21 @@ pub(crate) fn binary() -> Result<PathBuf, String> {
     let out = cmd.output().map_err(|e| format!("cargo build: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "cargo build --example record failed:\n{}",
+            "cargo build -p zarrstream-cli --bin zarrstream failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let bin = profile_dir.join("examples/record");
+    let bin = profile_dir.join(format!("zarrstream{}", std::env::consts::EXE_SUFFIX));
     if bin.exists() {
         Ok(bin)
     } else {
         Err(format!("{} missing after the build", bin.display()))
     }
+}
+
+/// `zarrstream record` (built by [`binary`]), to which the caller adds its options.
+pub(crate) fn command() -> Result<Command, String> {
+    let mut cmd = Command::new(binary()?);
+    cmd.arg("record");
+    Ok(cmd)
 }

@@ -1,4 +1,4 @@
-//! The `record` example against object stores, as acquisition PCs run it:
+//! `zarrstream record` against object stores, as acquisition PCs run it:
 //!
 //! * `three_processes_record_one_array_on_a_shared_path`: three `record --part-of K/3`
 //!   processes write cameras 0, 1, 2 of one array on a local path they share (taken as
@@ -15,14 +15,14 @@
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-#[path = "support/garage.rs"]
+#[path = "../../zarrstream/tests/support/garage.rs"]
 mod garage;
-#[path = "support/python.rs"]
+#[path = "../../zarrstream/tests/support/python.rs"]
 mod pyenv;
 #[path = "support/record.rs"]
-mod record_example;
+mod record_cli;
 
 use garage::Garage;
 use zarrs::array::Array;
@@ -50,8 +50,7 @@ fn le(v: &[u16]) -> Vec<u8> {
 }
 
 fn record(args: &[&OsStr], env: &[(String, String)]) -> std::process::Child {
-    let bin = record_example::binary().unwrap();
-    Command::new(bin)
+    record_cli::record()
         .args(args)
         .envs(env.iter().cloned())
         .env(

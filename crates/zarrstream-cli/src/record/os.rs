@@ -1,4 +1,4 @@
-//! What `record` asks of the operating system beyond `std`: the one module of the example
+//! What `record` asks of the operating system beyond `std`: the one module of `record`
 //! with platform differences.
 
 /// A file growing past `RLIMIT_FSIZE` (`ulimit -f`) makes the kernel send SIGXFSZ, whose

@@ -1,16 +1,18 @@
-//! The `record` example's `--arrays`, `--camera-threads` and `--resume`: what it
+//! `zarrstream record`'s `--arrays`, `--camera-threads` and `--resume`: what it
 //! records is read back with the `zarrs` crate and compared with the synthetic camera's
 //! frames (as `--save-frames` writes them) or with an uninterrupted recording.
 
-// Linux only: these tests build and run the `record` example with cargo; the Windows
-// build of `record` (record.exe) is run under Wine from Linux by tests/windows.rs.
+// Linux only: the Windows build of `zarrstream record` is run under Wine from Linux by
+// crates/zarrstream/tests/windows.rs.
 #![cfg(target_os = "linux")]
 
 #[path = "support/record.rs"]
-mod record_example;
+mod record_cli;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
+
+use record_cli::record;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -23,13 +25,9 @@ const GEOMETRY: [&str; 6] = [
 ];
 const PLANE: usize = 32 * 48;
 
-fn record() -> PathBuf {
-    record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"))
-}
-
 /// Runs `record` with the small geometry, two workers and `args`.
 fn run(args: &[&str]) -> Output {
-    Command::new(record())
+    record()
         .args(GEOMETRY)
         .args(["--threads", "2", "--no-pin", "--quiet"])
         .args(args)
@@ -383,7 +381,7 @@ fn record_resume_of_a_live_or_crashed_array_fails_with_exit_1() {
             let _ = self.0.wait();
         }
     }
-    let live = Command::new(record())
+    let live = record()
         .args(GEOMETRY)
         .args(["--threads", "1", "--no-pin", "--quiet", "--progress"])
         .args(["--frames", "200", "--fps", "10", "--out", s(&out)])

@@ -1,13 +1,13 @@
-//! `record --dtype` for every data type: the `record` example records headerless frames
+//! `record --dtype` for every data type: `zarrstream record` records headerless frames
 //! of each type (`--input`) and of its synthetic camera, and the `zarrs` crate reads back
 //! exactly the input's bytes, with the data type and fill value in `zarr.json`.
 
-// Linux only: these tests build and run the `record` example with cargo; the Windows
-// build of `record` (record.exe) is run under Wine from Linux by tests/windows.rs.
+// Linux only: the Windows build of `zarrstream record` is run under Wine from Linux by
+// crates/zarrstream/tests/windows.rs.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 
 use zarrs::array::{Array, ArraySubset, ElementOwned};
@@ -15,7 +15,7 @@ use zarrs::filesystem::FilesystemStore;
 use zarrstream::DataType;
 
 #[path = "support/record.rs"]
-mod record_example;
+mod record_cli;
 
 const FRAMES: u64 = 5;
 const H: u64 = 40;
@@ -62,8 +62,7 @@ fn input_bytes(dtype: DataType) -> Vec<u8> {
 }
 
 fn record(args: &[&str]) {
-    let bin = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
-    let out = Command::new(bin)
+    let out = record_cli::record()
         .args(args)
         .args(["--threads", "2", "--no-pin"])
         .stdin(Stdio::null())

@@ -53,8 +53,7 @@ pub(crate) fn disk_usage(dir: &Path) -> io::Result<DiskUsage> {
     Ok(total)
 }
 
-pub(crate) use super::os::{proc_status_kib, reset_peak_rss};
-
+/// Bytes in MiB.
 pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64
 }

@@ -1,4 +1,6 @@
-//! A synthetic sCMOS-like camera: a Rust port of the model in `peers/make_frames.py`.
+//! A synthetic sCMOS-like camera: a Rust port of the model in `peers/make_frames.py`,
+//! shared by `zarrstream record`, the `record` example, the benchmarks and the tests, so
+//! that all of them push (and check) the same frames.
 //!
 //! Expected photoelectrons = a smooth background (7-15 e-, weak vignetting) plus a few
 //! hundred gaussian blobs (log-uniform peak 20..3000 e-, sigma 1.5-8 px) that drift with a
@@ -18,34 +20,50 @@
 use rayon::prelude::*;
 use zarrstream::DataType;
 
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+/// The seed `zarrstream record` uses unless told otherwise (`--seed`).
+pub const DEFAULT_SEED: u64 = 20240611;
+
+/// Largest total size of the distinct frames [`Camera::pool`] renders: a longer recording
+/// cycles through them, so memory stays bounded whatever the frame count.
+pub const POOL_BYTES: u64 = 1 << 30;
+
 /// Camera offset (counts).
-pub(crate) const OFFSET: f32 = 90.0;
+pub const OFFSET: f32 = 90.0;
 /// Gaussian read noise (counts rms).
-pub(crate) const READ_NOISE: f32 = 1.5;
+pub const READ_NOISE: f32 = 1.5;
 
 /// The parameters of the synthetic camera.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Camera {
+pub struct Camera {
+    /// Frame height (y) in pixels.
     pub height: usize,
+    /// Frame width (x) in pixels.
     pub width: usize,
+    /// Number of gaussian blobs.
     pub blobs: usize,
+    /// Seed of every random stream: the same seed renders the same frames.
     pub seed: u64,
+    /// Element type of the rendered frames.
     pub dtype: DataType,
 }
 
 /// The reference's 400 blobs per 2048 x 2048 frame, scaled with the frame area so that
 /// smaller or larger frames look (and compress) alike; at least one.
-pub(crate) fn default_blobs(height: usize, width: usize) -> usize {
+pub fn default_blobs(height: usize, width: usize) -> usize {
     let area = height as f64 * width as f64;
     ((400.0 * area / (2048.0 * 2048.0)).round() as usize).max(1)
 }
 
 /// SplitMix64: small, fast, and good enough for synthetic data.
-pub(crate) struct Rng(u64);
+struct Rng(u64);
 
 impl Rng {
     /// A generator for the stream named by `parts` (e.g. `[seed, 1, frame]`).
-    pub(crate) fn seeded(parts: &[u64]) -> Self {
+    fn seeded(parts: &[u64]) -> Self {
         let mut s = 0x243F_6A88_85A3_08D3u64;
         for &p in parts {
             s = mix(s ^ mix(p));
@@ -53,22 +71,22 @@ impl Rng {
         Rng(s)
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         mix(self.0)
     }
 
     /// Uniform in [0, 1).
-    pub(crate) fn uniform(&mut self) -> f64 {
+    fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
-    pub(crate) fn uniform_in(&mut self, lo: f64, hi: f64) -> f64 {
+    fn uniform_in(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.uniform()
     }
 
     /// Standard normal (Marsaglia's polar method, double precision).
-    pub(crate) fn normal(&mut self) -> f64 {
+    fn normal(&mut self) -> f64 {
         loop {
             let u = 2.0 * self.uniform() - 1.0;
             let v = 2.0 * self.uniform() - 1.0;
@@ -82,7 +100,7 @@ impl Rng {
     /// Two independent standard normals in single precision (polar method, one 64-bit
     /// draw per attempt); the hot loop of frame rendering.
     #[inline]
-    pub(crate) fn normal_pair_f32(&mut self) -> (f32, f32) {
+    fn normal_pair_f32(&mut self) -> (f32, f32) {
         const SCALE: f32 = 1.0 / (1u32 << 23) as f32;
         loop {
             let r = self.next_u64();
@@ -111,15 +129,32 @@ struct Track {
 }
 
 impl Camera {
+    /// The camera `zarrstream record` uses by default for `height` x `width` frames of
+    /// `dtype`: [`DEFAULT_SEED`] and [`default_blobs`].
+    pub fn new(height: usize, width: usize, dtype: DataType) -> Camera {
+        Camera {
+            height,
+            width,
+            blobs: default_blobs(height, width),
+            seed: DEFAULT_SEED,
+            dtype,
+        }
+    }
+
+    /// Bytes of one frame.
+    pub fn frame_bytes(&self) -> usize {
+        self.height * self.width * self.dtype.size()
+    }
+
     /// Renders `n` distinct frames in parallel, each as little-endian bytes of the
     /// camera's data type.
-    pub(crate) fn render(&self, n: usize) -> Vec<Vec<u8>> {
+    pub fn render(&self, n: usize) -> Vec<Vec<u8>> {
         self.render_at(&(0..n as u64).collect::<Vec<_>>())
     }
 
     /// Renders the frames with these indices in the camera's sequence (each as
     /// `render` would render it, in the order given), in parallel.
-    pub(crate) fn render_at(&self, frames: &[u64]) -> Vec<Vec<u8>> {
+    pub fn render_at(&self, frames: &[u64]) -> Vec<Vec<u8>> {
         let (sigma, tracks) = self.tracks(frames);
         let background = self.background();
         let pixels = self.height * self.width;
@@ -251,6 +286,61 @@ impl Camera {
     }
 }
 
+impl Camera {
+    /// How many distinct frames a pool holds: as many as fit in [`POOL_BYTES`], at least
+    /// one.
+    pub fn pool_period(&self) -> u64 {
+        (POOL_BYTES / self.frame_bytes().max(1) as u64).max(1)
+    }
+
+    /// The distinct frames a recording of `frames` frames that starts at the camera's
+    /// frame `first` cycles through: pushed frame `k` is `pool[k % pool.len()]`.
+    ///
+    /// The camera's frame `g` is its frame `g % P` ([`pool_period`](Self::pool_period)),
+    /// so a recording resumed after `first` frames continues an uninterrupted one
+    /// exactly.
+    pub fn pool(&self, frames: u64, first: u64) -> Vec<Vec<u8>> {
+        let period = self.pool_period();
+        let distinct = frames.clamp(1, period);
+        if first == 0 {
+            return self.render(distinct as usize);
+        }
+        let at: Vec<u64> = (0..distinct)
+            .map(|j| (first % period + j) % period)
+            .collect();
+        self.render_at(&at)
+    }
+}
+
+/// Writes `frames` frames cycling through `pool` (what a recording pushes) as headerless
+/// little-endian raw bytes, frame-major, and returns the bytes written. It goes through
+/// `PATH.partial`, synced and renamed into place, so an interrupted run never leaves a
+/// short file that a later `--input` would take for whole.
+pub fn save_frames(path: &Path, pool: &[Vec<u8>], frames: u64) -> io::Result<u64> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let named = |e: io::Error, what: &str| io::Error::new(e.kind(), format!("{what}: {e}"));
+    let what = format!("write frames to {}", tmp.display());
+    let file = File::create(&tmp).map_err(|e| named(e, &what))?;
+    let mut out = io::BufWriter::with_capacity(1 << 22, file);
+    let mut bytes = 0u64;
+    if !pool.is_empty() {
+        for k in 0..frames {
+            let frame = &pool[(k % pool.len() as u64) as usize];
+            out.write_all(frame).map_err(|e| named(e, &what))?;
+            bytes += frame.len() as u64;
+        }
+    }
+    let file = out.into_inner().map_err(|e| named(e.into_error(), &what))?;
+    file.sync_all().map_err(|e| named(e, &what))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let what = format!("rename {} to {}", tmp.display(), path.display());
+        named(e, &what)
+    })?;
+    Ok(bytes)
+}
+
 /// `v` wrapped into [0, n).
 fn wrap(v: f32, n: f32) -> f32 {
     let r = v.rem_euclid(n);
@@ -258,7 +348,7 @@ fn wrap(v: f32, n: f32) -> f32 {
 }
 
 /// Offset-subtracted counts (photoelectrons plus noise) to little-endian bytes of `dtype`.
-pub(crate) fn encode(dtype: DataType, counts: &[f32]) -> Vec<u8> {
+fn encode(dtype: DataType, counts: &[f32]) -> Vec<u8> {
     let q = |c: f32, gain: f32, offset: f32, lo: f32, hi: f32| {
         (c * gain + offset).round_ties_even().clamp(lo, hi)
     };
@@ -379,6 +469,32 @@ mod tests {
         assert_eq!(c.render_at(&[4, 5, 6]), all[4..]);
         assert_eq!(c.render_at(&[6, 2]), [all[6].clone(), all[2].clone()]);
         assert!(c.render_at(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_pool_resumed_later_continues_the_sequence() {
+        let c = cam(DataType::UInt16);
+        let all = c.pool(7, 0);
+        assert_eq!(all.len(), 7);
+        assert_eq!(c.pool(3, 4), all[4..]);
+        assert_eq!(c.pool(0, 0).len(), 1, "one frame keeps a push loop uniform");
+    }
+
+    #[test]
+    fn saved_frames_cycle_through_the_pool() {
+        let dir = std::env::temp_dir().join(format!("zarrstream-camera-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("frames.raw");
+        let pool = cam(DataType::UInt8).render(2);
+        let bytes = save_frames(&path, &pool, 5).unwrap();
+        let saved = std::fs::read(&path).unwrap();
+        assert_eq!(saved.len() as u64, bytes);
+        assert_eq!(
+            saved,
+            [&pool[0][..], &pool[1], &pool[0], &pool[1], &pool[0]].concat()
+        );
+        assert!(!dir.join("frames.raw.partial").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

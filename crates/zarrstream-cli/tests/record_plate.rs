@@ -1,21 +1,21 @@
-//! The `record` example's `--plate ROWSxCOLS --fields F`: the camera's frames (from
+//! `zarrstream record`'s `--plate ROWSxCOLS --fields F`: the camera's frames (from
 //! `--input`) reach the fields in the order a screening microscope visits them (well by
 //! well, each well's fields in turn, one time point of every channel per visit), read
 //! back with the `zarrs` crate; the plate validates with ome-zarr-models and reads with
 //! the ome-zarr reader and zarr-python (`tests/interop/ome_check.py plate`); a field
 //! count of 0 and an empty plate are usage errors that write nothing.
 
-// Linux only: these tests build and run the `record` example with cargo; the Windows
-// build of `record` (record.exe) is run under Wine from Linux by tests/windows.rs.
+// Linux only: the Windows build of `zarrstream record` is run under Wine from Linux by
+// crates/zarrstream/tests/windows.rs.
 #![cfg(target_os = "linux")]
 
-#[path = "support/python.rs"]
+#[path = "../../zarrstream/tests/support/python.rs"]
 mod pyenv;
 #[path = "support/record.rs"]
-mod record_example;
+mod record_cli;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -30,8 +30,7 @@ const FRAMES: u64 = 6;
 const PLANE: usize = (H * W) as usize;
 
 fn run(args: &[&str]) -> Output {
-    let record = record_example::binary().unwrap_or_else(|e| panic!("record example: {e}"));
-    Command::new(record)
+    record_cli::record()
         .args([
             "--shape",
             "0,2,32,48",

@@ -43,17 +43,6 @@ unsafe impl Backing for Vec<u8> {
     }
 }
 
-// SAFETY: a mapping's address is fixed from mmap to munmap, and the region owns it.
-unsafe impl Backing for memmap2::MmapMut {
-    fn as_mut_ptr_len(&mut self) -> (*mut u8, usize) {
-        (self.as_mut_ptr(), self.len())
-    }
-
-    fn prefault(&self, offset: usize, len: usize) {
-        crate::platform::populate_write(self, offset, len);
-    }
-}
-
 /// Where the slots and index entries lie (byte offsets into the memory).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SlotGeometry {

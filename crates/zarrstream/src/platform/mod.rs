@@ -70,6 +70,18 @@ impl DerefMut for GuardedMap {
     }
 }
 
+// SAFETY: a mapping's address is fixed from mmap to munmap, and the region owns it. The
+// impl is here, not in `slots`, so that `slots` needs nothing from the platform layer.
+unsafe impl Backing for memmap2::MmapMut {
+    fn as_mut_ptr_len(&mut self) -> (*mut u8, usize) {
+        (self.as_mut_ptr(), self.len())
+    }
+
+    fn prefault(&self, offset: usize, len: usize) {
+        populate_write(self, offset, len);
+    }
+}
+
 // SAFETY: the mapping's address is fixed from map to unmap (Linux's guard replaces its
 // pages in place, keeping address and length), and the region owns the mapping.
 unsafe impl Backing for GuardedMap {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use zarrstream::config::{Config, RecordingConfig};
-use zarrstream::{ArraySpec, FrameMeta, MemoryUsage, PushOutcome, Recording, Writer};
+use zarrstream::{ArraySpec, FrameMeta, MemoryUsage, PushOutcome, Recording, SinkKind, Writer};
 
 use crate::BindError;
 
@@ -47,7 +47,7 @@ pub enum Target<'a> {
 
 /// What a binding checks a frame against, per array; fixed at creation, so checking a
 /// frame takes no lock.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ArrayInfo {
     /// The array's key in a recording; empty for a writer.
     pub key: String,
@@ -57,10 +57,15 @@ pub struct ArrayInfo {
     pub frame_shape: [usize; 2],
     /// Bytes per element.
     pub item_size: usize,
+    /// The specification as the library built it (level 0 of an image).
+    pub spec: ArraySpec,
+    /// The sink writing the array's shard files.
+    pub sink: SinkKind,
 }
 
 impl ArrayInfo {
-    fn of(key: &str, spec: &ArraySpec) -> Self {
+    fn of(key: &str, w: &Writer) -> Self {
+        let spec = w.spec();
         let shape = spec.shape();
         let rank = shape.len();
         ArrayInfo {
@@ -69,6 +74,8 @@ impl ArrayInfo {
             // A spec has rank >= 2 (the builder refuses less), so both exist.
             frame_shape: [shape[rank - 2], shape[rank - 1]].map(|v| v as usize),
             item_size: spec.dtype().size(),
+            spec: spec.clone(),
+            sink: w.sink(),
         }
     }
 }
@@ -125,7 +132,7 @@ impl Drop for PanicFlag<'_> {
 impl Session {
     /// A session over a writer.
     pub fn from_writer(writer: Writer) -> Self {
-        let info = ArrayInfo::of("", writer.spec());
+        let info = ArrayInfo::of("", &writer);
         Session::new(
             "writer",
             Inner::Writer(Box::new(Mutex::new(writer))),
@@ -139,7 +146,7 @@ impl Session {
         let arrays = keys
             .iter()
             .enumerate()
-            .map(|(i, key)| Ok(ArrayInfo::of(key, recording.array(i)?.spec())))
+            .map(|(i, key)| Ok(ArrayInfo::of(key, &*recording.array(i)?)))
             .collect::<Result<_, zarrstream::Error>>()?;
         Ok(Session::new(
             "recording",
@@ -357,9 +364,12 @@ impl Session {
         self.with_array(array, |w| Ok(w.frames_encoded()))
     }
 
-    /// The specification of `array` (level 0 of an image), as the library built it.
-    pub fn spec(&self, array: Option<Array<'_>>) -> Result<ArraySpec, BindError> {
-        self.with_array(array, |w| Ok(w.spec().clone()))
+    /// The specification of `array` (level 0 of an image) as the library built it, and
+    /// its sink. Fixed at creation, so read from the session's own copy: no call on the
+    /// writer, and answered even once closed or poisoned.
+    pub fn spec(&self, array: Option<Array<'_>>) -> Result<(&ArraySpec, SinkKind), BindError> {
+        let a = &self.arrays[self.index(array)?];
+        Ok((&a.spec, a.sink))
     }
 
     /// Sets (`value` given) or removes (`None`) the attribute `name` of `target`; the

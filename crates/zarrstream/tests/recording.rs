@@ -100,25 +100,21 @@ fn two_arrays_round_robin_read_back_exactly() {
     for k in 0..n {
         assert!(
             rec.array("cam0")
-                .and_then(|mut w| w.push(&frame_a(k)))
+                .unwrap()
+                .push(&frame_a(k))
                 .unwrap()
                 .is_accepted()
         );
         assert!(
             rec.array(1)
-                .and_then(|mut w| w.push(&frame_b(k)))
+                .unwrap()
+                .push(&frame_b(k))
                 .unwrap()
                 .is_accepted()
         );
     }
-    assert_eq!(
-        rec.array("pos1/cam1").map(|w| w.frames_pushed()).unwrap(),
-        n as u64
-    );
-    assert_eq!(
-        rec.array(0).map(|w| w.spec().clone()).unwrap().dtype(),
-        DataType::UInt16
-    );
+    assert_eq!(rec.array("pos1/cam1").unwrap().frames_pushed(), n as u64);
+    assert_eq!(rec.array(0).unwrap().spec().dtype(), DataType::UInt16);
     let stats = rec.finish().unwrap();
     assert_eq!(stats.arrays.len(), 2);
     assert_eq!(stats.arrays[0].0, "cam0");
@@ -152,13 +148,15 @@ fn two_arrays_share_two_workers() {
     let rec = Recording::create(&root, arrays, options()).unwrap();
     assert!(
         rec.array("a")
-            .and_then(|mut w| w.push(&frame_a(0)))
+            .unwrap()
+            .push(&frame_a(0))
             .unwrap()
             .is_accepted()
     );
     assert!(
         rec.array("b")
-            .and_then(|mut w| w.push(&frame_b(0)))
+            .unwrap()
+            .push(&frame_b(0))
             .unwrap()
             .is_accepted()
     );
@@ -191,7 +189,8 @@ fn drops_are_counted_per_array() {
         for (i, acc) in accepted.iter_mut().enumerate() {
             acc.push(
                 rec.array(i)
-                    .and_then(|mut w| w.push(&frame_a(k + i)))
+                    .unwrap()
+                    .push(&frame_a(k + i))
                     .unwrap()
                     .is_accepted(),
             );
@@ -269,10 +268,7 @@ fn bad_keys_are_refused_naming_the_key() {
         Err(Error::UnknownArray { key }) => assert_eq!(key, "1"),
         other => panic!("expected UnknownArray, got {other:?}"),
     }
-    let e = rec
-        .array("a")
-        .and_then(|mut w| w.push(&frame_b(0)))
-        .unwrap_err();
+    let e = rec.array("a").unwrap().push(&frame_b(0)).unwrap_err();
     assert!(
         matches!(e, Error::DataType { .. } | Error::FrameSize { .. }),
         "{e:?}"
@@ -295,13 +291,15 @@ fn an_ome_image_in_a_recording() {
     for k in 0..8 {
         assert!(
             rec.array("img")
-                .and_then(|mut w| w.push(&frame_a(k)))
+                .unwrap()
+                .push(&frame_a(k))
                 .unwrap()
                 .is_accepted()
         );
         assert!(
             rec.array("raw")
-                .and_then(|mut w| w.push(&frame_b(k)))
+                .unwrap()
+                .push(&frame_b(k))
                 .unwrap()
                 .is_accepted()
         );
@@ -350,26 +348,27 @@ fn frame_meta_per_array_reads_back_aligned() {
         let a = frame_a(k);
         let _ = rec
             .array("a")
-            .and_then(|mut w| w.push_with(bytemuck::cast_slice(&a), now, &m))
+            .unwrap()
+            .push_with(bytemuck::cast_slice(&a), now, &m)
             .unwrap();
         let _ = rec
             .array(1)
-            .and_then(|mut w| {
-                w.push_with(
-                    &frame_b(k),
-                    now,
-                    &FrameMeta::new().value("n", k as i64 * 10),
-                )
-            })
+            .unwrap()
+            .push_with(
+                &frame_b(k),
+                now,
+                &FrameMeta::new().value("n", k as i64 * 10),
+            )
             .unwrap();
     }
     // The wrong array's field: refused, frame not pushed.
     let e = rec
         .array("b")
-        .and_then(|mut w| w.push_with(&frame_b(9), now, &FrameMeta::new().value("t", 1.0)))
+        .unwrap()
+        .push_with(&frame_b(9), now, &FrameMeta::new().value("t", 1.0))
         .unwrap_err();
     assert!(matches!(e, Error::FrameMeta { .. }), "{e}");
-    assert_eq!(rec.array("b").map(|w| w.frames_pushed()).unwrap(), 6);
+    assert_eq!(rec.array("b").unwrap().frames_pushed(), 6);
     rec.finish().unwrap();
     let t: Vec<f64> = read(&root, "a/frame_meta/t", vec![6]);
     assert_eq!(t, [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
@@ -400,7 +399,8 @@ fn attributes_of_arrays_images_and_the_root() {
     rec.set_root_attribute("acquisition", serde_json::json!({"operator": "ada"}))
         .unwrap();
     rec.array("plain")
-        .and_then(|w| w.set_attribute("stage", serde_json::json!({"x": 1.5})))
+        .unwrap()
+        .set_attribute("stage", serde_json::json!({"x": 1.5}))
         .unwrap();
     rec.set_group_attribute("img", "well", serde_json::json!("B3"))
         .unwrap();
@@ -412,14 +412,8 @@ fn attributes_of_arrays_images_and_the_root() {
         .set_root_attribute("zarrstream", serde_json::json!(1))
         .unwrap_err();
     assert!(matches!(e, Error::Attribute { .. }), "{e}");
-    let _ = rec
-        .array("plain")
-        .and_then(|mut w| w.push(&frame_a(0)))
-        .unwrap();
-    let _ = rec
-        .array("img")
-        .and_then(|mut w| w.push(&frame_a(0)))
-        .unwrap();
+    let _ = rec.array("plain").unwrap().push(&frame_a(0)).unwrap();
+    let _ = rec.array("img").unwrap().push(&frame_a(0)).unwrap();
     rec.finish().unwrap();
     // zarrs opens each node with the attributes set.
     let store = Arc::new(FilesystemStore::new(&root).unwrap());
@@ -465,7 +459,7 @@ fn a_foreign_group_is_joined_only_when_asked_and_never_rewritten() {
         options().existing_group(true),
     )
     .unwrap();
-    let _ = rec.array(0).and_then(|mut w| w.push(&frame_a(0))).unwrap();
+    let _ = rec.array(0).unwrap().push(&frame_a(0)).unwrap();
     rec.finish().unwrap();
     assert_eq!(std::fs::read(root.join("zarr.json")).unwrap(), before);
     let row = json(&root.join("A/zarr.json"));
@@ -533,7 +527,7 @@ fn overwrite_refuses_a_recording_a_live_writer_holds_deep_inside() {
     .err()
     .unwrap();
     assert!(matches!(e, Error::Locked { .. }), "{e}");
-    let _ = live.array(0).and_then(|mut w| w.push(&frame_a(1))).unwrap();
+    let _ = live.array(0).unwrap().push(&frame_a(1)).unwrap();
     live.finish().unwrap();
     let got: Vec<u16> = read(&root, "pos/0/img/0", vec![1, 64, 48]);
     assert_eq!(got, frame_a(1));

@@ -34,6 +34,12 @@
  *
  * No panic crosses this API: an internal failure returns ZS_E_INTERNAL (the library
  * must not be built with panic = "abort"). NULL pointers return ZS_E_INVALID_ARGUMENT.
+ * A panic inside a call on a zs_writer or zs_recording poisons it, as it does the
+ * Python package's Writer and Recording: its state cannot be trusted, so every later
+ * call on it, from any thread, returns ZS_E_CLOSED ("an earlier call on it failed with
+ * an internal error"). Only freeing it remains: zs_*_abort frees it quietly,
+ * zs_*_finish frees it and returns ZS_E_CLOSED; the frames accepted before the panic
+ * are still written and published.
  *
  * Signals: hosts should ignore SIGXFSZ (signal(SIGXFSZ, SIG_IGN)) before recording.
  * When a file would grow past RLIMIT_FSIZE (ulimit -f) the kernel sends SIGXFSZ, whose
@@ -206,11 +212,9 @@ typedef enum zs_code {
 
 /**
  * An open recording of several arrays (opaque): made by `zs_recording_create`, freed by
- * `zs_recording_finish` or `zs_recording_abort`.
- *
- * Unlike a [`ZsWriter`], it is used through shared references: every call but finish
- * and abort takes `&ZsRecording`, and the [`Recording`] serialises calls on one array
- * with its own per-array lock, so calls on different arrays run in parallel.
+ * `zs_recording_finish` or `zs_recording_abort`. Every call but finish and abort
+ * takes it by shared reference: the session serialises calls on one array with the
+ * array's own lock, so calls on different arrays run in parallel.
  */
 typedef struct zs_recording zs_recording;
 
@@ -346,6 +350,34 @@ int zs_writer_push_with(struct zs_writer *w,
                         const void *frame,
                         size_t nbytes,
                         const char *meta_json);
+
+/**
+ * Counts a frame the caller could not push (a camera's missed trigger) as dropped: its
+ * place reads as the fill value, as `zs_recording_skip` does for a recording's array.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT (NULL `w`), ZS_E_ARRAY_FULL, or the error that
+ * closed the writer.
+ *
+ * # Safety
+ * `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
+ * no other thread during the call.
+ */
+int zs_writer_skip(struct zs_writer *w);
+
+/**
+ * Stores in `*frames` how many frames were offered to the writer so far (written plus
+ * dropped, skipped included), as `zs_recording_frames_pushed` does for a recording's
+ * array.
+ *
+ * Returns ZS_OK; ZS_E_INVALID_ARGUMENT (a NULL argument) or ZS_E_CLOSED; `*frames` is
+ * left unchanged then.
+ *
+ * # Safety
+ * `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
+ * no other thread during the call; `frames` is NULL or points to a writable `uint64_t`.
+ */
+int zs_writer_frames_pushed(const struct zs_writer *w,
+                            uint64_t *frames);
 
 /**
  * Sets the attribute `name` of the array (`group` = 0) or of the OME-Zarr image group

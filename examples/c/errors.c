@@ -444,11 +444,19 @@ static void drop_counts(void)
         CHECK(rc == ZS_OK || rc == ZS_DROPPED, "push %d: %d", i, rc);
         dropped += rc == ZS_DROPPED;
     }
+    /* A frame the camera missed: counted as pushed and dropped, as a recording's. */
+    CHECK(zs_writer_skip(w) == ZS_OK, "skip");
+    dropped++;
+    uint64_t pushed = 0;
+    CHECK(zs_writer_frames_pushed(w, &pushed) == ZS_OK && pushed == 201, "%llu pushed",
+          (unsigned long long)pushed);
+    EXPECT(zs_writer_frames_pushed(w, NULL), ZS_E_INVALID_ARGUMENT, "frames is NULL");
+    EXPECT(zs_writer_skip(NULL), ZS_E_INVALID_ARGUMENT, "w is NULL");
     char *stats = NULL;
     CHECK(zs_writer_finish(w, &stats) == ZS_OK, "finish");
-    CHECK(stat_of(stats, "frames_pushed") == 200, "%s", stats);
+    CHECK(stat_of(stats, "frames_pushed") == 201, "%s", stats);
     CHECK(stat_of(stats, "frames_dropped") == dropped, "%ld dropped: %s", dropped, stats);
-    CHECK(stat_of(stats, "frames_written") == 200 - dropped, "%s", stats);
+    CHECK(stat_of(stats, "frames_written") == 201 - dropped, "%s", stats);
     zs_string_free(stats);
 }
 
@@ -691,6 +699,9 @@ static void internal_writer(void)
            "internal error: zs_writer_push panicked");
     EXPECT(zs_writer_push(w, frame, FRAME_BYTES), ZS_E_CLOSED,
            "an earlier call on it failed with an internal error");
+    uint64_t pushed = 0;
+    EXPECT(zs_writer_frames_pushed(w, &pushed), ZS_E_CLOSED, "internal error");
+    EXPECT(zs_writer_skip(w), ZS_E_CLOSED, "internal error");
     char *stats = (char *)&checks;
     EXPECT(zs_writer_finish(w, &stats), ZS_E_CLOSED, "internal error");
     CHECK(stats == NULL, "no statistics");

@@ -7,6 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use zarrstream::ErrorKind;
 use zarrstream::config::ConfigError;
+use zarrstream_bind::{BindError, inject_panic};
 
 /// Return codes: `ZS_OK` and `ZS_DROPPED` are successes, every `ZS_E_*` is negative
 /// (test for failure with `rc < 0`). The functions return them as `int`.
@@ -135,9 +136,10 @@ pub enum CapiError {
     /// The library refused or failed.
     #[error(transparent)]
     Writer(#[from] zarrstream::Error),
-    /// An earlier call on this writer panicked, so its state cannot be trusted.
-    #[error("the writer is closed: an earlier call on it failed with an internal error")]
-    Poisoned,
+    /// A call on a session failed: the library's error, a closed session, or one
+    /// poisoned by an earlier panic (the binding core's poison policy).
+    #[error(transparent)]
+    Bind(#[from] BindError),
 }
 
 impl From<ErrorKind> for ZsCode {
@@ -185,8 +187,8 @@ impl From<ErrorKind> for ZsCode {
 
 impl CapiError {
     /// What kind of failure this is: the library's kind, and for the C API's own
-    /// argument checks [`InvalidArgument`](ErrorKind::InvalidArgument) or, for a
-    /// poisoned writer, [`Closed`](ErrorKind::Closed).
+    /// argument checks [`InvalidArgument`](ErrorKind::InvalidArgument); for a session's
+    /// error its own kind ([`Closed`](ErrorKind::Closed) for a poisoned one).
     pub fn kind(&self) -> ErrorKind {
         match self {
             CapiError::Null(_) | CapiError::Argument(_) | CapiError::NotUtf8(_) => {
@@ -194,7 +196,7 @@ impl CapiError {
             }
             CapiError::Config(e) => e.kind(),
             CapiError::Writer(e) => e.kind(),
-            CapiError::Poisoned => ErrorKind::Closed,
+            CapiError::Bind(e) => e.kind(),
         }
     }
 
@@ -237,7 +239,8 @@ pub(crate) fn guard(
     body: impl FnOnce() -> Result<ZsCode, CapiError>,
 ) -> c_int {
     // The body's state after a panic is not observed again except through handles it
-    // marks as poisoned itself (see `ZsWriter`), so asserting unwind safety is sound.
+    // marks as poisoned itself (the binding core's `Session`), so asserting unwind
+    // safety is sound.
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         inject_panic(function);
         match body() {
@@ -258,31 +261,10 @@ pub(crate) fn guard(
 }
 
 /// The environment variable that makes the library panic at named places, in debug
-/// builds only: a comma-separated list of entry point names (e.g. `zs_writer_create`:
-/// a panic on entry) and `writer` (a panic while a writer is in use, which poisons it).
-/// It lets the C tests prove that a panic comes back as `ZS_E_INTERNAL` instead of
-/// crossing into C. Read once per process.
-pub const INJECT_PANIC_ENV: &str = "ZARRSTREAM_CAPI_INJECT_PANIC";
-
-/// Panics if [`INJECT_PANIC_ENV`] names `place`.
-#[cfg(debug_assertions)]
-pub(crate) fn inject_panic(place: &str) {
-    use std::sync::OnceLock;
-    // Read once: entry points run at frame rate.
-    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| {
-        std::env::var(INJECT_PANIC_ENV)
-            .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
-            .unwrap_or_default()
-    });
-    if names.iter().any(|n| n == place) {
-        panic!("{INJECT_PANIC_ENV} asked for a panic in {place}");
-    }
-}
-
-/// Release builds have no injected panics.
-#[cfg(not(debug_assertions))]
-pub(crate) fn inject_panic(_place: &str) {}
+/// builds only (the binding core reads it): entry point names such as
+/// `zs_writer_create`, and `writer` or `recording` for a panic inside a call on a handle,
+/// which poisons it.
+pub use zarrstream_bind::INJECT_PANIC_ENV;
 
 #[cfg(test)]
 mod tests {
@@ -537,7 +519,10 @@ mod tests {
         assert_eq!(CapiError::Null("w").code(), ZS_E_INVALID_ARGUMENT);
         assert_eq!(CapiError::Argument("x").code(), ZS_E_INVALID_ARGUMENT);
         assert_eq!(CapiError::NotUtf8("key").code(), ZS_E_INVALID_ARGUMENT);
-        assert_eq!(CapiError::Poisoned.code(), ZS_E_CLOSED);
+        assert_eq!(
+            CapiError::from(BindError::Poisoned("writer")).code(),
+            ZS_E_CLOSED
+        );
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! negative `ZS_E_*` constants, one per kind of error ([`error`]); the message of the
 //! last failure on a thread is `zs_last_error()`. Every entry point catches panics.
 //!
-//! All `unsafe` code is in [`ffi`], the exported functions.
+//! All `unsafe` code is in [`ffi`], the exported functions. What the C API shares with
+//! the Python module (the handles' session, the poison policy, the frame-size check, the
+//! statistics and estimate JSON) is the binding core, `zarrstream-bind`; this crate keeps
+//! only pointers, C strings and out-parameters.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -20,4 +23,3 @@ pub mod error;
 pub mod ffi;
 pub mod handle;
 mod path;
-pub mod stats;

@@ -15,6 +15,7 @@ use zarrstream::config::ConfigError;
 use zarrstream::recover::RecoverError;
 use zarrstream::store::StoreError;
 use zarrstream::{Error, ErrorKind, IoError, RemoteError};
+use zarrstream_bind::BindError;
 
 /// A failure on its way to Python.
 #[derive(Debug)]
@@ -139,6 +140,17 @@ fn errno_of(e: &std::io::Error) -> Option<i32> {
         ErrorKind::AlreadyExists => Some(17),    // EEXIST
         _ => None,
     })
+}
+
+impl From<BindError> for Failure {
+    fn from(e: BindError) -> Self {
+        match e {
+            // With the library's attributes (path, errno, …).
+            BindError::Library(e) => Failure::from(e),
+            BindError::Config(e) => Failure::from(e),
+            other => Failure::new(other.kind(), other.to_string()),
+        }
+    }
 }
 
 impl From<IoError> for Failure {

@@ -1,177 +1,54 @@
-//! Frames from a Python buffer (a numpy array, `bytes`, a `memoryview`, …) into the
+//! Frames from a Python buffer (a numpy array, `bytes`, a `memoryview`, …) into a
 //! writer, with the interpreter lock released.
 //!
 //! A C-contiguous buffer is pushed where it lies: the writer's one copy (into its frame
 //! pool) is the only one. Any other layout is gathered row by row straight into a pool
-//! buffer ([`Writer::buffer`]), so it too is copied once; a [`Recording`] lends no pool
-//! buffers, so for its arrays a strided frame is gathered into a scratch frame first.
+//! buffer ([`Writer::buffer`]), so it too is copied once. The writer is a writer's own
+//! or a recording's array, lent by the binding core's `Session::with_array`: a
+//! recording's arrays get the pool buffers too.
 
 use std::time::Instant;
 
 use pyo3::buffer::PyUntypedBuffer;
-use zarrstream::{FrameMeta, PushOutcome, Recording, Writer};
+use zarrstream::{PushOutcome, Writer};
 
 use crate::errors::Failure;
 use zarrstream::ErrorKind;
 
-/// Where frames go: a [`Writer`], or one array of a [`Recording`].
-pub(crate) trait Target {
-    /// Bytes of one frame.
-    fn frame_bytes(&self) -> usize;
-    /// Pushes one contiguous frame.
-    fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> zarrstream::Result<PushOutcome>;
-    /// Pushes one contiguous frame with its metadata.
-    fn push_with(
-        &mut self,
-        frame: &[u8],
-        scheduled: Instant,
-        meta: &FrameMeta,
-    ) -> zarrstream::Result<PushOutcome>;
-    /// Pushes frame `f` of a strided buffer, gathered; `None` when it was dropped (and
-    /// counted as skipped) for want of a free buffer.
-    fn push_gathered(
-        &mut self,
-        frames: &Frames,
-        f: usize,
-    ) -> zarrstream::Result<Option<PushOutcome>>;
-    /// Writes one contiguous frame at `index`.
-    fn write_at(
-        &mut self,
-        index: &[u64],
-        frame: &[u8],
-        scheduled: Instant,
-    ) -> zarrstream::Result<PushOutcome>;
-    /// Writes the one frame of a strided buffer at `index`, gathered.
-    fn write_gathered_at(
-        &mut self,
-        frames: &Frames,
-        index: &[u64],
-    ) -> zarrstream::Result<PushOutcome>;
+/// Pushes frame `f` of a strided buffer, gathered straight into a pool buffer (one
+/// copy, as for contiguous frames); `None` when it was dropped (and counted as skipped)
+/// for want of a free buffer.
+fn push_gathered(
+    w: &mut Writer,
+    frames: &Frames,
+    f: usize,
+) -> zarrstream::Result<Option<PushOutcome>> {
+    let scheduled = Instant::now();
+    let frame_bytes = w.spec().frame_bytes();
+    let Some(mut dest) = w.buffer()? else {
+        w.skip()?;
+        return Ok(None);
+    };
+    frames.gather(f, &mut dest[..frame_bytes]);
+    w.push_buffer(dest, scheduled).map(Some)
 }
 
-impl Target for Writer {
-    fn frame_bytes(&self) -> usize {
-        self.spec().frame_bytes()
-    }
-
-    fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> zarrstream::Result<PushOutcome> {
-        Writer::push_bytes(self, frame, scheduled)
-    }
-
-    fn push_with(
-        &mut self,
-        frame: &[u8],
-        scheduled: Instant,
-        meta: &FrameMeta,
-    ) -> zarrstream::Result<PushOutcome> {
-        Writer::push_with(self, frame, scheduled, meta)
-    }
-
-    /// Gathered straight into a pool buffer: one copy, as for contiguous frames.
-    fn push_gathered(
-        &mut self,
-        frames: &Frames,
-        f: usize,
-    ) -> zarrstream::Result<Option<PushOutcome>> {
-        let scheduled = Instant::now();
-        let frame_bytes = self.spec().frame_bytes();
-        let Some(mut dest) = self.buffer()? else {
-            self.skip()?;
-            return Ok(None);
-        };
-        frames.gather(f, &mut dest[..frame_bytes]);
-        self.push_buffer(dest, scheduled).map(Some)
-    }
-
-    fn write_at(
-        &mut self,
-        index: &[u64],
-        frame: &[u8],
-        scheduled: Instant,
-    ) -> zarrstream::Result<PushOutcome> {
-        self.write_frame_bytes(index, frame, scheduled)
-    }
-
-    /// Gathered straight into a pool buffer; with no free buffer (`Backpressure::Drop`)
-    /// the frame is dropped as `write_frame` would drop it: its place skipped.
-    fn write_gathered_at(
-        &mut self,
-        frames: &Frames,
-        index: &[u64],
-    ) -> zarrstream::Result<PushOutcome> {
-        let scheduled = Instant::now();
-        let frame_bytes = self.spec().frame_bytes();
-        let Some(mut dest) = self.buffer()? else {
-            self.skip_frame(index)?;
-            return Ok(PushOutcome::Dropped);
-        };
-        frames.gather(0, &mut dest[..frame_bytes]);
-        self.write_frame_buffer(index, dest, scheduled)
-    }
-}
-
-/// One array of a [`Recording`], with a scratch frame for strided buffers (the
-/// recording lends no pool buffers, so a strided frame is gathered here, then copied
-/// into the pool by the push).
-pub(crate) struct RecordingArray<'a> {
-    pub(crate) recording: &'a Recording,
-    pub(crate) index: usize,
-    pub(crate) frame_bytes: usize,
-    pub(crate) scratch: Vec<u8>,
-}
-
-impl Target for RecordingArray<'_> {
-    fn frame_bytes(&self) -> usize {
-        self.frame_bytes
-    }
-
-    fn push_bytes(&mut self, frame: &[u8], scheduled: Instant) -> zarrstream::Result<PushOutcome> {
-        self.recording.push_bytes(self.index, frame, scheduled)
-    }
-
-    fn push_with(
-        &mut self,
-        frame: &[u8],
-        scheduled: Instant,
-        meta: &FrameMeta,
-    ) -> zarrstream::Result<PushOutcome> {
-        self.recording.push_with(self.index, frame, scheduled, meta)
-    }
-
-    fn push_gathered(
-        &mut self,
-        frames: &Frames,
-        f: usize,
-    ) -> zarrstream::Result<Option<PushOutcome>> {
-        let scheduled = Instant::now();
-        self.scratch.resize(self.frame_bytes, 0);
-        frames.gather(f, &mut self.scratch);
-        self.recording
-            .push_bytes(self.index, &self.scratch, scheduled)
-            .map(Some)
-    }
-
-    fn write_at(
-        &mut self,
-        index: &[u64],
-        frame: &[u8],
-        scheduled: Instant,
-    ) -> zarrstream::Result<PushOutcome> {
-        self.recording
-            .write_frame_bytes(self.index, index, frame, scheduled)
-    }
-
-    fn write_gathered_at(
-        &mut self,
-        frames: &Frames,
-        index: &[u64],
-    ) -> zarrstream::Result<PushOutcome> {
-        let scheduled = Instant::now();
-        self.scratch.resize(self.frame_bytes, 0);
-        frames.gather(0, &mut self.scratch);
-        self.recording
-            .write_frame_bytes(self.index, index, &self.scratch, scheduled)
-    }
+/// Writes the one frame of a strided buffer at `index`, gathered straight into a pool
+/// buffer; with no free buffer (`Backpressure::Drop`) the frame is dropped as
+/// `write_frame` would drop it: its place skipped.
+fn write_gathered_at(
+    w: &mut Writer,
+    frames: &Frames,
+    index: &[u64],
+) -> zarrstream::Result<PushOutcome> {
+    let scheduled = Instant::now();
+    let frame_bytes = w.spec().frame_bytes();
+    let Some(mut dest) = w.buffer()? else {
+        w.skip_frame(index)?;
+        return Ok(PushOutcome::Dropped);
+    };
+    frames.gather(0, &mut dest[..frame_bytes]);
+    w.write_frame_buffer(index, dest, scheduled)
 }
 
 /// Frames accepted and dropped by one call.
@@ -182,7 +59,8 @@ pub(crate) struct Pushed {
 }
 
 impl Pushed {
-    fn count(&mut self, outcome: PushOutcome) {
+    /// Counts one frame's outcome.
+    pub(crate) fn count(&mut self, outcome: PushOutcome) {
         if outcome.is_accepted() {
             self.accepted += 1;
         } else {
@@ -263,33 +141,38 @@ impl Frames {
         })
     }
 
-    /// Pushes every frame; call with the interpreter lock released. Stops at the first
-    /// error, with the frames pushed before it counted in the writer.
-    pub(crate) fn push(&self, target: &mut impl Target) -> Result<Pushed, Failure> {
-        let mut pushed = Pushed::default();
-        let frame_bytes = target.frame_bytes();
-        if let Some(bytes) = self.contiguous() {
-            for frame in bytes.chunks_exact(frame_bytes) {
-                pushed.count(target.push_bytes(frame, Instant::now())?);
-            }
-        } else {
-            for f in 0..self.frames {
-                match target.push_gathered(self, f)? {
-                    Some(outcome) => pushed.count(outcome),
-                    // No free buffer under `Backpressure::Drop`: the frame was skipped,
-                    // its place kept, exactly as a push would have dropped it.
-                    None => pushed.dropped += 1,
-                }
-            }
-        }
-        Ok(pushed)
+    /// How many frames the buffer holds.
+    pub(crate) fn len(&self) -> usize {
+        self.frames
+    }
+
+    /// Pushes frame `f` (call with the interpreter lock released). A caller pushing a
+    /// stack takes the array's lock per frame, not for the whole stack, so the array's
+    /// counters stay readable from other threads meanwhile.
+    pub(crate) fn push_one(&self, target: &mut Writer, f: usize) -> Result<PushOutcome, Failure> {
+        let Some(bytes) = self.contiguous() else {
+            // No free buffer under `Backpressure::Drop`: the frame was skipped, its place
+            // kept, exactly as a push would have dropped it.
+            return Ok(push_gathered(target, self, f)?.unwrap_or(PushOutcome::Dropped));
+        };
+        let frame_bytes = target.spec().frame_bytes();
+        let frame = f
+            .checked_mul(frame_bytes)
+            .and_then(|start| bytes.get(start..start.checked_add(frame_bytes)?))
+            .ok_or_else(|| {
+                Failure::new(
+                    ErrorKind::InvalidFrame,
+                    format!("no frame {f} in a buffer of {} frames", self.frames),
+                )
+            })?;
+        Ok(target.push_bytes(frame, Instant::now())?)
     }
 
     /// Pushes the one frame of this buffer with `meta` (call with the interpreter lock
     /// released); a strided frame is gathered into a contiguous copy first.
     pub(crate) fn push_with(
         &self,
-        target: &mut impl Target,
+        target: &mut Writer,
         meta: &zarrstream::FrameMeta,
     ) -> Result<Pushed, Failure> {
         if self.frames != 1 {
@@ -305,7 +188,7 @@ impl Frames {
         let outcome = if let Some(bytes) = self.contiguous() {
             target.push_with(bytes, Instant::now(), meta)?
         } else {
-            let mut copy = vec![0u8; target.frame_bytes()];
+            let mut copy = vec![0u8; target.spec().frame_bytes()];
             self.gather(0, &mut copy);
             target.push_with(&copy, Instant::now(), meta)?
         };
@@ -317,7 +200,7 @@ impl Frames {
     /// with the interpreter lock released); a strided frame is gathered once.
     pub(crate) fn write_at(
         &self,
-        target: &mut impl Target,
+        target: &mut Writer,
         index: &[u64],
     ) -> Result<PushOutcome, Failure> {
         if self.frames != 1 {
@@ -330,8 +213,8 @@ impl Frames {
             ));
         }
         let outcome = match self.contiguous() {
-            Some(bytes) => target.write_at(index, bytes, Instant::now())?,
-            None => target.write_gathered_at(self, index)?,
+            Some(bytes) => target.write_frame_bytes(index, bytes, Instant::now())?,
+            None => write_gathered_at(target, self, index)?,
         };
         Ok(outcome)
     }

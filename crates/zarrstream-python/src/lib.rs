@@ -7,7 +7,9 @@
 //! library's and the two bindings cannot drift apart.
 //!
 //! All `unsafe` code is in [`frames`], which reads the memory of a Python buffer while
-//! the interpreter lock is released.
+//! the interpreter lock is released. What this module shares with the C API (the
+//! session handle, its poison policy, the statistics and estimate JSON) is the binding
+//! core, `zarrstream-bind`.
 
 #![deny(unsafe_code)]
 
@@ -16,9 +18,8 @@ mod errors;
 mod frames;
 mod indexed;
 mod plate;
-mod recording;
+mod session;
 mod tools;
-mod writer;
 
 use pyo3::prelude::*;
 
@@ -26,8 +27,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_class::<writer::NativeWriter>()?;
-    m.add_class::<recording::NativeRecording>()?;
+    m.add_class::<session::NativeSession>()?;
     m.add_function(wrap_pyfunction!(tools::recover, m)?)?;
     m.add_function(wrap_pyfunction!(tools::inspect, m)?)?;
     m.add_function(wrap_pyfunction!(tools::verify, m)?)?;

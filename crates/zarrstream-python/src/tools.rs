@@ -64,8 +64,7 @@ pub(crate) fn verify(py: Python<'_>, path: PathBuf, decode: bool) -> PyResult<St
 pub(crate) fn estimate_memory(py: Python<'_>, config: &str) -> PyResult<String> {
     py.detach(|| {
         guarded("estimating memory", || {
-            let parsed = zarrstream::config::Config::parse(config)?.into_parsed()?;
-            estimate_json(&parsed.estimate_memory()?)
+            Ok(zarrstream_bind::json::estimate_writer(config)?)
         })
     })
     .map_err(|f| f.into_pyerr(py))
@@ -80,20 +79,10 @@ pub(crate) fn estimate_recording_memory(py: Python<'_>, config: &str) -> PyResul
             let (config, keys) = crate::indexed::split(config)?;
             let mut parsed = zarrstream::config::RecordingConfig::parse(&config)?;
             keys.apply_recording(&mut parsed)?;
-            estimate_json(&parsed.estimate_memory()?)
+            Ok(zarrstream_bind::json::estimate(&parsed.estimate_memory()?)?)
         })
     })
     .map_err(|f| f.into_pyerr(py))
-}
-
-fn estimate_json(e: &zarrstream::MemoryEstimate) -> Result<String, Failure> {
-    let mut v =
-        serde_json::to_value(e).map_err(|e| Failure::new(ErrorKind::Internal, e.to_string()))?;
-    if let Some(o) = v.as_object_mut() {
-        o.insert("resident".into(), e.resident().into());
-        o.insert("total".into(), e.total().into());
-    }
-    json(&v)
 }
 
 /// The object-store options of `upload_staged` and `publish_parts`: `store_options`

@@ -577,12 +577,15 @@ fn a_recording_writes_each_array_by_index() {
             for t in 0..3u64 {
                 let k = t * 2 + c;
                 let f = frame::<u16>(k + 100 * p as u64, case.plane());
-                assert!(rec.write_frame(*key, &[t, c], &f).unwrap().is_accepted());
+                let mut w = rec.array(*key).unwrap();
+                assert!(w.write_frame(&[t, c], &f).unwrap().is_accepted());
             }
         }
     }
     let e = rec
-        .write_frame("p1", &[0, 0], &frame::<u16>(0, case.plane()))
+        .array("p1")
+        .unwrap()
+        .write_frame(&[0, 0], &frame::<u16>(0, case.plane()))
         .unwrap_err();
     assert!(
         matches!(

@@ -472,20 +472,23 @@ impl Case {
         ];
         let rec = Recording::create(root, arrays, options)
             .unwrap_or_else(|e| panic!("{}: create: {e}", self.name));
-        assert_eq!(rec.frames_pushed("cam").expect("cam"), frames.start);
+        assert_eq!(rec.array("cam").expect("cam").frames_pushed(), frames.start);
         for k in frames {
             if self.skipped.contains(&k) {
-                rec.skip("cam")
+                rec.array("cam")
+                    .and_then(|mut cam| cam.skip())
                     .unwrap_or_else(|e| panic!("{}: skip frame {k}: {e}", self.name));
             } else {
                 let accepted = rec
-                    .push_bytes("cam", &self.frame(k), Instant::now())
+                    .array("cam")
+                    .and_then(|mut cam| cam.push_bytes(&self.frame(k), Instant::now()))
                     .unwrap_or_else(|e| panic!("{}: push frame {k}: {e}", self.name))
                     .is_accepted();
                 assert!(accepted, "{}: frame {k} dropped", self.name);
             }
             let _ = rec
-                .push("side", &[k as u16; 256])
+                .array("side")
+                .and_then(|mut side| side.push(&[k as u16; 256]))
                 .unwrap_or_else(|e| panic!("{}: push side {k}: {e}", self.name));
         }
         let stats = rec

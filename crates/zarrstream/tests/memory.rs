@@ -166,8 +166,8 @@ fn a_recording_counts_its_shared_workers_once() {
     let rec = Recording::create(dir.path().join("rec"), arrays(), opts).unwrap();
     let mut seen = 0;
     for k in 0..24 {
-        let _ = rec.push("a", &frame(k)).unwrap();
-        let _ = rec.push("b", &frame(k + 1)).unwrap();
+        let _ = rec.array("a").unwrap().push(&frame(k)).unwrap();
+        let _ = rec.array("b").unwrap().push(&frame(k + 1)).unwrap();
         seen = seen.max(rec.memory_in_use().current);
     }
     assert!(seen > 0 && seen <= est.resident(), "{seen} vs {est}");

@@ -68,7 +68,8 @@ fn write(root: &Path, plate: &Plate, ome: &Ome) -> Vec<PlateImage> {
     for t in 0..T {
         for (i, image) in images.iter().enumerate() {
             assert!(
-                rec.push(&image.key, &frame(i, t))
+                rec.array(image.key.as_str())
+                    .and_then(|mut w| w.push(&frame(i, t)))
                     .expect("push")
                     .is_accepted()
             );
@@ -262,7 +263,8 @@ fn resume_continues_the_same_plate_and_refuses_another() {
     let images = plate.images().expect("images");
     let push_round = |rec: &Recording, t: u64| {
         for (i, image) in images.iter().enumerate() {
-            let _ = rec.push(&image.key, &frame(i, t)).expect("push");
+            let mut w = rec.array(image.key.as_str()).expect("array");
+            let _ = w.push(&frame(i, t)).expect("push");
         }
     };
     let rec =

@@ -788,7 +788,10 @@ fn record_recording(root: &Path, mode: Mode) {
     for k in 0..FRAMES {
         for key in RECORDING_KEYS {
             assert!(
-                rec.push(key, &frame(k)).expect("push").is_accepted(),
+                rec.array(key)
+                    .and_then(|mut w| w.push(&frame(k)))
+                    .expect("push")
+                    .is_accepted(),
                 "frame {k} of {key} accepted"
             );
         }

@@ -98,11 +98,23 @@ fn two_arrays_round_robin_read_back_exactly() {
     assert_eq!(rec.keys().collect::<Vec<_>>(), ["cam0", "pos1/cam1"]);
     let n = 10;
     for k in 0..n {
-        assert!(rec.push("cam0", &frame_a(k)).unwrap().is_accepted());
-        assert!(rec.push(1, &frame_b(k)).unwrap().is_accepted());
+        assert!(
+            rec.array("cam0")
+                .unwrap()
+                .push(&frame_a(k))
+                .unwrap()
+                .is_accepted()
+        );
+        assert!(
+            rec.array(1)
+                .unwrap()
+                .push(&frame_b(k))
+                .unwrap()
+                .is_accepted()
+        );
     }
-    assert_eq!(rec.frames_pushed("pos1/cam1").unwrap(), n as u64);
-    assert_eq!(rec.spec(0).unwrap().dtype(), DataType::UInt16);
+    assert_eq!(rec.array("pos1/cam1").unwrap().frames_pushed(), n as u64);
+    assert_eq!(rec.array(0).unwrap().spec().dtype(), DataType::UInt16);
     let stats = rec.finish().unwrap();
     assert_eq!(stats.arrays.len(), 2);
     assert_eq!(stats.arrays[0].0, "cam0");
@@ -134,8 +146,20 @@ fn two_arrays_share_two_workers() {
         ArrayConfig::new("b", spec_b()),
     ];
     let rec = Recording::create(&root, arrays, options()).unwrap();
-    assert!(rec.push("a", &frame_a(0)).unwrap().is_accepted());
-    assert!(rec.push("b", &frame_b(0)).unwrap().is_accepted());
+    assert!(
+        rec.array("a")
+            .unwrap()
+            .push(&frame_a(0))
+            .unwrap()
+            .is_accepted()
+    );
+    assert!(
+        rec.array("b")
+            .unwrap()
+            .push(&frame_b(0))
+            .unwrap()
+            .is_accepted()
+    );
     assert_eq!(worker_threads(), 2);
     rec.finish().unwrap();
     // Joined threads leave /proc at once; the deadline only guards a slow reaper.
@@ -163,7 +187,13 @@ fn drops_are_counted_per_array() {
     let mut accepted = [Vec::new(), Vec::new()];
     for k in 0..n {
         for (i, acc) in accepted.iter_mut().enumerate() {
-            acc.push(rec.push(i, &frame_a(k + i)).unwrap().is_accepted());
+            acc.push(
+                rec.array(i)
+                    .unwrap()
+                    .push(&frame_a(k + i))
+                    .unwrap()
+                    .is_accepted(),
+            );
         }
     }
     let stats = rec.finish().unwrap();
@@ -230,15 +260,15 @@ fn bad_keys_are_refused_naming_the_key() {
         assert!(!root.exists(), "{keys:?} left a store");
     }
     let rec = Recording::create(&root, vec![ArrayConfig::new("a", spec_a())], options()).unwrap();
-    match rec.push("nope", &frame_a(0)) {
+    match rec.array("nope").and_then(|mut w| w.push(&frame_a(0))) {
         Err(Error::UnknownArray { key }) => assert_eq!(key, "nope"),
         other => panic!("expected UnknownArray, got {other:?}"),
     }
-    match rec.push(1, &frame_a(0)) {
+    match rec.array(1).and_then(|mut w| w.push(&frame_a(0))) {
         Err(Error::UnknownArray { key }) => assert_eq!(key, "1"),
         other => panic!("expected UnknownArray, got {other:?}"),
     }
-    let e = rec.push("a", &frame_b(0)).unwrap_err();
+    let e = rec.array("a").unwrap().push(&frame_b(0)).unwrap_err();
     assert!(
         matches!(e, Error::DataType { .. } | Error::FrameSize { .. }),
         "{e:?}"
@@ -259,8 +289,20 @@ fn an_ome_image_in_a_recording() {
     ];
     let rec = Recording::create(&root, arrays, options()).unwrap();
     for k in 0..8 {
-        assert!(rec.push("img", &frame_a(k)).unwrap().is_accepted());
-        assert!(rec.push("raw", &frame_b(k)).unwrap().is_accepted());
+        assert!(
+            rec.array("img")
+                .unwrap()
+                .push(&frame_a(k))
+                .unwrap()
+                .is_accepted()
+        );
+        assert!(
+            rec.array("raw")
+                .unwrap()
+                .push(&frame_b(k))
+                .unwrap()
+                .is_accepted()
+        );
     }
     #[cfg(target_os = "linux")] // the count is read from /proc
     assert_eq!(worker_threads(), 2);
@@ -305,11 +347,14 @@ fn frame_meta_per_array_reads_back_aligned() {
             .with_json(serde_json::json!({"k": k}));
         let a = frame_a(k);
         let _ = rec
-            .push_with("a", bytemuck::cast_slice(&a), now, &m)
+            .array("a")
+            .unwrap()
+            .push_with(bytemuck::cast_slice(&a), now, &m)
             .unwrap();
         let _ = rec
+            .array(1)
+            .unwrap()
             .push_with(
-                1,
                 &frame_b(k),
                 now,
                 &FrameMeta::new().value("n", k as i64 * 10),
@@ -318,10 +363,12 @@ fn frame_meta_per_array_reads_back_aligned() {
     }
     // The wrong array's field: refused, frame not pushed.
     let e = rec
-        .push_with("b", &frame_b(9), now, &FrameMeta::new().value("t", 1.0))
+        .array("b")
+        .unwrap()
+        .push_with(&frame_b(9), now, &FrameMeta::new().value("t", 1.0))
         .unwrap_err();
     assert!(matches!(e, Error::FrameMeta { .. }), "{e}");
-    assert_eq!(rec.frames_pushed("b").unwrap(), 6);
+    assert_eq!(rec.array("b").unwrap().frames_pushed(), 6);
     rec.finish().unwrap();
     let t: Vec<f64> = read(&root, "a/frame_meta/t", vec![6]);
     assert_eq!(t, [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
@@ -351,7 +398,9 @@ fn attributes_of_arrays_images_and_the_root() {
     let rec = Recording::create(&root, arrays, options()).unwrap();
     rec.set_root_attribute("acquisition", serde_json::json!({"operator": "ada"}))
         .unwrap();
-    rec.set_attribute("plain", "stage", serde_json::json!({"x": 1.5}))
+    rec.array("plain")
+        .unwrap()
+        .set_attribute("stage", serde_json::json!({"x": 1.5}))
         .unwrap();
     rec.set_group_attribute("img", "well", serde_json::json!("B3"))
         .unwrap();
@@ -363,8 +412,8 @@ fn attributes_of_arrays_images_and_the_root() {
         .set_root_attribute("zarrstream", serde_json::json!(1))
         .unwrap_err();
     assert!(matches!(e, Error::Attribute { .. }), "{e}");
-    let _ = rec.push("plain", &frame_a(0)).unwrap();
-    let _ = rec.push("img", &frame_a(0)).unwrap();
+    let _ = rec.array("plain").unwrap().push(&frame_a(0)).unwrap();
+    let _ = rec.array("img").unwrap().push(&frame_a(0)).unwrap();
     rec.finish().unwrap();
     // zarrs opens each node with the attributes set.
     let store = Arc::new(FilesystemStore::new(&root).unwrap());
@@ -410,7 +459,7 @@ fn a_foreign_group_is_joined_only_when_asked_and_never_rewritten() {
         options().existing_group(true),
     )
     .unwrap();
-    let _ = rec.push(0, &frame_a(0)).unwrap();
+    let _ = rec.array(0).unwrap().push(&frame_a(0)).unwrap();
     rec.finish().unwrap();
     assert_eq!(std::fs::read(root.join("zarr.json")).unwrap(), before);
     let row = json(&root.join("A/zarr.json"));
@@ -478,7 +527,7 @@ fn overwrite_refuses_a_recording_a_live_writer_holds_deep_inside() {
     .err()
     .unwrap();
     assert!(matches!(e, Error::Locked { .. }), "{e}");
-    let _ = live.push(0, &frame_a(1)).unwrap();
+    let _ = live.array(0).unwrap().push(&frame_a(1)).unwrap();
     live.finish().unwrap();
     let got: Vec<u16> = read(&root, "pos/0/img/0", vec![1, 64, 48]);
     assert_eq!(got, frame_a(1));

@@ -484,17 +484,17 @@ fn a_recording_and_an_ome_image_resume() {
     let opts = WriterOptions::default().threads(2).pin_threads(false);
     let rec = Recording::create(&root, arrays(), opts.clone()).unwrap();
     for k in 0..5 {
-        let _ = rec.push("cam0", &frame(k, n)).unwrap();
-        let _ = rec.push("cam1", &frame(k + 100, n)).unwrap();
+        let _ = rec.array("cam0").unwrap().push(&frame(k, n)).unwrap();
+        let _ = rec.array("cam1").unwrap().push(&frame(k + 100, n)).unwrap();
     }
     rec.set_group_attribute("cam1", "note", serde_json::json!("kept"))
         .unwrap();
     rec.finish().unwrap();
     let rec = Recording::create(&root, arrays(), opts.resume(true)).unwrap();
-    assert_eq!(rec.frames_pushed("cam1").unwrap(), 5);
+    assert_eq!(rec.array("cam1").unwrap().frames_pushed(), 5);
     for k in 5..11 {
-        let _ = rec.push("cam0", &frame(k, n)).unwrap();
-        let _ = rec.push("cam1", &frame(k + 100, n)).unwrap();
+        let _ = rec.array("cam0").unwrap().push(&frame(k, n)).unwrap();
+        let _ = rec.array("cam1").unwrap().push(&frame(k + 100, n)).unwrap();
     }
     rec.finish().unwrap();
     let (shape, got) = read_all(&root.join("cam0"));

@@ -1,6 +1,8 @@
 //! Memory: the estimate before a writer or recording exists, and what one holds now.
 
 use super::*;
+use zarrstream::config::{Config, RecordingConfig};
+use zarrstream_bind::json;
 
 /// Stores in `*estimate_json` (a JSON object the caller frees with `zs_string_free`)
 /// the most memory, in bytes, that the writer `zs_writer_create` would make from
@@ -28,7 +30,7 @@ pub unsafe extern "C" fn zs_estimate_memory(
         estimate("zs_estimate_memory", config_json, estimate_json, |c| {
             let parsed = Config::parse(c)?.into_parsed()?;
             warn_deprecated(parsed.deprecated.as_deref());
-            Ok(parsed.estimate_memory()?)
+            Ok(json::estimate(&parsed.estimate_memory()?)?)
         })
     }
 }
@@ -52,7 +54,7 @@ pub unsafe extern "C" fn zs_recording_estimate_memory(
             |c| {
                 let config = RecordingConfig::parse(c)?;
                 warn_deprecated(config.deprecated.as_deref());
-                Ok(config.estimate_memory()?)
+                Ok(json::estimate(&config.estimate_memory()?)?)
             },
         )
     }
@@ -66,7 +68,7 @@ unsafe fn estimate(
     name: &'static str,
     config_json: *const c_char,
     out: *mut *mut c_char,
-    f: impl FnOnce(&str) -> Result<zarrstream::MemoryEstimate, CapiError>,
+    f: impl FnOnce(&str) -> Result<String, CapiError>,
 ) -> c_int {
     if !out.is_null() {
         // SAFETY: not NULL, so it points to storage for one pointer (contract).
@@ -77,13 +79,10 @@ unsafe fn estimate(
             return Err(CapiError::Null("estimate_json"));
         }
         // SAFETY: a non-NULL string is NUL-terminated and outlives this call (contract).
-        let config = unsafe { c_str(config_json, "config_json") }?;
-        let config = config.to_str().map_err(ConfigError::from)?;
-        let json = crate::stats::estimate_to_json(&f(config)?)
-            .map_err(|e| zarrstream::Error::Internal(format!("estimate: {e}")))?;
+        let estimate = f(unsafe { config_arg(config_json) }?)?;
         // SAFETY: `out` is not NULL (checked above), so it points to storage for one
         // pointer (contract).
-        unsafe { hand_over(out, json, "estimate") }?;
+        unsafe { hand_over(out, estimate, "estimate") }?;
         Ok(ZS_OK)
     })
 }
@@ -107,9 +106,8 @@ pub unsafe extern "C" fn zs_writer_memory_in_use(
     peak: *mut u64,
 ) -> c_int {
     guard("zs_writer_memory_in_use", || {
-        // SAFETY: a non-NULL `w` is a live writer used by no other thread (contract).
-        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
-        let m = handle.call(|w| Ok(w.memory_in_use()))?;
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let m = unsafe { session(w, "w") }?.memory_in_use()?;
         // SAFETY: each is NULL or points to a writable uint64_t (contract).
         unsafe { write_usage(m, current, peak) };
         Ok(ZS_OK)
@@ -129,10 +127,8 @@ pub unsafe extern "C" fn zs_recording_memory_in_use(
     peak: *mut u64,
 ) -> c_int {
     guard("zs_recording_memory_in_use", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
-        let m = handle.call(|rec| Ok(rec.memory_in_use()))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let m = unsafe { session(r, "r") }?.memory_in_use()?;
         // SAFETY: each is NULL or points to a writable uint64_t (contract).
         unsafe { write_usage(m, current, peak) };
         Ok(ZS_OK)

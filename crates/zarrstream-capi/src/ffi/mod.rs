@@ -10,7 +10,8 @@ use std::ptr;
 use crate::error::ZsCode;
 use crate::error::{CapiError, ZsCode::ZS_OK, guard, last_error};
 use crate::handle::{ZsRecording, ZsWriter};
-use zarrstream::config::{Config, ConfigError, RecordingConfig};
+use zarrstream::config::ConfigError;
+use zarrstream_bind::{Array, Session, Target};
 
 // In this order, which is the header's (cbindgen keeps the order of the source).
 mod writer;
@@ -33,6 +34,83 @@ fn warn_deprecated(note: Option<&str>) {
     if let Some(note) = note {
         ONCE.call_once(|| eprintln!("zarrstream: warning: {note}"));
     }
+}
+
+/// The session behind a `zs_writer` or `zs_recording` pointer, or the error naming the
+/// argument if it is NULL.
+///
+/// # Safety
+/// `p` is NULL or a live handle that outlives `'a`, not being freed meanwhile.
+unsafe fn session<'a, H: Handle + 'a>(
+    p: *const H,
+    name: &'static str,
+) -> Result<&'a Session, CapiError> {
+    // SAFETY: a non-NULL `p` is a live handle (contract); only shared access is made,
+    // which a session allows from several threads at once (it is Sync).
+    unsafe { p.as_ref() }
+        .map(Handle::session)
+        .ok_or(CapiError::Null(name))
+}
+
+/// A handle type: a session under a C name.
+trait Handle {
+    fn session(&self) -> &Session;
+}
+
+impl Handle for ZsWriter {
+    fn session(&self) -> &Session {
+        &self.0
+    }
+}
+
+impl Handle for ZsRecording {
+    fn session(&self) -> &Session {
+        &self.0
+    }
+}
+
+/// The `nbytes` bytes at `frame` as a slice, once the session has checked that
+/// `nbytes` is the frame size of `array`: never a slice of a length the caller may not
+/// own. The one place where the C API turns a frame pointer into a slice.
+///
+/// # Safety
+/// `frame` is NULL or points to `nbytes` readable bytes (when `nbytes` is the frame size)
+/// that stay alive and unchanged for `'a`.
+unsafe fn frame_arg<'a>(
+    s: &Session,
+    array: Option<Array<'_>>,
+    frame: *const c_void,
+    nbytes: usize,
+) -> Result<&'a [u8], CapiError> {
+    if frame.is_null() {
+        return Err(CapiError::Null("frame"));
+    }
+    s.check_len(array, nbytes)?;
+    // SAFETY: `frame` is not NULL and, `nbytes` being the frame size, points to
+    // `nbytes` readable bytes alive for 'a (this function's contract).
+    Ok(unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) })
+}
+
+/// The `meta_json` argument as frame metadata.
+///
+/// # Safety
+/// `meta_json` is NULL or NUL-terminated and alive for the call.
+unsafe fn meta_arg(meta_json: *const c_char) -> Result<zarrstream::FrameMeta, CapiError> {
+    // SAFETY: this function's contract is `c_str`'s.
+    let text = unsafe { c_str(meta_json, "meta_json") }?;
+    let doc = serde_json::from_slice::<serde_json::Value>(text.to_bytes())
+        .map_err(|_| CapiError::Argument("meta_json is not JSON"))?;
+    Ok(zarrstream::FrameMeta::from_value(doc)?)
+}
+
+/// The `config_json` argument as UTF-8.
+///
+/// # Safety
+/// As [`c_str`].
+unsafe fn config_arg<'a>(config_json: *const c_char) -> Result<&'a str, CapiError> {
+    // SAFETY: this function's contract is `c_str`'s.
+    let config = unsafe { c_str(config_json, "config_json") }?;
+    Ok(config.to_str().map_err(ConfigError::from)?)
 }
 
 /// The `rank` coordinates at `index` (NULL allowed when `rank` is 0).

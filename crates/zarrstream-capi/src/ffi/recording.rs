@@ -92,16 +92,14 @@ pub unsafe extern "C" fn zs_recording_create(
             return Err(CapiError::Null("out"));
         }
         // SAFETY: non-NULL strings are NUL-terminated and outlive this call (contract).
-        let (path, config) = unsafe { (c_str(root, "root")?, c_str(config_json, "config_json")?) };
+        let (path, config) = unsafe { (c_str(root, "root")?, config_arg(config_json)?) };
         if path.is_empty() {
             return Err(CapiError::Argument("root is empty"));
         }
         let path = crate::path::from_c(path, "root")?;
-        let config = config.to_str().map_err(ConfigError::from)?;
-        let config = RecordingConfig::parse(config)?;
-        warn_deprecated(config.deprecated.as_deref());
-        let recording = config.create(&path)?;
-        let handle = Box::into_raw(Box::new(ZsRecording::new(recording)?));
+        let (session, deprecated) = Session::create_recording(&path, config)?;
+        warn_deprecated(deprecated.as_deref());
+        let handle = Box::into_raw(Box::new(ZsRecording(session)));
         // SAFETY: as above; the caller now owns the handle.
         unsafe { out.write(handle) };
         Ok(ZS_OK)
@@ -125,15 +123,15 @@ pub unsafe extern "C" fn zs_recording_array_index(
     index: *mut usize,
 ) -> c_int {
     guard("zs_recording_array_index", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
         // SAFETY: `key` is NULL or NUL-terminated and outlives the call (contract).
         let key = unsafe { utf8(key, "key") }?;
         if index.is_null() {
             return Err(CapiError::Null("index"));
         }
-        let i = handle.call(|rec| Ok(rec.index(key)?))?;
+        // Through the recording, not the session's key list: refused once poisoned.
+        let i = s.with_recording(|rec| Ok::<_, CapiError>(rec.index(key)?))?;
         // SAFETY: not NULL, so it points to a writable size_t (contract).
         unsafe { index.write(i) };
         Ok(ZS_OK)
@@ -163,11 +161,16 @@ pub unsafe extern "C" fn zs_recording_push(
     nbytes: usize,
 ) -> c_int {
     guard("zs_recording_push", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
-        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes (contract).
-        unsafe { push(handle, array, frame, nbytes, None) }
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes, which the
+        // recording copies before returning (contract).
+        let bytes = unsafe { frame_arg(s, Some(Array::Index(array)), frame, nbytes) }?;
+        Ok(ZsCode::from_outcome(s.push(
+            Some(Array::Index(array)),
+            bytes,
+            None,
+        )?))
     })
 }
 
@@ -188,40 +191,15 @@ pub unsafe extern "C" fn zs_recording_push_with(
     meta_json: *const c_char,
 ) -> c_int {
     guard("zs_recording_push_with", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
         // SAFETY: `meta_json` is NULL or NUL-terminated and outlives the call (contract).
-        let text = unsafe { c_str(meta_json, "meta_json") }?;
-        let doc = serde_json::from_slice::<serde_json::Value>(text.to_bytes())
-            .map_err(|_| CapiError::Argument("meta_json is not JSON"))?;
-        let meta = zarrstream::FrameMeta::from_value(doc)?;
-        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes (contract).
-        unsafe { push(handle, array, frame, nbytes, Some(&meta)) }
-    })
-}
-
-/// The body of the two pushes.
-///
-/// # Safety
-/// `frame` is NULL or points to `nbytes` readable bytes for the duration of the call.
-unsafe fn push(
-    handle: &ZsRecording,
-    array: usize,
-    frame: *const c_void,
-    nbytes: usize,
-    meta: Option<&zarrstream::FrameMeta>,
-) -> Result<ZsCode, CapiError> {
-    let sizes = handle.frame_bytes();
-    handle.call(|rec| {
-        if frame.is_null() {
-            return Err(CapiError::Null("frame"));
-        }
-        ZsRecording::check_size(rec, sizes, array, nbytes)?;
-        // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which the
-        // recording copies before returning (this function's contract).
-        let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
-        ZsRecording::push(rec, array, bytes, meta)
+        let meta = unsafe { meta_arg(meta_json) }?;
+        let array = Some(Array::Index(array));
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes, which the
+        // recording copies before returning (contract).
+        let bytes = unsafe { frame_arg(s, array, frame, nbytes) }?;
+        Ok(ZsCode::from_outcome(s.push(array, bytes, Some(&meta))?))
     })
 }
 
@@ -241,23 +219,15 @@ pub unsafe extern "C" fn zs_recording_write_frame(
     nbytes: usize,
 ) -> c_int {
     guard("zs_recording_write_frame", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
         // SAFETY: `index` is NULL or points to `rank` values (contract).
         let index = unsafe { index_arg(index, rank) }?;
-        let sizes = handle.frame_bytes();
-        handle.call(|rec| {
-            if frame.is_null() {
-                return Err(CapiError::Null("frame"));
-            }
-            ZsRecording::check_size(rec, sizes, array, nbytes)?;
-            // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which
-            // the recording copies before returning (contract).
-            let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
-            let outcome = rec.write_frame_bytes(array, index, bytes, std::time::Instant::now())?;
-            Ok(ZsCode::from_outcome(outcome))
-        })
+        let array = Some(Array::Index(array));
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes, which the
+        // recording copies before returning (contract).
+        let bytes = unsafe { frame_arg(s, array, frame, nbytes) }?;
+        Ok(ZsCode::from_outcome(s.push_at(array, index, bytes)?))
     })
 }
 
@@ -274,15 +244,12 @@ pub unsafe extern "C" fn zs_recording_skip_frame(
     rank: usize,
 ) -> c_int {
     guard("zs_recording_skip_frame", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
         // SAFETY: `index` is NULL or points to `rank` values (contract).
         let index = unsafe { index_arg(index, rank) }?;
-        handle.call(|rec| {
-            rec.skip_frame(array, index)?;
-            Ok(ZS_OK)
-        })
+        s.skip_frame(Some(Array::Index(array)), index)?;
+        Ok(ZS_OK)
     })
 }
 
@@ -298,13 +265,10 @@ pub unsafe extern "C" fn zs_recording_skip_frame(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zs_recording_skip(r: *mut ZsRecording, array: usize) -> c_int {
     guard("zs_recording_skip", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
-        handle.call(|rec| {
-            rec.skip(array)?;
-            Ok(ZS_OK)
-        })
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
+        s.skip(Some(Array::Index(array)), 1)?;
+        Ok(ZS_OK)
     })
 }
 
@@ -325,13 +289,12 @@ pub unsafe extern "C" fn zs_recording_frames_pushed(
     frames: *mut u64,
 ) -> c_int {
     guard("zs_recording_frames_pushed", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
         if frames.is_null() {
             return Err(CapiError::Null("frames"));
         }
-        let n = handle.call(|rec| Ok(rec.frames_pushed(array)?))?;
+        let n = s.frames_pushed(Some(Array::Index(array)))?;
         // SAFETY: not NULL, so it points to a writable uint64_t (contract).
         unsafe { frames.write(n) };
         Ok(ZS_OK)
@@ -361,9 +324,8 @@ pub unsafe extern "C" fn zs_recording_set_attribute(
     value_json: *const c_char,
 ) -> c_int {
     guard("zs_recording_set_attribute", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
         // SAFETY: the strings are NULL or NUL-terminated and outlive the call (contract).
         let (node, name, value) = unsafe {
             (
@@ -376,15 +338,12 @@ pub unsafe extern "C" fn zs_recording_set_attribute(
                 json_or_null(value_json)?,
             )
         };
-        handle.call(|rec| {
-            match (node, value) {
-                ("", Some(v)) => rec.set_root_attribute(name, v)?,
-                ("", None) => rec.remove_root_attribute(name)?,
-                (key, Some(v)) => rec.set_attribute(key, name, v)?,
-                (key, None) => rec.remove_attribute(key, name)?,
-            }
-            Ok(ZS_OK)
-        })
+        let target = match node {
+            "" => Target::Root,
+            key => Target::Array(Some(Array::Key(key))),
+        };
+        s.set_attribute(target, name, value)?;
+        Ok(ZS_OK)
     })
 }
 
@@ -408,18 +367,12 @@ pub unsafe extern "C" fn zs_recording_set_group_attribute(
     value_json: *const c_char,
 ) -> c_int {
     guard("zs_recording_set_group_attribute", || {
-        // SAFETY: a non-NULL `r` is a live handle; only shared access is made, which the
-        // handle allows from several threads at once (`ZsRecording` is Sync).
-        let handle = unsafe { r.as_ref() }.ok_or(CapiError::Null("r"))?;
+        // SAFETY: a non-NULL `r` is a live handle that this call does not outlive.
+        let s = unsafe { session(r, "r") }?;
         // SAFETY: the strings are NULL or NUL-terminated and outlive the call (contract).
         let (name, value) = unsafe { (utf8(name, "name")?, json_or_null(value_json)?) };
-        handle.call(|rec| {
-            match value {
-                Some(v) => rec.set_group_attribute(array, name, v)?,
-                None => rec.remove_group_attribute(array, name)?,
-            }
-            Ok(ZS_OK)
-        })
+        s.set_attribute(Target::ImageGroup(Some(Array::Index(array))), name, value)?;
+        Ok(ZS_OK)
     })
 }
 
@@ -458,7 +411,7 @@ pub unsafe extern "C" fn zs_recording_finish(
         // shared reference to it outlives this point; ownership returns to Rust, which
         // frees it on every path below.
         let handle = unsafe { Box::from_raw(r) };
-        let json = handle.finish()?;
+        let json = handle.0.finish()?;
         if !stats_json.is_null() {
             // SAFETY: not NULL, so it points to storage for one pointer (contract).
             unsafe { hand_over(stats_json, json, "statistics") }?;
@@ -495,7 +448,8 @@ pub unsafe extern "C" fn zs_recording_abort(r: *mut ZsRecording, reason: *const 
                 .to_string_lossy()
                 .into_owned()
         };
-        handle.abort(reason);
+        // Errors are dropped: this function has no way to return them.
+        let _ = handle.0.abort(reason);
         Ok(ZS_OK)
     });
 }

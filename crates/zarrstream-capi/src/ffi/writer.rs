@@ -58,21 +58,15 @@ pub unsafe extern "C" fn zs_writer_create(
             return Err(CapiError::Null("out"));
         }
         // SAFETY: non-NULL strings are NUL-terminated and outlive this call (contract).
-        let (path, config) = unsafe {
-            (
-                c_str(store_path, "store_path")?,
-                c_str(config_json, "config_json")?,
-            )
-        };
+        let (path, config) =
+            unsafe { (c_str(store_path, "store_path")?, config_arg(config_json)?) };
         if path.is_empty() {
             return Err(CapiError::Argument("store_path is empty"));
         }
         let path = crate::path::from_c(path, "store_path")?;
-        let config = config.to_str().map_err(ConfigError::from)?;
-        let parsed = Config::parse(config)?.into_parsed()?;
-        warn_deprecated(parsed.deprecated.as_deref());
-        let writer = parsed.create(&path)?;
-        let handle = Box::into_raw(Box::new(ZsWriter::new(writer)));
+        let (session, deprecated) = Session::create_writer(&path, config)?;
+        warn_deprecated(deprecated.as_deref());
+        let handle = Box::into_raw(Box::new(ZsWriter(session)));
         // SAFETY: as above; the caller now owns the handle.
         unsafe { out.write(handle) };
         Ok(ZS_OK)
@@ -101,18 +95,12 @@ pub unsafe extern "C" fn zs_writer_push(
     nbytes: usize,
 ) -> c_int {
     guard("zs_writer_push", || {
-        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
-        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
-        handle.call(|writer| {
-            if frame.is_null() {
-                return Err(CapiError::Null("frame"));
-            }
-            ZsWriter::check_size(writer, nbytes)?;
-            // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which
-            // the writer copies before returning (contract).
-            let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
-            ZsWriter::push(writer, bytes)
-        })
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let s = unsafe { session(w, "w") }?;
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes, which the writer
+        // copies before returning (contract).
+        let bytes = unsafe { frame_arg(s, None, frame, nbytes) }?;
+        Ok(ZsCode::from_outcome(s.push(None, bytes, None)?))
     })
 }
 
@@ -144,21 +132,14 @@ pub unsafe extern "C" fn zs_writer_write_frame(
     nbytes: usize,
 ) -> c_int {
     guard("zs_writer_write_frame", || {
-        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
-        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let s = unsafe { session(w, "w") }?;
         // SAFETY: `index` is NULL or points to `rank` values (contract).
         let index = unsafe { index_arg(index, rank) }?;
-        handle.call(|writer| {
-            if frame.is_null() {
-                return Err(CapiError::Null("frame"));
-            }
-            ZsWriter::check_size(writer, nbytes)?;
-            // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which
-            // the writer copies before returning (contract).
-            let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
-            let outcome = writer.write_frame_bytes(index, bytes, std::time::Instant::now())?;
-            Ok(ZsCode::from_outcome(outcome))
-        })
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes, which the writer
+        // copies before returning (contract).
+        let bytes = unsafe { frame_arg(s, None, frame, nbytes) }?;
+        Ok(ZsCode::from_outcome(s.push_at(None, index, bytes)?))
     })
 }
 
@@ -176,14 +157,12 @@ pub unsafe extern "C" fn zs_writer_skip_frame(
     rank: usize,
 ) -> c_int {
     guard("zs_writer_skip_frame", || {
-        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
-        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let s = unsafe { session(w, "w") }?;
         // SAFETY: `index` is NULL or points to `rank` values (contract).
         let index = unsafe { index_arg(index, rank) }?;
-        handle.call(|writer| {
-            writer.skip_frame(index)?;
-            Ok(ZS_OK)
-        })
+        s.skip_frame(None, index)?;
+        Ok(ZS_OK)
     })
 }
 
@@ -205,23 +184,58 @@ pub unsafe extern "C" fn zs_writer_push_with(
     meta_json: *const c_char,
 ) -> c_int {
     guard("zs_writer_push_with", || {
-        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
-        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let s = unsafe { session(w, "w") }?;
         // SAFETY: `meta_json` is NULL or NUL-terminated and outlives the call (contract).
-        let text = unsafe { c_str(meta_json, "meta_json") }?;
-        let doc = serde_json::from_slice::<serde_json::Value>(text.to_bytes())
-            .map_err(|_| CapiError::Argument("meta_json is not JSON"))?;
-        let meta = zarrstream::FrameMeta::from_value(doc)?;
-        handle.call(|writer| {
-            if frame.is_null() {
-                return Err(CapiError::Null("frame"));
-            }
-            ZsWriter::check_size(writer, nbytes)?;
-            // SAFETY: `frame` is not NULL and points to `nbytes` readable bytes, which
-            // the writer copies before returning (contract).
-            let bytes = unsafe { std::slice::from_raw_parts(frame.cast::<u8>(), nbytes) };
-            ZsWriter::push_with(writer, bytes, &meta)
-        })
+        let meta = unsafe { meta_arg(meta_json) }?;
+        // SAFETY: `frame` is NULL or points to `nbytes` readable bytes, which the writer
+        // copies before returning (contract).
+        let bytes = unsafe { frame_arg(s, None, frame, nbytes) }?;
+        Ok(ZsCode::from_outcome(s.push(None, bytes, Some(&meta))?))
+    })
+}
+
+/// Counts a frame the caller could not push (a camera's missed trigger) as dropped: its
+/// place reads as the fill value, as `zs_recording_skip` does for a recording's array.
+///
+/// Returns ZS_OK; ZS_E_INVALID_ARGUMENT (NULL `w`), ZS_E_ARRAY_FULL, or the error that
+/// closed the writer.
+///
+/// # Safety
+/// `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
+/// no other thread during the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_writer_skip(w: *mut ZsWriter) -> c_int {
+    guard("zs_writer_skip", || {
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let s = unsafe { session(w, "w") }?;
+        s.skip(None, 1)?;
+        Ok(ZS_OK)
+    })
+}
+
+/// Stores in `*frames` how many frames were offered to the writer so far (written plus
+/// dropped, skipped included), as `zs_recording_frames_pushed` does for a recording's
+/// array.
+///
+/// Returns ZS_OK; ZS_E_INVALID_ARGUMENT (a NULL argument) or ZS_E_CLOSED; `*frames` is
+/// left unchanged then.
+///
+/// # Safety
+/// `w` is NULL or a writer from `zs_writer_create` not yet finished or aborted, used by
+/// no other thread during the call; `frames` is NULL or points to a writable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zs_writer_frames_pushed(w: *const ZsWriter, frames: *mut u64) -> c_int {
+    guard("zs_writer_frames_pushed", || {
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let s = unsafe { session(w, "w") }?;
+        if frames.is_null() {
+            return Err(CapiError::Null("frames"));
+        }
+        let n = s.frames_pushed(None)?;
+        // SAFETY: not NULL, so it points to a writable uint64_t (contract).
+        unsafe { frames.write(n) };
+        Ok(ZS_OK)
     })
 }
 
@@ -248,22 +262,19 @@ pub unsafe extern "C" fn zs_writer_set_attribute(
     value_json: *const c_char,
 ) -> c_int {
     guard("zs_writer_set_attribute", || {
-        // SAFETY: a non-NULL `w` is a live handle that only this call uses (contract).
-        let handle = unsafe { w.as_mut() }.ok_or(CapiError::Null("w"))?;
+        // SAFETY: a non-NULL `w` is a live handle that this call does not outlive.
+        let s = unsafe { session(w, "w") }?;
         // SAFETY: `name` is NULL or NUL-terminated and outlives the call (contract).
         let name = unsafe { utf8(name, "name") }?;
         // SAFETY: `value_json` is NULL or NUL-terminated and outlives the call (contract).
         let value = unsafe { json_or_null(value_json) }?;
-        handle.call(|writer| {
-            match (group, value) {
-                (0, Some(v)) => writer.set_attribute(name, v)?,
-                (0, None) => writer.remove_attribute(name)?,
-                (1, Some(v)) => writer.set_group_attribute(name, v)?,
-                (1, None) => writer.remove_group_attribute(name)?,
-                _ => return Err(CapiError::Argument("group is neither 0 nor 1")),
-            }
-            Ok(ZS_OK)
-        })
+        let target = match group {
+            0 => Target::Array(None),
+            1 => Target::ImageGroup(None),
+            _ => return Err(CapiError::Argument("group is neither 0 nor 1")),
+        };
+        s.set_attribute(target, name, value)?;
+        Ok(ZS_OK)
     })
 }
 
@@ -297,7 +308,7 @@ pub unsafe extern "C" fn zs_writer_finish(w: *mut ZsWriter, stats_json: *mut *mu
         // SAFETY: `w` came from `zs_writer_create` (Box::into_raw) and is handed back
         // here once; ownership returns to Rust, which frees it on every path below.
         let handle = unsafe { Box::from_raw(w) };
-        let json = handle.finish()?;
+        let json = handle.0.finish()?;
         if !stats_json.is_null() {
             // SAFETY: not NULL, so it points to storage for one pointer (contract).
             unsafe { hand_over(stats_json, json, "statistics") }?;
@@ -320,7 +331,11 @@ pub unsafe extern "C" fn zs_writer_abort(w: *mut ZsWriter) {
     guard("zs_writer_abort", || {
         if !w.is_null() {
             // SAFETY: as in `zs_writer_finish`: ownership of the handle returns once.
-            unsafe { Box::from_raw(w) }.abort();
+            let handle = unsafe { Box::from_raw(w) };
+            // Errors are dropped: this function has no way to return them.
+            let _ = handle
+                .0
+                .abort("aborted by the caller (zs_writer_abort)".into());
         }
         Ok(ZS_OK)
     });

@@ -145,9 +145,9 @@ fn push_array(
     // A frame dropped under --backpressure drop is counted by the recording.
     if frame_meta {
         let meta = synthetic_meta(k, scheduled.duration_since(started));
-        let _ = rec.push_with(a, frame, scheduled, &meta)?;
+        let _ = rec.array(a)?.push_with(frame, scheduled, &meta)?;
     } else {
-        let _ = rec.push_bytes(a, frame, scheduled)?;
+        let _ = rec.array(a)?.push_bytes(frame, scheduled)?;
     }
     Ok(())
 }
@@ -155,7 +155,7 @@ fn push_array(
 /// `--progress` with `--arrays` or `--plate`: prints `encoded KEY N` when array `a`'s
 /// count grew.
 fn report_progress(rec: &Recording, a: usize, seen: &mut u64) -> zarrstream::Result<()> {
-    let now = rec.frames_encoded(a)?;
+    let now = rec.array(a)?.frames_encoded();
     if now > *seen {
         *seen = now;
         eprintln!("encoded {} {now}", rec.keys().nth(a).unwrap_or_default());

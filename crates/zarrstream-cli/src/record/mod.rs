@@ -375,7 +375,7 @@ impl Target {
         Ok(match self {
             Target::One(w) => vec![w.frames_pushed()],
             Target::Many(r) => (0..r.keys().count())
-                .map(|a| r.frames_pushed(a))
+                .map(|a| r.array(a).map(|w| w.frames_pushed()))
                 .collect::<Result<_, _>>()?,
         })
     }

@@ -21,14 +21,10 @@ from ._writer import (
     MemoryUsage,
     Ome,
     Stats,
-    _REFUSED_FRAME,
+    _Session,
     _array_config,
-    _as_frame,
-    _as_frames,
     _config_json,
-    _meta_text,
     _destination,
-    _frame_index,
     _options_config,
     _remote_config,
 )
@@ -123,7 +119,7 @@ class _Geometry:
     spec: dict[str, Any]
 
 
-class Recording(_Lifecycle):
+class Recording(_Session):
     """Records frames into several arrays of one Zarr v3 group at ``path`` (several
     cameras, stage positions, …) with **one** set of encoding workers and one memory
     budget shared by every array.
@@ -234,7 +230,7 @@ class Recording(_Lifecycle):
         upload_timeout: float | datetime.timedelta | None = None,
         store_options: Mapping[str, str] | None = None,
     ) -> None:
-        self._native: _native.NativeRecording | None = None
+        self._native = None
         self._stats: RecordingStats | None = None
         # The error that stopped an array (a full disk, say), raised again by close()
         # rather than a bare "closed".
@@ -274,7 +270,7 @@ class Recording(_Lifecycle):
             config["arrays"] = _entries(arrays)
         if attributes is not None:
             config["attributes"] = dict(attributes)
-        self._native = _native.NativeRecording(self._path, _config_json(config))
+        self._native = _native.NativeSession(self._path, _config_json(config), True)
         self._keys: tuple[str, ...] = tuple(self._native.keys)
         self._arrays: dict[str, _Geometry] = {}
         for key in self._keys:
@@ -376,10 +372,14 @@ class Recording(_Lifecycle):
 
     # -- recording --------------------------------------------------------------------
 
-    def _live(self) -> _native.NativeRecording:
-        if self._native is None or self._native.closed:
-            raise ClosedError("the recording is closed")
-        return self._native
+    _what = "recording"
+
+    def _geometry(self, key: str | None) -> tuple[tuple[int, int], np.dtype[Any]]:
+        g = self._array(key)  # type: ignore[arg-type]
+        return g.frame_shape, g.dtype
+
+    def _stats_from(self, d: dict[str, Any]) -> RecordingStats:
+        return RecordingStats._from_native(d)
 
     def append(self, key: str, frames: npt.ArrayLike, *,
                meta: Mapping[str, float] | None = None, meta_json: Any = None) -> int:
@@ -391,23 +391,7 @@ class Recording(_Lifecycle):
             InvalidFrameError: (a ``ValueError``) on a wrong shape or dtype.
             ClosedError: after :meth:`close`.
         """
-        geometry = self._array(key)
-        native = self._live()
-        a = _as_frames(frames, geometry.frame_shape, geometry.dtype)
-        if a.size == 0:
-            return 0
-        text = _meta_text(meta, meta_json)
-        try:
-            if text is None:
-                accepted, _dropped = native.push(key, a)
-            else:
-                accepted, _dropped = native.push_with(key, a, text)
-        except (InvalidFrameError, ClosedError, FrameConflictError):
-            raise
-        except ZarrstreamError as e:
-            self._failure = self._failure or e
-            raise
-        return accepted
+        return self._append(key, frames, meta, meta_json)
 
     def write_frame(self, key: str, index: Sequence[int] | int,
                     frame: npt.ArrayLike) -> bool:
@@ -429,40 +413,18 @@ class Recording(_Lifecycle):
                 the declared order than ``max_open_shards`` allows.
             InvalidFrameError: (a ``ValueError``) on a wrong shape or dtype.
         """
-        geometry = self._array(key)
-        native = self._live()
-        idx = _frame_index(index)
-        a = _as_frame(frame, geometry.frame_shape, geometry.dtype)
-        try:
-            return native.write_frame(key, idx, a)
-        except _REFUSED_FRAME:
-            raise
-        except ZarrstreamError as e:
-            self._failure = self._failure or e
-            raise
+        return self._write_frame(key, index, frame)
 
     def skip_frame(self, key: str, index: Sequence[int] | int) -> None:
         """Marks the frame of array ``key`` at ``index`` as one that will not come: it
         reads as the fill value and counts as dropped (see
         :meth:`Writer.skip_frame`)."""
-        self._array(key)
-        native = self._live()
-        idx = _frame_index(index)
-        try:
-            native.skip_frame(key, idx)
-        except _REFUSED_FRAME:
-            raise
-        except ZarrstreamError as e:
-            self._failure = self._failure or e
-            raise
+        self._skip_frame(key, index)
 
     def skip(self, key: str, n: int = 1) -> None:
         """Counts ``n`` frames of array ``key`` that never came as dropped, keeping
         their places (they read as the fill value)."""
-        self._array(key)
-        if n < 0:
-            raise ValueError(f"cannot skip {n} frames")
-        self._live().skip(key, int(n))
+        self._skip(key, n)
 
     def _attribute(self, name: str, text: str | None, array: str | None,
                    group: bool) -> None:
@@ -495,13 +457,7 @@ class Recording(_Lifecycle):
         error, if one failed."""
         if self._stats is not None:
             return self._stats
-        native = self._live()
-        try:
-            self._stats = RecordingStats._from_native(json.loads(native.finish()))
-        except ClosedError:
-            if self._failure is not None:
-                raise self._failure from None
-            raise
+        self._stats = self._close()
         return self._stats
 
     def __repr__(self) -> str:

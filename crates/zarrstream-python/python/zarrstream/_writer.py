@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from . import _native
 from ._lifecycle import _Lifecycle
+from ._native import NativeSession as _NativeSession
 from .errors import (
     ClosedError,
     FrameConflictError,
@@ -595,7 +596,96 @@ def _meta_text(meta: Mapping[str, float] | None, meta_json: Any) -> str | None:
         raise InvalidFrameError(f"frame metadata is not JSON: {e}") from e
 
 
-class Writer(_Lifecycle):
+class _Session(_Lifecycle):
+    """What :class:`Writer` and :class:`~zarrstream.Recording` share beyond the
+    lifecycle: the per-array calls over one ``_native.NativeSession``, where a writer's
+    array is ``key=None`` and a recording's is named. One path for both, so a
+    recording's array behaves as a writer does.
+
+    After a call that failed with an internal error (a bug: a panic inside the
+    library), the object refuses every later call with :class:`ClosedError`, as the C
+    API does: its state cannot be trusted. ``abort`` still stops it, keeping every frame
+    accepted before the failure; ``close`` raises that error."""
+
+    _native: _NativeSession | None
+    _failure: ZarrstreamError | None
+    _what = "writer"
+
+    def _geometry(self, key: str | None) -> tuple[tuple[int, int], np.dtype[Any]]:
+        """The frame shape and dtype of array ``key``."""
+        raise NotImplementedError
+
+    def _stats_from(self, d: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _live(self) -> _NativeSession:
+        if self._native is None or self._native.closed:
+            raise ClosedError(f"the {self._what} is closed")
+        return self._native
+
+    def _append(self, key: str | None, frames: Any, meta: Mapping[str, float] | None,
+                meta_json: Any) -> int:
+        frame_shape, dtype = self._geometry(key)
+        native = self._live()
+        a = _as_frames(frames, frame_shape, dtype)
+        if a.size == 0:
+            return 0
+        text = _meta_text(meta, meta_json)
+        try:
+            if text is None:
+                accepted, _dropped = native.push(key, a)
+            else:
+                accepted, _dropped = native.push_with(key, a, text)
+        except (InvalidFrameError, ClosedError, FrameConflictError):
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
+        return accepted
+
+    def _write_frame(self, key: str | None, index: Sequence[int] | int,
+                     frame: Any) -> bool:
+        frame_shape, dtype = self._geometry(key)
+        native = self._live()
+        idx = _frame_index(index)
+        a = _as_frame(frame, frame_shape, dtype)
+        try:
+            return native.write_frame(key, idx, a)
+        except _REFUSED_FRAME:
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
+
+    def _skip_frame(self, key: str | None, index: Sequence[int] | int) -> None:
+        self._geometry(key)
+        native = self._live()
+        idx = _frame_index(index)
+        try:
+            native.skip_frame(key, idx)
+        except _REFUSED_FRAME:
+            raise
+        except ZarrstreamError as e:
+            self._failure = self._failure or e
+            raise
+
+    def _skip(self, key: str | None, n: int) -> None:
+        self._geometry(key)
+        if n < 0:
+            raise ValueError(f"cannot skip {n} frames")
+        self._live().skip(key, int(n))
+
+    def _close(self) -> Any:
+        native = self._live()
+        try:
+            return self._stats_from(json.loads(native.finish()))
+        except ClosedError:
+            if self._failure is not None:
+                raise self._failure from None
+            raise
+
+
+class Writer(_Session):
     """Records frames into a sharded Zarr v3 array (or an OME-Zarr 0.5 image) at ``path``.
 
     Axis 0 is the append axis (``shape[0] = 0`` or ``None``: unbounded); the last two
@@ -788,7 +878,7 @@ class Writer(_Lifecycle):
         coordinate: bool | None = None,
         store_options: Mapping[str, str] | None = None,
     ) -> None:
-        self._native: _native.NativeWriter | None = None
+        self._native = None
         self._stats: Stats | None = None
         # The error that stopped the recording (a full disk, say): the native writer
         # reports it once, so close() raises it again rather than a bare "closed".
@@ -812,7 +902,7 @@ class Writer(_Lifecycle):
         }
         text = _config_json(config)
         self._path = _destination(path)
-        self._native = _native.NativeWriter(self._path, text)
+        self._native = _native.NativeSession(self._path, text)
         spec = self._native.spec()
         self._shape: tuple[int, ...] = tuple(spec["shape"])
         self._dtype: np.dtype[Any] = np.dtype(str(spec["dtype"]))
@@ -871,7 +961,7 @@ class Writer(_Lifecycle):
         """Frames offered so far (written, dropped and skipped)."""
         if self._stats is not None:
             return self._stats.frames_pushed
-        return self._live().frames_pushed
+        return self._live().frames_pushed()
 
     @property
     def frames_encoded(self) -> int:
@@ -879,7 +969,7 @@ class Writer(_Lifecycle):
         crash of this process: ``zarrstream.recover`` restores them)."""
         if self._stats is not None:
             return self._stats.frames_written
-        return self._live().frames_encoded
+        return self._live().frames_encoded()
 
     @property
     def stats(self) -> Stats:
@@ -900,14 +990,11 @@ class Writer(_Lifecycle):
 
     # -- recording --------------------------------------------------------------------
 
-    def _live(self) -> _native.NativeWriter:
-        if self._native is None or self._native.closed:
-            raise ClosedError("the writer is closed")
-        return self._native
+    def _geometry(self, key: str | None) -> tuple[tuple[int, int], np.dtype[Any]]:
+        return self._frame_shape, self._dtype
 
-    def _frames(self, frames: Any) -> np.ndarray[Any, Any]:
-        """``frames`` as an array of whole frames, without copying."""
-        return _as_frames(frames, self._frame_shape, self._dtype)
+    def _stats_from(self, d: dict[str, Any]) -> Stats:
+        return Stats._from_native(d)
 
     def append(self, frames: npt.ArrayLike, *, meta: Mapping[str, float] | None = None,
                meta_json: Any = None) -> int:
@@ -934,22 +1021,7 @@ class Writer(_Lifecycle):
             ClosedError: after :meth:`close`.
             DiskFullError: (``OSError``, ``errno.ENOSPC``) when the disk fills.
         """
-        native = self._live()
-        a = self._frames(frames)
-        if a.size == 0:
-            return 0
-        text = _meta_text(meta, meta_json)
-        try:
-            if text is None:
-                accepted, _dropped = native.push(a)
-            else:
-                accepted, _dropped = native.push_with(a, text)
-        except (InvalidFrameError, ClosedError, FrameConflictError):
-            raise
-        except ZarrstreamError as e:
-            self._failure = self._failure or e
-            raise
-        return accepted
+        return self._append(None, frames, meta, meta_json)
 
     def write_frame(self, index: Sequence[int] | int, frame: npt.ArrayLike) -> bool:
         """Writes one frame at ``index``, its coordinates on the leading axes (every
@@ -981,16 +1053,7 @@ class Writer(_Lifecycle):
 
             After each of these the frame was not taken and the writer goes on.
         """
-        native = self._live()
-        idx = _frame_index(index)
-        a = _as_frame(frame, self._frame_shape, self._dtype)
-        try:
-            return native.write_frame(idx, a)
-        except _REFUSED_FRAME:
-            raise
-        except ZarrstreamError as e:
-            self._failure = self._failure or e
-            raise
+        return self._write_frame(None, index, frame)
 
     def skip_frame(self, index: Sequence[int] | int) -> None:
         """Marks the frame at ``index`` (as :meth:`write_frame` takes it) as one that
@@ -999,22 +1062,12 @@ class Writer(_Lifecycle):
 
         Raises what :meth:`write_frame` raises for the index.
         """
-        native = self._live()
-        idx = _frame_index(index)
-        try:
-            native.skip_frame(idx)
-        except _REFUSED_FRAME:
-            raise
-        except ZarrstreamError as e:
-            self._failure = self._failure or e
-            raise
+        self._skip_frame(None, index)
 
     def skip(self, frames: int = 1) -> None:
         """Counts ``frames`` frames the camera did not deliver as dropped, keeping their
         places: they read as the fill value."""
-        if frames < 0:
-            raise ValueError(f"cannot skip {frames} frames")
-        self._live().skip(int(frames))
+        self._skip(None, frames)
 
     def set_attribute(self, name: str, value: Any, *, group: bool = False) -> None:
         """Sets the attribute ``name`` (a namespace such as ``"acquisition"``) of the
@@ -1030,24 +1083,18 @@ class Writer(_Lifecycle):
             text = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise InvalidSpecError(f"attribute {name!r} is not JSON: {e}") from e
-        self._live().set_attribute(str(name), text, group)
+        self._live().set_attribute(str(name), text, None, group)
 
     def remove_attribute(self, name: str, *, group: bool = False) -> None:
         """Removes the attribute ``name`` (see :meth:`set_attribute`)."""
-        self._live().set_attribute(str(name), None, group)
+        self._live().set_attribute(str(name), None, None, group)
 
     def close(self) -> Stats:
         """Finishes the recording: writes every accepted frame, publishes the final
         metadata and returns the statistics. Calling it again returns them again."""
         if self._stats is not None:
             return self._stats
-        native = self._live()
-        try:
-            self._stats = Stats._from_native(json.loads(native.finish()))
-        except ClosedError:
-            if self._failure is not None:
-                raise self._failure from None
-            raise
+        self._stats = self._close()
         return self._stats
 
     def __repr__(self) -> str:

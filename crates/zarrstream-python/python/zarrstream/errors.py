@@ -239,7 +239,13 @@ class StagingError(RemoteStoreError, FileExistsError):
 
 
 class InternalError(ZarrstreamError, RuntimeError):
-    """A bug in zarrstream (a panic or a dead writer thread); please report it."""
+    """A bug in zarrstream (a panic or a dead writer thread); please report it.
+
+    The :class:`~zarrstream.Writer` or :class:`~zarrstream.Recording` it came from is
+    closed for good: its state cannot be trusted, so every later call raises
+    :class:`ClosedError` (as the C API answers ``ZS_E_CLOSED``); ``close()`` raises
+    this error again, ``abort()`` ends it quietly, and the frames accepted before it
+    are kept."""
 
 
 # How each kind of failure becomes an exception: the class, and for an ``OSError`` the

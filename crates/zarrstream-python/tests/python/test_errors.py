@@ -186,6 +186,57 @@ def test_full_disk_is_oserror_enospc_and_finished_shards_stay(small_disk: Path, 
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("kind", ["writer", "recording"])
+def test_a_panic_closes_the_writer_for_good(tmp_path: Path, kind: str) -> None:
+    """The one poison policy of both bindings: a call that panicked (a bug, injected here
+    through the C API's ZARRSTREAM_CAPI_INJECT_PANIC, which debug builds read) raises
+    InternalError, and every later call ClosedError, as a C handle answers ZS_E_CLOSED;
+    close() then frees it, raising that InternalError again."""
+    path = tmp_path / f"{kind}.zarr"
+    script = textwrap.dedent(f"""
+        import numpy as np, zarrstream
+        frame = np.zeros((16, 16), np.uint16)
+        if {kind!r} == "writer":
+            w = zarrstream.Writer({str(path)!r}, shape=(None, 16, 16), chunks=(1, 16, 16),
+                                  shards=(2, 16, 16))
+            push = lambda: w.append(frame)
+        else:
+            w = zarrstream.Recording({str(path)!r}, {{"a": zarrstream.ArraySpec(
+                shape=(None, 16, 16), chunks=(1, 16, 16), shards=(2, 16, 16))}})
+            push = lambda: w.append("a", frame)
+        try:
+            push()
+        except zarrstream.InternalError as e:
+            assert "panicked" in str(e), e
+        else:
+            print("release build: no injected panics")
+            raise SystemExit(0)
+        for call in (push, w.memory_in_use, push):
+            try:
+                call()
+            except zarrstream.ClosedError as e:
+                assert "failed with an internal error" in str(e), e
+            else:
+                raise AssertionError(f"{{call}} after the panic did not raise")
+        # close() frees it and raises the failure that stopped it, as after a full disk.
+        try:
+            w.close()
+        except zarrstream.InternalError as e:
+            assert "panicked" in str(e), e
+        else:
+            raise AssertionError("close after the panic did not raise")
+        assert w.closed
+        print("poisoned")
+    """)
+    env = dict(os.environ, ZARRSTREAM_CAPI_INJECT_PANIC=kind, RUST_BACKTRACE="0")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if "release build" in done.stdout:
+        pytest.skip("panic injection exists in debug builds of the library only")
+    assert "poisoned" in done.stdout, done.stdout + done.stderr
+
+
 def test_recover_after_a_crash(tmp_path: Path, rng) -> None:
     """A writer process killed mid-recording: recover() restores every frame whose chunks
     reached the disk, and zarr-python reads them."""

@@ -38,8 +38,8 @@ def test_stubtest_notices_drift(tmp_path: Path) -> None:
         if f.is_file():
             (fake / f.name).write_bytes(f.read_bytes())
     (fake / "_native.pyi").write_text(
-        stub.replace("    def skip(self, n: int) -> None: ...",
-                     "    def skip(self, n: int) -> None: ...\n"
+        stub.replace("    def skip(self, key: str | None, n: int) -> None: ...",
+                     "    def skip(self, key: str | None, n: int) -> None: ...\n"
                      "    def rewind(self) -> None: ..."))
     done = subprocess.run([sys.executable, "-m", "mypy.stubtest", "zarrstream"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=540,

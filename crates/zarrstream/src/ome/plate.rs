@@ -373,7 +373,7 @@ impl Plate {
 
     /// The key of the image of field `field` in well `row`/`column`, of acquisition
     /// `acquisition` (`None` for a plate without acquisitions): what
-    /// [`Recording::push`](crate::Recording::push) takes.
+    /// [`Recording::array`](crate::Recording::array) takes.
     pub fn image_key(
         &self,
         row: &str,

@@ -37,7 +37,8 @@ impl ArrayConfig {
     }
 
     /// Stores per-frame metadata beside this array (pushed with
-    /// [`Recording::push_with`](crate::Recording::push_with)).
+    /// [`Writer::push_with`](crate::Writer::push_with) on the array's
+    /// [`Recording::array`](crate::Recording::array)).
     #[must_use]
     pub fn frame_meta(mut self, spec: FrameMetaSpec) -> Self {
         self.frame_meta = Some(spec);

@@ -4,13 +4,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::frame_meta::FrameMeta;
 use crate::metadata;
 use crate::meter::{MemoryUsage, Meter};
 use crate::ome::{Ome, Plate};
@@ -24,7 +21,6 @@ use crate::writer::Writer;
 use crate::writer::api::array::{ArrayConfig, ArrayId, check_arrays};
 use crate::writer::api::memory::MemoryEstimate;
 use crate::writer::api::options::WriterOptions;
-use crate::writer::api::outcome::PushOutcome;
 use crate::writer::level::Level;
 use crate::writer::level::start::{Workers, pool_frames, thread_count, worker_count};
 use crate::writer::pyramid::chain;
@@ -97,8 +93,9 @@ fn arrays_as_map<S: serde::Serializer>(
 /// ];
 /// let rec = Recording::create("run.zarr", arrays, WriterOptions::default().threads(2))?;
 /// for _ in 0..100 {
-///     rec.push("camera0", &vec![0u16; 512 * 512])?;
-///     rec.push(1, &vec![0u16; 256 * 256])?;
+///     // Each array is a `Writer` while its guard lives: push, push_at, buffers, ….
+///     rec.array("camera0")?.push(&vec![0u16; 512 * 512])?;
+///     rec.array(1)?.push(&vec![0u16; 256 * 256])?;
 /// }
 /// let stats = rec.finish()?;
 /// assert_eq!(stats.total.frames_written, 200);
@@ -306,7 +303,7 @@ impl Recording {
     /// let frame = vec![0u16; 1024 * 1024];
     /// for image in plate.images()? {
     ///     // The stage is over this field of view: one frame of it.
-    ///     let _ = rec.push(&image.key, &frame)?;
+    ///     let _ = rec.array(&image.key)?.push(&frame)?;
     /// }
     /// rec.finish()?;
     /// # Ok::<(), zarrstream::Error>(())
@@ -540,100 +537,6 @@ impl Recording {
         Ok(ArrayWriter {
             writer: lock(&self.arrays[i]),
         })
-    }
-
-    /// Pushes one frame into array `a` (one copy into its pool). Returns
-    /// [`PushOutcome::Dropped`] if the array's pool was empty under
-    /// [`Backpressure::Drop`](crate::Backpressure::Drop).
-    pub fn push<T: Element>(&self, a: impl ArrayId, frame: &[T]) -> Result<PushOutcome> {
-        self.array(a)?.push(frame)
-    }
-
-    /// Pushes one frame of raw little-endian bytes into array `a`, with its scheduled
-    /// camera time (from which frame latency is measured).
-    pub fn push_bytes(
-        &self,
-        a: impl ArrayId,
-        frame: &[u8],
-        scheduled: Instant,
-    ) -> Result<PushOutcome> {
-        self.array(a)?.push_bytes(frame, scheduled)
-    }
-
-    /// Pushes one frame of raw bytes into array `a` with its metadata, as
-    /// [`Writer::push_with`] (the array's [`ArrayConfig::frame_meta`], or the options').
-    pub fn push_with(
-        &self,
-        a: impl ArrayId,
-        frame: &[u8],
-        scheduled: Instant,
-        meta: &FrameMeta,
-    ) -> Result<PushOutcome> {
-        self.array(a)?.push_with(frame, scheduled, meta)
-    }
-
-    /// Writes one frame into array `a` at `index`, its leading coordinates, in any order
-    /// (see [`Writer::write_frame`]; the options'
-    /// [`acquisition_order`](crate::WriterOptions::acquisition_order) applies to every
-    /// array).
-    pub fn write_frame<T: Element>(
-        &self,
-        a: impl ArrayId,
-        index: &[u64],
-        frame: &[T],
-    ) -> Result<PushOutcome> {
-        self.array(a)?.write_frame(index, frame)
-    }
-
-    /// Writes one frame of raw little-endian bytes into array `a` at `index`, as
-    /// [`Writer::write_frame_bytes`].
-    pub fn write_frame_bytes(
-        &self,
-        a: impl ArrayId,
-        index: &[u64],
-        frame: &[u8],
-        scheduled: Instant,
-    ) -> Result<PushOutcome> {
-        self.array(a)?.write_frame_bytes(index, frame, scheduled)
-    }
-
-    /// Marks the frame of array `a` at `index` as one that will not come, as
-    /// [`Writer::skip_frame`].
-    pub fn skip_frame(&self, a: impl ArrayId, index: &[u64]) -> Result<()> {
-        self.array(a)?.skip_frame(index)
-    }
-
-    /// Counts a frame of array `a` the caller could not push as dropped (its place
-    /// reads as the fill value).
-    pub fn skip(&self, a: impl ArrayId) -> Result<()> {
-        self.array(a)?.skip()
-    }
-
-    /// Frames offered to array `a` so far (written + dropped).
-    pub fn frames_pushed(&self, a: impl ArrayId) -> Result<u64> {
-        Ok(self.array(a)?.frames_pushed())
-    }
-
-    /// Frames of array `a` whose chunks are all encoded into their shard slots (see
-    /// [`Writer::frames_encoded`]).
-    pub fn frames_encoded(&self, a: impl ArrayId) -> Result<u64> {
-        Ok(self.array(a)?.frames_encoded())
-    }
-
-    /// The specification of array `a` (of level 0 for an image).
-    pub fn spec(&self, a: impl ArrayId) -> Result<ArraySpec> {
-        Ok(self.array(a)?.spec().clone())
-    }
-
-    /// Sets the attribute `name` of array `a` (level 0 for an image), as
-    /// [`Writer::set_attribute`].
-    pub fn set_attribute(&self, a: impl ArrayId, name: &str, value: Value) -> Result<()> {
-        self.array(a)?.set_attribute(name, value)
-    }
-
-    /// Removes the attribute `name` of array `a`.
-    pub fn remove_attribute(&self, a: impl ArrayId, name: &str) -> Result<()> {
-        self.array(a)?.remove_attribute(name)
     }
 
     /// Sets the attribute `name` of the image group of array `a`, as

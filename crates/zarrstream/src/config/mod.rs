@@ -36,27 +36,17 @@
 //! own field lists, and the result carries a deprecation notice (`deprecated`), which the
 //! C API prints once to stderr.
 
-mod keys;
-mod plate;
-
-pub use plate::{PlateConfig, plate_from_json};
 use std::path::Path;
 
 use crate::de::fields_of;
 use crate::remote::RemoteOptions;
 use crate::{
-    Acquisition, ArrayConfig, ArraySpec, ArraySpecBuilder, Downsample, FrameMetaSpec, Levels, Ome,
-    OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError, Recording, SpecError, Window,
-    Writer, WriterOptions,
+    ArrayConfig, ArraySpec, ArraySpecBuilder, FrameMetaSpec, Ome, OmeError, Plate, PlateError,
+    Recording, SpecError, Writer, WriterOptions,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-
-use keys::*;
-use plate::PlateKeys;
-use std::str::FromStr;
-use std::time::Duration;
 
 /// Why `config_json` was rejected before the library saw it.
 #[derive(Debug, thiserror::Error)]
@@ -101,8 +91,8 @@ pub struct Config {
     array: ArraySpecBuilder,
     writer: WriterOptions,
     remote: RemoteOptions,
-    ome: Option<OmeKeys>,
-    frame_meta: Option<FrameMetaKeys>,
+    ome: Option<Ome>,
+    frame_meta: Option<FrameMetaSpec>,
     #[serde(skip)]
     deprecated: Option<String>,
 }
@@ -148,12 +138,11 @@ impl Config {
         let spec = self.array.build()?;
         let mut options = self.writer;
         options.remote = self.remote;
-        options.frame_meta = self.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
-        let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
+        options.frame_meta = self.frame_meta;
         Ok(Parsed {
             spec,
             options,
-            ome,
+            ome: self.ome,
             deprecated: self.deprecated,
         })
     }
@@ -291,6 +280,34 @@ fn moved(key: &str, advice: &str) -> ConfigError {
     ConfigError::Json(serde::de::Error::custom(format!("{key:?} {advice}")))
 }
 
+/// A plate's layout and the image every field of view is (the `plate` and `image` keys
+/// of [`RecordingConfig`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PlateConfig {
+    /// The layout, checked.
+    pub plate: Plate,
+    /// Level 0 of every field image.
+    pub spec: ArraySpec,
+    /// The OME settings of every field image.
+    pub ome: Ome,
+}
+
+/// The [`Plate`] a `plate` object describes (the keys of [`RecordingConfig`]'s
+/// `plate`), its layout checked: for bindings that need the plate's images before (or
+/// without) making the recording.
+///
+/// ```
+/// let plate = zarrstream::config::plate_from_json(r#"{"rows": 2, "columns": 3, "fields": 2}"#)?;
+/// assert_eq!(plate.images()?.len(), 12);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plate_from_json(text: &str) -> Result<Plate, ConfigError> {
+    let plate: Plate = from_text(text)?;
+    plate.validate()?;
+    Ok(plate)
+}
+
 /// A [`Recording`] described by one JSON object: the sections `writer`, `remote` and
 /// `frame_meta` of [`Config`] shared by every array (`frame_meta` there is every array's
 /// default), `attributes` for the root group, and `arrays`, a list of objects each with a
@@ -348,10 +365,10 @@ pub struct RecordingConfig {
 struct RecordingKeys {
     writer: WriterOptions,
     remote: RemoteOptions,
-    frame_meta: Option<FrameMetaKeys>,
+    frame_meta: Option<FrameMetaSpec>,
     attributes: Map<String, Value>,
     arrays: Option<Vec<ArrayKeys>>,
-    plate: Option<PlateKeys>,
+    plate: Option<Plate>,
     image: Option<ImageKeys>,
 }
 
@@ -363,9 +380,9 @@ struct ArrayKeys {
     #[serde(default)]
     array: ArraySpecBuilder,
     #[serde(default)]
-    ome: Option<OmeKeys>,
+    ome: Option<Ome>,
     #[serde(default)]
-    frame_meta: Option<FrameMetaKeys>,
+    frame_meta: Option<FrameMetaSpec>,
 }
 
 /// A plate's field image.
@@ -373,8 +390,8 @@ struct ArrayKeys {
 #[serde(default, deny_unknown_fields)]
 struct ImageKeys {
     array: ArraySpecBuilder,
-    ome: Option<OmeKeys>,
-    frame_meta: Option<FrameMetaKeys>,
+    ome: Option<Ome>,
+    frame_meta: Option<FrameMetaSpec>,
 }
 
 /// A recording's object in its sectioned form, and whether it was flat.
@@ -446,16 +463,15 @@ impl RecordingConfig {
         };
         let mut options = keys.writer;
         options.remote = keys.remote;
-        options.frame_meta = keys.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
+        options.frame_meta = keys.frame_meta;
         let arrays = arrays
             .into_iter()
             .map(|a| {
-                let frame_meta = a.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
                 let mut array = ArrayConfig::new(a.key, a.array.build()?);
-                if let Some(ome) = a.ome.map(OmeKeys::into_ome).transpose()? {
+                if let Some(ome) = a.ome {
                     array = array.ome(ome);
                 }
-                if let Some(m) = frame_meta.or_else(|| options.frame_meta.clone()) {
+                if let Some(m) = a.frame_meta.or_else(|| options.frame_meta.clone()) {
                     array = array.frame_meta(m);
                 }
                 Ok(array)
@@ -463,8 +479,8 @@ impl RecordingConfig {
             .collect::<Result<_, ConfigError>>()?;
         let plate = match keys.plate {
             None => None,
-            Some(p) => {
-                let plate = p.into_plate()?;
+            Some(plate) => {
+                plate.validate()?;
                 let Some(image) = keys.image else {
                     return Err(ConfigError::Value {
                         key: "image",
@@ -472,14 +488,13 @@ impl RecordingConfig {
                     });
                 };
                 let spec = image.array.build()?;
-                let ome = image.ome.map(OmeKeys::into_ome).transpose()?;
                 if let Some(m) = image.frame_meta {
-                    options.frame_meta = Some(m.into_spec()?);
+                    options.frame_meta = Some(m);
                 }
                 Some(PlateConfig {
                     plate,
                     spec,
-                    ome: ome.unwrap_or_default(),
+                    ome: image.ome.unwrap_or_default(),
                 })
             }
         };
@@ -540,9 +555,11 @@ impl Parsed {
 mod tests {
     use super::*;
     use crate::{
-        AcquisitionOrder, Backpressure, ChunkOrder, Codec, DataType, Durability, IndexLocation,
-        Packing, SinkChoice, SpaceUnit, TimeUnit,
+        Acquisition, AcquisitionOrder, Backpressure, ChunkOrder, Codec, DataType, Downsample,
+        Durability, IndexLocation, Levels, Omero, OmeroChannel, Packing, SinkChoice, SpaceUnit,
+        TimeUnit, Window,
     };
+    use std::time::Duration;
 
     const BASE: &str =
         r#""shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64]"#;
@@ -745,16 +762,16 @@ mod tests {
             .downsample(Downsample::Max)
             .downsample_z(true)
             .level_lz4_acceleration(9);
-        assert_eq!(pyramid.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(pyramid.ome.unwrap(), want);
         let auto = Config::parse(r#"{"ome": {"levels": "auto"}}"#).unwrap();
         let want = Ome::new().levels(Levels::Auto);
-        assert_eq!(auto.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(auto.ome.unwrap(), want);
         let o = Config::parse(
             r##"{"ome": {"z_step": 2, "omero": {"channels": [{"label": "a", "color": "FF0000",
                  "window": {"min": 0, "max": 10, "start": 1, "end": 9}, "active": true}]}}}"##,
         )
         .unwrap();
-        let ome = o.ome.unwrap().into_ome().unwrap();
+        let ome = o.ome.unwrap();
         let want = Ome::new()
             .z_step(2.0)
             .omero(Omero::Channels(vec![OmeroChannel::new(
@@ -777,7 +794,7 @@ mod tests {
         let want = Ome::new().omero(Omero::Channels(vec![
             OmeroChannel::from_data("a", "FF0000").active(false),
         ]));
-        assert_eq!(o.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(o.ome.unwrap(), want);
         let o = Config::parse(
             r#"{"ome": {"omero": {"window": {"min": 0, "max": 255, "start": 3, "end": 99}}}}"#,
         )
@@ -789,7 +806,7 @@ mod tests {
             end: 99.0,
         };
         let want = Ome::new().omero(Omero::AutoWindow(w));
-        assert_eq!(o.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(o.ome.unwrap(), want);
     }
 
     /// BASE's array with the keys of `extra` (a JSON object's inside) added to (or
@@ -1076,9 +1093,9 @@ mod tests {
             ("array", fields_of::<ArraySpecBuilder>()),
             ("writer", fields_of::<WriterOptions>()),
             ("remote", fields_of::<RemoteOptions>()),
-            ("ome", fields_of::<OmeKeys>()),
-            ("frame_meta", fields_of::<FrameMetaKeys>()),
-            ("plate", fields_of::<PlateKeys>()),
+            ("ome", fields_of::<Ome>()),
+            ("frame_meta", fields_of::<FrameMetaSpec>()),
+            ("plate", fields_of::<Plate>()),
         ];
         for (name, fields) in types {
             let def = &schema["$defs"][name];

@@ -263,3 +263,11 @@ pub(crate) fn fill_value_schema(_: &mut schemars::SchemaGenerator) -> schemars::
 pub(crate) fn millis_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "number", "minimum": 0})
 }
+
+/// The schema of an acquisition order: axis numbers, or dimension names.
+pub(crate) fn order_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["array", "null"],
+        "items": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]}
+    })
+}

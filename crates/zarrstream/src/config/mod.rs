@@ -15,7 +15,8 @@
 //!
 //! Every duration is a number of milliseconds, in a key ending in `_ms`. Enumerations
 //! take their text forms (`"zstd:3"`, `"morton"`, …), parsed by the types' `FromStr`.
-//! The JSON Schema of both forms is `docs/config.schema.json`.
+//! The JSON Schema of both forms is `docs/config.schema.json`, generated from these types
+//! ([`schema`]).
 //!
 //! ```
 //! use zarrstream::config::Config;
@@ -85,13 +86,19 @@ pub const FLAT_DEPRECATED: &str = "a flat config_json (every key at the top leve
     (see docs/config.schema.json); durations are milliseconds (upload_timeout_ms)";
 
 /// A writer's configuration: the sections of one array and its writer.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "writer_config")]
 pub struct Config {
+    /// The array: shape, chunks, shards, data type, codec, attributes.
     array: ArraySpecBuilder,
+    /// The writer's options.
     writer: WriterOptions,
+    /// The staging and upload of an object-store destination.
     remote: RemoteOptions,
+    /// Present: the array is level 0 of an OME-Zarr image with these settings.
     ome: Option<Ome>,
+    /// Per-frame metadata stored beside the array.
     frame_meta: Option<FrameMetaSpec>,
     #[serde(skip)]
     deprecated: Option<String>,
@@ -146,6 +153,124 @@ impl Config {
             deprecated: self.deprecated,
         })
     }
+}
+
+/// The JSON Schema (draft 2020-12) of both forms of the configuration, a writer's
+/// ([`Config`]) and a recording's ([`RecordingConfig`]), generated from the types that
+/// read them (their doc comments are its descriptions). `docs/config.schema.json` is
+/// this, written by `cargo run -p zarrstream --example config_schema`.
+pub fn schema() -> Value {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let writer = generator.subschema_for::<Config>();
+    let recording = generator.subschema_for::<RecordingKeys>();
+    let mut defs = Value::Object(generator.take_definitions(true));
+    plain_descriptions(&mut defs);
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "zarrstream configuration",
+        "description": "The JSON configuration of a writer (the C API's zs_writer_create, \
+            zarrstream::config::Config) or of a recording (zs_recording_create, \
+            zarrstream::config::RecordingConfig). Every duration is a number of \
+            milliseconds in a key ending in _ms. Generated from the Rust types by \
+            `cargo run -p zarrstream --example config_schema`.",
+        "oneOf": [writer, recording],
+        "$defs": defs,
+    })
+}
+
+/// The doc comments the descriptions come from, as plain text for a schema's readers:
+/// code examples left out, rustdoc links reduced to their text, lines of a paragraph
+/// joined.
+fn plain_descriptions(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m.iter_mut() {
+                match v {
+                    Value::String(s) if k == "description" => *s = plain(s),
+                    _ => plain_descriptions(v),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(plain_descriptions),
+        _ => {}
+    }
+}
+
+fn plain(doc: &str) -> String {
+    let mut paragraphs: Vec<String> = Vec::new();
+    let mut text = String::new();
+    let mut in_code = false;
+    for line in doc.lines() {
+        let line = line.trim();
+        if line.starts_with("```") {
+            in_code = !in_code;
+        } else if in_code {
+        } else if line.is_empty() {
+            if !text.is_empty() {
+                paragraphs.push(std::mem::take(&mut text));
+            }
+        } else {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(line);
+        }
+    }
+    if !text.is_empty() {
+        paragraphs.push(text);
+    }
+    unlink(&paragraphs.join("\n\n"))
+}
+
+/// `[text](target)` as `text`, and `` [`X`] `` as `` `X` ``.
+fn unlink(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let label = &after[..close];
+        let tail = &after[close + 1..];
+        let target = tail
+            .strip_prefix('(')
+            .and_then(|t| t.find(')').map(|end| &t[..end]))
+            .filter(|t| !t.contains(' '));
+        if let Some(target) = target {
+            out.push_str(label);
+            rest = &tail[target.len() + 2..];
+        } else if label.len() > 2 && label.starts_with('`') && label.ends_with('`') {
+            out.push_str(label);
+            rest = tail;
+        } else {
+            out.push('[');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`schema`] as the text of `docs/config.schema.json` (pretty-printed, one final
+/// newline).
+pub fn schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The keywords the Python package's `Writer` and `Recording` take are the keys of
+/// these sections: `(section, keys)` for `array`, `writer` and `remote`, each key as the
+/// section's type reads it.
+pub fn section_keys() -> [(&'static str, &'static [&'static str]); 3] {
+    [
+        ("array", fields_of::<ArraySpecBuilder>()),
+        ("writer", fields_of::<WriterOptions>()),
+        ("remote", fields_of::<RemoteOptions>()),
+    ]
 }
 
 /// The sections of a writer's configuration.
@@ -360,37 +485,54 @@ pub struct RecordingConfig {
 }
 
 /// The sectioned form of a recording.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "recording_config")]
 struct RecordingKeys {
+    /// The options shared by every array.
     writer: WriterOptions,
+    /// The staging and upload of an object-store destination.
     remote: RemoteOptions,
+    /// Every array's default per-frame metadata.
     frame_meta: Option<FrameMetaSpec>,
+    /// Set on the root group.
     attributes: Map<String, Value>,
+    /// The arrays, in order (not with `plate`).
     arrays: Option<Vec<ArrayKeys>>,
+    /// A high-content screening plate, whose field images are the arrays.
     plate: Option<Plate>,
+    /// With `plate`: the sections of every field image.
     image: Option<ImageKeys>,
 }
 
 /// One entry of a recording's `arrays`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "recording_array")]
 struct ArrayKeys {
+    /// The array's relative `/` path under the root.
     key: String,
+    /// The array.
     #[serde(default)]
     array: ArraySpecBuilder,
+    /// Present: the array is level 0 of an OME-Zarr image with these settings.
     #[serde(default)]
     ome: Option<Ome>,
+    /// The array's per-frame metadata (replaces the recording's).
     #[serde(default)]
     frame_meta: Option<FrameMetaSpec>,
 }
 
 /// A plate's field image.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "plate_image")]
 struct ImageKeys {
+    /// Level 0 of every field image.
     array: ArraySpecBuilder,
+    /// The OME settings of every field image (default `Ome::new()`'s).
     ome: Option<Ome>,
+    /// The per-frame metadata of every field image.
     frame_meta: Option<FrameMetaSpec>,
 }
 
@@ -1079,8 +1221,9 @@ mod tests {
         assert!(s.deprecated.is_none());
     }
 
-    /// `docs/config.schema.json` is kept by hand; this holds it to the types: every
-    /// object of the schema has exactly the keys its type deserializes, and refuses others.
+    /// `docs/config.schema.json` is generated from the types; this holds the file to
+    /// them too: every object of the schema has exactly the keys its type deserializes,
+    /// and refuses others.
     #[test]
     fn the_schema_matches_the_types() {
         let schema: Value =
@@ -1115,6 +1258,18 @@ mod tests {
             );
             assert_eq!(def["additionalProperties"], false, "$defs.{name}");
         }
+    }
+
+    /// The committed `docs/config.schema.json` is what the types generate now.
+    #[test]
+    fn the_committed_schema_is_generated_from_the_types() {
+        let committed = include_str!("../../../../docs/config.schema.json");
+        assert!(
+            committed == schema_text(),
+            "docs/config.schema.json differs from the schema the Rust types generate: \
+             regenerate it with\n  cargo run -p zarrstream --example config_schema > \
+             docs/config.schema.json"
+        );
     }
 
     /// The book's examples (`json` blocks of the configuration chapter) are accepted as

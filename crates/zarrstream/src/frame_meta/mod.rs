@@ -90,6 +90,7 @@ impl FromStr for MetaType {
 /// `{"fields": {"name": "float64" | "int64"}, "json": bool}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "frame_meta")]
 #[non_exhaustive]
 pub struct FrameMetaSpec {
     /// The numeric fields: each name (the array's name under `frame_meta/`) and its
@@ -104,6 +105,7 @@ pub struct FrameMetaSpec {
 /// The text forms of [`MetaType`] in a JSON configuration (for the schema).
 #[derive(schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+// Never built: it only names the text forms in the schema.
 #[allow(dead_code)]
 enum MetaTypeName {
     Float64,

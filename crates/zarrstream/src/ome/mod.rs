@@ -78,6 +78,7 @@ pub const LEVEL_LZ4_ACCELERATION: i32 = 128;
 #[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[derive(schemars::JsonSchema)]
+#[schemars(rename = "ome")]
 pub struct Ome {
     /// Name of the multiscale image (default `"image"`).
     name: Option<String>,
@@ -111,7 +112,7 @@ pub struct Ome {
     /// How each level is reduced from the one above: `"mean"` (default), `"decimate"`,
     /// `"min"`, `"max"`.
     #[serde(deserialize_with = "crate::de::downsample")]
-    #[schemars(with = "String")]
+    #[schemars(with = "String", extend("enum" = ["mean", "decimate", "min", "max"]))]
     downsample: Downsample,
     /// Whether levels halve z too (needs a z axis).
     downsample_z: bool,

@@ -153,6 +153,7 @@ pub struct PlateImage {
 /// [`validate`](Self::validate) does, as [`Recording::create_plate`](crate::Recording::create_plate) does.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "plate")]
 pub struct Plate {
     /// The plate's name.
     #[serde(default)]

@@ -28,6 +28,15 @@ pub(crate) fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Err
         .map_err(|_| de::Error::custom(format!("{ms} is not a number of milliseconds ≥ 0")))
 }
 
+/// A number of milliseconds > 0 (a fraction is allowed).
+pub(crate) fn positive_millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let ms = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(ms / 1e3)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| de::Error::custom(format!("{ms} is not a positive number of milliseconds")))
+}
+
 /// An object of strings, as key–value pairs in key order.
 pub(crate) fn string_pairs<'de, D: Deserializer<'de>>(
     d: D,
@@ -41,6 +50,22 @@ pub(crate) fn string_pairs<'de, D: Deserializer<'de>>(
 /// floats JSON has no numbers for).
 pub(crate) fn fill_value<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
+    // Fill values are held as doubles: an integer a double would round (beyond 2^53)
+    // would silently become another value.
+    let exact = |n: &serde_json::Number| match (n.as_u64(), n.as_i64(), n.as_f64()) {
+        (Some(u), _, Some(f)) => (f as u64 == u && f < 2f64.powi(64)).then_some(f),
+        (_, Some(i), Some(f)) => (f as i64 == i && f >= -(2f64.powi(63))).then_some(f),
+        (_, _, f) => f,
+    };
+    if let serde_json::Value::Number(n) = &v
+        && n.as_f64().is_some()
+        && exact(n).is_none()
+    {
+        return Err(de::Error::custom(format!(
+            "fill value {n} is not exactly representable as a double (int64/uint64 fill \
+             values beyond 2^53 must be multiples of a power of two)"
+        )));
+    }
     match &v {
         serde_json::Value::Number(n) => n.as_f64(),
         serde_json::Value::String(s) => match s.as_str() {
@@ -257,6 +282,11 @@ pub(crate) fn fill_value_schema(_: &mut schemars::SchemaGenerator) -> schemars::
     schemars::json_schema!({
         "anyOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]
     })
+}
+
+/// The schema of a duration that must be positive: a number of milliseconds > 0.
+pub(crate) fn positive_millis_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "number", "exclusiveMinimum": 0})
 }
 
 /// The schema of a duration: a number of milliseconds ≥ 0.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from ._writer import (
     _meta_text,
     _destination,
     _frame_index,
+    _keywords,
     _options_config,
     _remote_config,
 )
@@ -299,7 +299,7 @@ class Recording(_Lifecycle):
                 refuse as impossible shapes, options or keys.
             TypeError: for a keyword :class:`Recording` does not take.
         """
-        known = set(inspect.signature(_options_config).parameters)
+        known = _keywords("writer")
         unknown = sorted(set(options) - known)
         if unknown:
             raise TypeError(

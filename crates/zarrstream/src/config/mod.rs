@@ -1069,6 +1069,16 @@ mod tests {
                 "array.fill_value: true is not a number",
             ),
             (
+                "array",
+                r#""dtype": "uint64", "fill_value": 9007199254740993"#,
+                "array.fill_value: fill value 9007199254740993 is not exactly representable",
+            ),
+            (
+                "writer",
+                r#""durability": {"periodic": {"interval_ms": 0}}"#,
+                "writer.durability.periodic.interval_ms: 0 is not a positive number",
+            ),
+            (
                 "remote",
                 r#""upload_timeout_ms": -1"#,
                 "remote.upload_timeout_ms: -1 is not a number of milliseconds ≥ 0",

@@ -88,7 +88,10 @@ pub struct Ome {
     /// Distance between z planes, in the space unit; positive.
     z_step: Option<f64>,
     /// Time between frames along the time axis, in milliseconds; positive.
-    #[serde(rename = "frame_interval_ms", deserialize_with = "crate::de::frame_interval")]
+    #[serde(
+        rename = "frame_interval_ms",
+        deserialize_with = "crate::de::frame_interval"
+    )]
     #[schemars(with = "Option<f64>")]
     frame_interval: Option<Duration>,
     /// Unit of the pixel size and z step (default `"micrometer"`).

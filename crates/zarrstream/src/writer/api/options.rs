@@ -54,8 +54,11 @@ pub enum Durability {
     /// Fewer, larger flushes than `Shard`.
     Periodic {
         /// Time between group commits, in milliseconds.
-        #[serde(rename = "interval_ms", deserialize_with = "crate::de::millis")]
-        #[schemars(schema_with = "crate::de::millis_schema")]
+        #[serde(
+            rename = "interval_ms",
+            deserialize_with = "crate::de::positive_millis"
+        )]
+        #[schemars(schema_with = "crate::de::positive_millis_schema")]
         interval: Duration,
     },
     /// No flushes of shard data (each `zarr.json` publication is still written with

@@ -28,6 +28,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<session::NativeSession>()?;
+    m.add_function(wrap_pyfunction!(tools::config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(tools::recover, m)?)?;
     m.add_function(wrap_pyfunction!(tools::inspect, m)?)?;
     m.add_function(wrap_pyfunction!(tools::verify, m)?)?;

@@ -16,6 +16,17 @@ use zarrstream::ErrorKind;
 
 use crate::errors::{Failure, guarded};
 
+/// The keys of the configuration's `array`, `writer` and `remote` sections, as the
+/// library's types read them: the keyword arguments `Writer` and `Recording` take (an
+/// unknown one is a `TypeError`), from the types instead of a list kept in Python.
+#[pyfunction]
+pub(crate) fn config_keys() -> std::collections::BTreeMap<&'static str, Vec<&'static str>> {
+    zarrstream::config::section_keys()
+        .into_iter()
+        .map(|(section, keys)| (section, keys.to_vec()))
+        .collect()
+}
+
 /// `report` as JSON text, for the Python side to parse.
 pub(crate) fn json(report: &impl Serialize) -> Result<String, Failure> {
     serde_json::to_string(report).map_err(|e| Failure::new(ErrorKind::Internal, e.to_string()))

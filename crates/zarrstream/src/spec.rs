@@ -198,24 +198,42 @@ impl ArraySpec {
 /// It is also the `array` section of a JSON configuration ([`crate::config`]): the keys
 /// are the setters' names, and [`build`](Self::build) checks them as it checks the
 /// setters' values.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "array")]
 pub struct ArraySpecBuilder {
+    /// Array shape (required); axis 0 may be 0 (unbounded append axis).
     shape: Option<Vec<u64>>,
+    /// Inner chunk shape (required; same rank; divides the shard shape).
     #[serde(rename = "chunk_shape")]
     chunk: Option<Vec<u64>>,
+    /// Shard shape (required; same rank).
     #[serde(rename = "shard_shape")]
     shard: Option<Vec<u64>>,
+    /// Element type (default `"uint16"`): `"int8"` … `"uint64"`, `"float32"`,
+    /// `"float64"`.
     #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String")]
     dtype: DataType,
+    /// Fill value (default 0); must be representable in the data type.
     #[serde(deserialize_with = "crate::de::fill_value")]
+    #[schemars(schema_with = "crate::de::fill_value_schema")]
     fill_value: f64,
+    /// Dimension names, one per axis, distinct.
     dimension_names: Option<Vec<String>>,
+    /// Inner codec (default `"blosc-lz4:1"`): `none`, `zstd[:LEVEL]`,
+    /// `blosc-lz4[:CLEVEL[:SHUFFLE]]` (alias `lz4[…]`), `blosc-zstd[:CLEVEL[:SHUFFLE]]`;
+    /// SHUFFLE `shuffle` (default), `bitshuffle`, `noshuffle`.
     #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String")]
     codec: Codec,
+    /// Per-chunk crc32c (default on).
     crc32c: bool,
+    /// Shard index location: `"end"` (default) or `"start"`.
     #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String", extend("enum" = ["end", "start"]))]
     index_location: IndexLocation,
+    /// User attributes merged into `zarr.json` `attributes`.
     attributes: serde_json::Map<String, serde_json::Value>,
 }
 

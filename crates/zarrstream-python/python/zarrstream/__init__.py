@@ -201,7 +201,7 @@ def upload_staged(staging: str | os.PathLike[str], *,
     """
     report: dict[str, Any] = json.loads(_native.upload_staged(
         os.fspath(staging), _store_options(store_options),
-        _seconds("upload_timeout", upload_timeout)))
+        _seconds(upload_timeout)))
     return report
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from ._writer import (
     _array_config,
     _config_json,
     _destination,
+    _keywords,
     _options_config,
     _remote_config,
 )
@@ -295,7 +295,7 @@ class Recording(_Session):
                 refuse as impossible shapes, options or keys.
             TypeError: for a keyword :class:`Recording` does not take.
         """
-        known = set(inspect.signature(_options_config).parameters)
+        known = _keywords("writer")
         unknown = sorted(set(options) - known)
         if unknown:
             raise TypeError(

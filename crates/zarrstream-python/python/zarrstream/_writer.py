@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import inspect
 import json
+import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -234,40 +234,48 @@ def _dtype_name(dtype: npt.DTypeLike) -> str:
     return dt.name
 
 
-def _shape(name: str, value: Sequence[int | None]) -> list[int]:
-    try:
-        out = [0 if v is None else int(v) for v in value]
-    except (TypeError, ValueError) as e:
-        raise InvalidSpecError(f"{name} must be a sequence of integers, got {value!r}") from e
-    if any(v < 0 for v in out):
-        raise InvalidSpecError(f"{name} has a negative entry: {value!r}")
-    return out
+def _json_number(value: Any) -> Any:
+    """A numpy scalar as the Python number JSON takes; anything else as it is (the
+    library checks it)."""
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def _shape(value: Any) -> Any:
+    """A shape as the library takes it: ``None`` (an unbounded axis) as 0. The library
+    checks the entries and names the key in its error."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        return value
+    return [0 if v is None else _json_number(v) for v in value]
+
+
+def _ms(value: Any) -> Any:
+    """A duration in seconds (a number or a ``timedelta``) as the milliseconds of the
+    configuration's ``_ms`` keys; anything else as it is, for the library to refuse."""
+    seconds = _seconds(value)
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        return seconds * 1e3
+    return seconds
 
 
 def _durability(value: str | float | datetime.timedelta) -> Any:
+    """``durability`` as the library takes it: a mode's name as it is, a group-commit
+    interval (seconds or a ``timedelta``) as ``{"periodic": {"interval_ms": …}}``."""
     if isinstance(value, str):
-        if value not in ("shard", "none"):
-            raise InvalidSpecError(
-                f"durability {value!r} is not 'shard', 'none' or a group-commit interval "
-                "in seconds")
         return value
-    seconds = (value.total_seconds() if isinstance(value, datetime.timedelta)
-               else float(value))
-    if not seconds > 0:
-        raise InvalidSpecError(f"durability interval {value!r} must be positive")
-    return {"periodic": {"interval_ms": max(1, round(seconds * 1e3))}}
+    return {"periodic": {"interval_ms": _ms(value)}}
 
 
 def _fill_value(value: float) -> Any:
-    f = float(value)
-    if isinstance(value, (int, np.integer)) and int(value) != f:
-        # Fill values travel as doubles; an integer a double rounds (beyond 2**53) would
-        # silently become another value.
-        raise InvalidSpecError(
-            f"fill value {int(value)} is not exactly representable as a double "
-            "(int64/uint64 fill values beyond 2**53 must be multiples of a power of two)")
-    return ("NaN" if f != f else "Infinity" if f == float("inf")
-            else "-Infinity" if f == float("-inf") else f)
+    """A fill value as the library takes it: the floats JSON has no number for spelled
+    as Zarr v3 spells them (``"NaN"``, ``"Infinity"``, ``"-Infinity"``)."""
+    value = _json_number(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    return value
 
 
 def _array_config(
@@ -289,9 +297,9 @@ def _array_config(
     """One array's sections of the library's JSON configuration: ``array``, and
     ``ome`` and ``frame_meta`` when given."""
     config: dict[str, Any] = {
-        "shape": _shape("shape", shape),
-        "chunk_shape": _shape("chunks", chunks),
-        "shard_shape": _shape("shards", shards),
+        "shape": _shape(shape),
+        "chunk_shape": _shape(chunks),
+        "shard_shape": _shape(shards),
     }
     optional: dict[str, Any] = {
         "codec": codec, "crc32c": crc32c, "index_location": index_location,
@@ -412,16 +420,12 @@ def _frame_index(index: Sequence[int] | int) -> list[int]:
     return out
 
 
-def _seconds(name: str, value: float | datetime.timedelta) -> float:
-    """A duration in seconds (a number or a ``timedelta``)."""
+def _seconds(value: Any) -> Any:
+    """A ``timedelta`` as its seconds, a numpy number as a Python one; anything else as
+    it is (the library checks durations)."""
     if isinstance(value, datetime.timedelta):
         return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number of seconds or a timedelta, not {value!r}")
-    seconds = float(value)
-    if not seconds >= 0 or seconds == float("inf"):
-        raise InvalidSpecError(f"{name} {value!r} is not a number of seconds ≥ 0")
-    return seconds
+    return _json_number(value)
 
 
 def _destination(path: str | os.PathLike[str]) -> str:
@@ -475,18 +479,34 @@ def _remote_config(
     if coordinate is not None:
         config["coordinate"] = bool(coordinate)
     if upload_timeout is not None:
-        config["upload_timeout_ms"] = _seconds("upload_timeout", upload_timeout) * 1e3
+        config["upload_timeout_ms"] = _ms(upload_timeout)
     if store_options is not None:
         config["store_options"] = dict(_store_options(store_options))
     return {"remote": config} if config else {}
 
 
+#: The keywords spelled differently from the configuration's keys.
+_KEYWORD_OF_KEY = {"chunk_shape": "chunks", "shard_shape": "shards",
+                   "upload_timeout_ms": "upload_timeout"}
+#: An array's keywords that are sections of their own, not keys of ``array``.
+_ARRAY_SECTIONS = ("ome", "frame_meta", "frame_meta_json")
+
+
+def _keywords(section: str) -> set[str]:
+    """The keywords of a section (``"array"``, ``"writer"``, ``"remote"``): its keys as
+    the library's types read them (``_native.config_keys()``), named as the keywords
+    name them."""
+    keys = _native.config_keys()[section]
+    names = {_KEYWORD_OF_KEY.get(k, k) for k in keys}
+    return names | set(_ARRAY_SECTIONS) if section == "array" else names
+
+
 def _split_keywords(what: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """:class:`Writer`'s keyword arguments (but ``path``) as the library's JSON
     configuration; an unknown keyword is a ``TypeError``, as for a call."""
-    array_keys = set(inspect.signature(_array_config).parameters)
-    option_keys = set(inspect.signature(_options_config).parameters)
-    remote_keys = set(inspect.signature(_remote_config).parameters)
+    array_keys = _keywords("array")
+    option_keys = _keywords("writer")
+    remote_keys = _keywords("remote")
     unknown = sorted(set(kwargs) - array_keys - option_keys - remote_keys)
     if unknown:
         raise TypeError(f"{what}() got an unexpected keyword argument {unknown[0]!r}")

@@ -164,7 +164,7 @@ def test_a_bad_url_or_store_option_is_value_error(s3: garage.Garage, tmp_path: P
         zarrstream.Writer(f"s3://{s3.bucket}/x.zarr", shape=(None, 64, 64),
                           chunks=(1, 64, 64), shards=(4, 64, 64),
                           store_options={"aws_allow_http": True})  # type: ignore[dict-item]
-    with pytest.raises(ValueError, match="upload_timeout -1 is not a number of seconds"):
+    with pytest.raises(ValueError, match="upload_timeout"):
         zarrstream.Writer(f"s3://{s3.bucket}/x.zarr", shape=(None, 64, 64),
                           chunks=(1, 64, 64), shards=(4, 64, 64), upload_timeout=-1)
     # Options the library refuses keep their library message (a ValueError).

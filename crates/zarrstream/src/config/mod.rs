@@ -15,7 +15,8 @@
 //!
 //! Every duration is a number of milliseconds, in a key ending in `_ms`. Enumerations
 //! take their text forms (`"zstd:3"`, `"morton"`, …), parsed by the types' `FromStr`.
-//! The JSON Schema of both forms is `docs/config.schema.json`.
+//! The JSON Schema of both forms is `docs/config.schema.json`, generated from these types
+//! ([`schema`]).
 //!
 //! ```
 //! use zarrstream::config::Config;
@@ -36,27 +37,20 @@
 //! own field lists, and the result carries a deprecation notice (`deprecated`), which the
 //! C API prints once to stderr.
 
-mod keys;
-mod plate;
+mod schema;
 
-pub use plate::{PlateConfig, plate_from_json};
+pub use schema::{schema, schema_text};
 use std::path::Path;
 
 use crate::de::fields_of;
 use crate::remote::RemoteOptions;
 use crate::{
-    Acquisition, ArrayConfig, ArraySpec, ArraySpecBuilder, Downsample, FrameMetaSpec, Levels, Ome,
-    OmeError, Omero, OmeroChannel, ParseError, Plate, PlateError, Recording, SpecError, Window,
-    Writer, WriterOptions,
+    ArrayConfig, ArraySpec, ArraySpecBuilder, FrameMetaSpec, Ome, OmeError, Plate, PlateError,
+    Recording, SpecError, Writer, WriterOptions,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-
-use keys::*;
-use plate::PlateKeys;
-use std::str::FromStr;
-use std::time::Duration;
 
 /// Why `config_json` was rejected before the library saw it.
 #[derive(Debug, thiserror::Error)]
@@ -95,14 +89,20 @@ pub const FLAT_DEPRECATED: &str = "a flat config_json (every key at the top leve
     (see docs/config.schema.json); durations are milliseconds (upload_timeout_ms)";
 
 /// A writer's configuration: the sections of one array and its writer.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "writer_config")]
 pub struct Config {
+    /// The array: shape, chunks, shards, data type, codec, attributes.
     array: ArraySpecBuilder,
+    /// The writer's options.
     writer: WriterOptions,
+    /// The staging and upload of an object-store destination.
     remote: RemoteOptions,
-    ome: Option<OmeKeys>,
-    frame_meta: Option<FrameMetaKeys>,
+    /// Present: the array is level 0 of an OME-Zarr image with these settings.
+    ome: Option<Ome>,
+    /// Per-frame metadata stored beside the array.
+    frame_meta: Option<FrameMetaSpec>,
     #[serde(skip)]
     deprecated: Option<String>,
 }
@@ -148,15 +148,25 @@ impl Config {
         let spec = self.array.build()?;
         let mut options = self.writer;
         options.remote = self.remote;
-        options.frame_meta = self.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
-        let ome = self.ome.map(OmeKeys::into_ome).transpose()?;
+        options.frame_meta = self.frame_meta;
         Ok(Parsed {
             spec,
             options,
-            ome,
+            ome: self.ome,
             deprecated: self.deprecated,
         })
     }
+}
+
+/// The keywords the Python package's `Writer` and `Recording` take are the keys of
+/// these sections: `(section, keys)` for `array`, `writer` and `remote`, each key as the
+/// section's type reads it.
+pub fn section_keys() -> [(&'static str, &'static [&'static str]); 3] {
+    [
+        ("array", fields_of::<ArraySpecBuilder>()),
+        ("writer", fields_of::<WriterOptions>()),
+        ("remote", fields_of::<RemoteOptions>()),
+    ]
 }
 
 /// The sections of a writer's configuration.
@@ -291,6 +301,34 @@ fn moved(key: &str, advice: &str) -> ConfigError {
     ConfigError::Json(serde::de::Error::custom(format!("{key:?} {advice}")))
 }
 
+/// A plate's layout and the image every field of view is (the `plate` and `image` keys
+/// of [`RecordingConfig`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PlateConfig {
+    /// The layout, checked.
+    pub plate: Plate,
+    /// Level 0 of every field image.
+    pub spec: ArraySpec,
+    /// The OME settings of every field image.
+    pub ome: Ome,
+}
+
+/// The [`Plate`] a `plate` object describes (the keys of [`RecordingConfig`]'s
+/// `plate`), its layout checked: for bindings that need the plate's images before (or
+/// without) making the recording.
+///
+/// ```
+/// let plate = zarrstream::config::plate_from_json(r#"{"rows": 2, "columns": 3, "fields": 2}"#)?;
+/// assert_eq!(plate.images()?.len(), 12);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plate_from_json(text: &str) -> Result<Plate, ConfigError> {
+    let plate: Plate = from_text(text)?;
+    plate.validate()?;
+    Ok(plate)
+}
+
 /// A [`Recording`] described by one JSON object: the sections `writer`, `remote` and
 /// `frame_meta` of [`Config`] shared by every array (`frame_meta` there is every array's
 /// default), `attributes` for the root group, and `arrays`, a list of objects each with a
@@ -343,38 +381,55 @@ pub struct RecordingConfig {
 }
 
 /// The sectioned form of a recording.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "recording_config")]
 struct RecordingKeys {
+    /// The options shared by every array.
     writer: WriterOptions,
+    /// The staging and upload of an object-store destination.
     remote: RemoteOptions,
-    frame_meta: Option<FrameMetaKeys>,
+    /// Every array's default per-frame metadata.
+    frame_meta: Option<FrameMetaSpec>,
+    /// Set on the root group.
     attributes: Map<String, Value>,
+    /// The arrays, in order (not with `plate`).
     arrays: Option<Vec<ArrayKeys>>,
-    plate: Option<PlateKeys>,
+    /// A high-content screening plate, whose field images are the arrays.
+    plate: Option<Plate>,
+    /// With `plate`: the sections of every field image.
     image: Option<ImageKeys>,
 }
 
 /// One entry of a recording's `arrays`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "recording_array")]
 struct ArrayKeys {
+    /// The array's relative `/` path under the root.
     key: String,
+    /// The array.
     #[serde(default)]
     array: ArraySpecBuilder,
+    /// Present: the array is level 0 of an OME-Zarr image with these settings.
     #[serde(default)]
-    ome: Option<OmeKeys>,
+    ome: Option<Ome>,
+    /// The array's per-frame metadata (replaces the recording's).
     #[serde(default)]
-    frame_meta: Option<FrameMetaKeys>,
+    frame_meta: Option<FrameMetaSpec>,
 }
 
 /// A plate's field image.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "plate_image")]
 struct ImageKeys {
+    /// Level 0 of every field image.
     array: ArraySpecBuilder,
-    ome: Option<OmeKeys>,
-    frame_meta: Option<FrameMetaKeys>,
+    /// The OME settings of every field image (default `Ome::new()`'s).
+    ome: Option<Ome>,
+    /// The per-frame metadata of every field image.
+    frame_meta: Option<FrameMetaSpec>,
 }
 
 /// A recording's object in its sectioned form, and whether it was flat.
@@ -446,16 +501,15 @@ impl RecordingConfig {
         };
         let mut options = keys.writer;
         options.remote = keys.remote;
-        options.frame_meta = keys.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
+        options.frame_meta = keys.frame_meta;
         let arrays = arrays
             .into_iter()
             .map(|a| {
-                let frame_meta = a.frame_meta.map(FrameMetaKeys::into_spec).transpose()?;
                 let mut array = ArrayConfig::new(a.key, a.array.build()?);
-                if let Some(ome) = a.ome.map(OmeKeys::into_ome).transpose()? {
+                if let Some(ome) = a.ome {
                     array = array.ome(ome);
                 }
-                if let Some(m) = frame_meta.or_else(|| options.frame_meta.clone()) {
+                if let Some(m) = a.frame_meta.or_else(|| options.frame_meta.clone()) {
                     array = array.frame_meta(m);
                 }
                 Ok(array)
@@ -463,8 +517,8 @@ impl RecordingConfig {
             .collect::<Result<_, ConfigError>>()?;
         let plate = match keys.plate {
             None => None,
-            Some(p) => {
-                let plate = p.into_plate()?;
+            Some(plate) => {
+                plate.validate()?;
                 let Some(image) = keys.image else {
                     return Err(ConfigError::Value {
                         key: "image",
@@ -472,14 +526,13 @@ impl RecordingConfig {
                     });
                 };
                 let spec = image.array.build()?;
-                let ome = image.ome.map(OmeKeys::into_ome).transpose()?;
                 if let Some(m) = image.frame_meta {
-                    options.frame_meta = Some(m.into_spec()?);
+                    options.frame_meta = Some(m);
                 }
                 Some(PlateConfig {
                     plate,
                     spec,
-                    ome: ome.unwrap_or_default(),
+                    ome: image.ome.unwrap_or_default(),
                 })
             }
         };
@@ -540,9 +593,11 @@ impl Parsed {
 mod tests {
     use super::*;
     use crate::{
-        AcquisitionOrder, Backpressure, ChunkOrder, Codec, DataType, Durability, IndexLocation,
-        Packing, SinkChoice, SpaceUnit, TimeUnit,
+        Acquisition, AcquisitionOrder, Backpressure, ChunkOrder, Codec, DataType, Downsample,
+        Durability, IndexLocation, Levels, Omero, OmeroChannel, Packing, SinkChoice, SpaceUnit,
+        TimeUnit, Window,
     };
+    use std::time::Duration;
 
     const BASE: &str =
         r#""shape": [0, 64, 64], "chunk_shape": [1, 32, 32], "shard_shape": [4, 64, 64]"#;
@@ -745,16 +800,16 @@ mod tests {
             .downsample(Downsample::Max)
             .downsample_z(true)
             .level_lz4_acceleration(9);
-        assert_eq!(pyramid.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(pyramid.ome.unwrap(), want);
         let auto = Config::parse(r#"{"ome": {"levels": "auto"}}"#).unwrap();
         let want = Ome::new().levels(Levels::Auto);
-        assert_eq!(auto.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(auto.ome.unwrap(), want);
         let o = Config::parse(
             r##"{"ome": {"z_step": 2, "omero": {"channels": [{"label": "a", "color": "FF0000",
                  "window": {"min": 0, "max": 10, "start": 1, "end": 9}, "active": true}]}}}"##,
         )
         .unwrap();
-        let ome = o.ome.unwrap().into_ome().unwrap();
+        let ome = o.ome.unwrap();
         let want = Ome::new()
             .z_step(2.0)
             .omero(Omero::Channels(vec![OmeroChannel::new(
@@ -777,7 +832,7 @@ mod tests {
         let want = Ome::new().omero(Omero::Channels(vec![
             OmeroChannel::from_data("a", "FF0000").active(false),
         ]));
-        assert_eq!(o.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(o.ome.unwrap(), want);
         let o = Config::parse(
             r#"{"ome": {"omero": {"window": {"min": 0, "max": 255, "start": 3, "end": 99}}}}"#,
         )
@@ -789,7 +844,7 @@ mod tests {
             end: 99.0,
         };
         let want = Ome::new().omero(Omero::AutoWindow(w));
-        assert_eq!(o.ome.unwrap().into_ome().unwrap(), want);
+        assert_eq!(o.ome.unwrap(), want);
     }
 
     /// BASE's array with the keys of `extra` (a JSON object's inside) added to (or
@@ -908,6 +963,16 @@ mod tests {
                 "array",
                 r#""fill_value": true"#,
                 "array.fill_value: true is not a number",
+            ),
+            (
+                "array",
+                r#""dtype": "uint64", "fill_value": 9007199254740993"#,
+                "array.fill_value: fill value 9007199254740993 is not exactly representable",
+            ),
+            (
+                "writer",
+                r#""durability": {"periodic": {"interval_ms": 0}}"#,
+                "writer.durability.periodic.interval_ms: 0 is not a positive number",
             ),
             (
                 "remote",
@@ -1062,8 +1127,9 @@ mod tests {
         assert!(s.deprecated.is_none());
     }
 
-    /// `docs/config.schema.json` is kept by hand; this holds it to the types: every
-    /// object of the schema has exactly the keys its type deserializes, and refuses others.
+    /// `docs/config.schema.json` is generated from the types; this holds the file to
+    /// them too: every object of the schema has exactly the keys its type deserializes,
+    /// and refuses others.
     #[test]
     fn the_schema_matches_the_types() {
         let schema: Value =
@@ -1076,9 +1142,9 @@ mod tests {
             ("array", fields_of::<ArraySpecBuilder>()),
             ("writer", fields_of::<WriterOptions>()),
             ("remote", fields_of::<RemoteOptions>()),
-            ("ome", fields_of::<OmeKeys>()),
-            ("frame_meta", fields_of::<FrameMetaKeys>()),
-            ("plate", fields_of::<PlateKeys>()),
+            ("ome", fields_of::<Ome>()),
+            ("frame_meta", fields_of::<FrameMetaSpec>()),
+            ("plate", fields_of::<Plate>()),
         ];
         for (name, fields) in types {
             let def = &schema["$defs"][name];
@@ -1098,6 +1164,18 @@ mod tests {
             );
             assert_eq!(def["additionalProperties"], false, "$defs.{name}");
         }
+    }
+
+    /// The committed `docs/config.schema.json` is what the types generate now.
+    #[test]
+    fn the_committed_schema_is_generated_from_the_types() {
+        let committed = include_str!("../../../../docs/config.schema.json");
+        assert!(
+            committed == schema_text(),
+            "docs/config.schema.json differs from the schema the Rust types generate: \
+             regenerate it with\n  cargo run -p zarrstream --example config_schema > \
+             docs/config.schema.json"
+        );
     }
 
     /// The book's examples (`json` blocks of the configuration chapter) are accepted as

@@ -85,11 +85,31 @@ impl FromStr for MetaType {
 ///     .json(true);
 /// assert_eq!(spec.fields().len(), 2);
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// It is also the `frame_meta` section of a JSON configuration ([`crate::config`]):
+/// `{"fields": {"name": "float64" | "int64"}, "json": bool}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+#[schemars(rename = "frame_meta")]
 #[non_exhaustive]
 pub struct FrameMetaSpec {
+    /// The numeric fields: each name (the array's name under `frame_meta/`) and its
+    /// type, `"float64"` or `"int64"`.
+    #[serde(deserialize_with = "crate::de::meta_fields")]
+    #[schemars(with = "std::collections::BTreeMap<String, MetaTypeName>")]
     fields: Vec<(String, MetaType)>,
+    /// Whether a free JSON object is stored per frame as well.
     json: bool,
+}
+
+/// The text forms of [`MetaType`] in a JSON configuration (for the schema).
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+// Never built: it only names the text forms in the schema.
+#[allow(dead_code)]
+enum MetaTypeName {
+    Float64,
+    Int64,
 }
 
 impl FrameMetaSpec {

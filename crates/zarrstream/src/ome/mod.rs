@@ -71,19 +71,56 @@ pub const LEVEL_LZ4_ACCELERATION: i32 = 128;
 /// assert_eq!(scale, &serde_json::json!([50.0, 1.0, 0.65, 0.65]));
 /// # Ok::<(), zarrstream::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// It is also the `ome` section of a JSON configuration ([`crate::config`]): the keys
+/// are the setters' names (`frame_interval_ms` in milliseconds, `pixel_size` as
+/// `[y, x]`), each checked as the setter's value is.
+#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "ome")]
 pub struct Ome {
+    /// Name of the multiscale image (default `"image"`).
     name: Option<String>,
+    /// Physical pixel size `[y, x]`, in the space unit; each positive.
+    #[schemars(with = "Option<[f64; 2]>")]
     pixel_size: Option<(f64, f64)>,
+    /// Distance between z planes, in the space unit; positive.
     z_step: Option<f64>,
+    /// Time between frames along the time axis, in milliseconds; positive.
+    #[serde(
+        rename = "frame_interval_ms",
+        deserialize_with = "crate::de::frame_interval"
+    )]
+    #[schemars(with = "Option<f64>")]
     frame_interval: Option<Duration>,
+    /// Unit of the pixel size and z step (default `"micrometer"`).
+    #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String")]
     space_unit: SpaceUnit,
+    /// Unit the frame interval is written in (default `"millisecond"`).
+    #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String")]
     time_unit: TimeUnit,
+    /// Channel names, one per entry of the channel axis.
     channels: Option<Vec<String>>,
+    /// `omero` rendering metadata: `"auto"`, `{"window": {…}}` (every channel over
+    /// that window) or `{"channels": [{"label", "color", "window", "active"}]}`.
     omero: Option<Omero>,
+    /// Resolution levels, level 0 included (default 1): a count, or `"auto"` (until a
+    /// level's frame fits one inner chunk).
+    #[serde(deserialize_with = "crate::de::levels")]
+    #[schemars(schema_with = "crate::de::levels_schema")]
     levels: Levels,
+    /// How each level is reduced from the one above: `"mean"` (default), `"decimate"`,
+    /// `"min"`, `"max"`.
+    #[serde(deserialize_with = "crate::de::downsample")]
+    #[schemars(with = "String", extend("enum" = ["mean", "decimate", "min", "max"]))]
     downsample: Downsample,
+    /// Whether levels halve z too (needs a z axis).
     downsample_z: bool,
+    /// LZ4 acceleration of the `lz4` chunks of levels 1…L (default 128; at least 1).
+    #[serde(deserialize_with = "crate::de::acceleration")]
     level_lz4_acceleration: Option<i32>,
 }
 

@@ -12,7 +12,8 @@ use crate::dtype::DataType;
 /// let w = Window::of_type(DataType::UInt16, 100.0, 4000.0);
 /// assert_eq!((w.min, w.max, w.start, w.end), (0.0, 65535.0, 100.0, 4000.0));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Window {
     /// Smallest value the data type holds (or the data may take).
     pub min: f64,
@@ -63,7 +64,8 @@ impl Window {
 /// let rfp = OmeroChannel::from_data("RFP", "FF00FF");
 /// assert_eq!(rfp.window, None);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct OmeroChannel {
     /// Label shown by viewers.
@@ -72,6 +74,7 @@ pub struct OmeroChannel {
     pub color: String,
     /// Display window as given; `None`: `start..end` from the frames recorded (see
     /// [`Omero::Auto`]), `min..max` the data type's range.
+    #[serde(default)]
     pub window: Option<Window>,
     /// Whether the channel is shown.
     pub active: bool,
@@ -108,7 +111,10 @@ impl OmeroChannel {
 }
 
 /// The `omero` rendering metadata to write.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// In a JSON configuration: `"auto"`, `{"window": {…}}` or `{"channels": […]}`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Omero {
     /// One channel per channel-axis entry (one if there is no channel axis), labelled
@@ -126,6 +132,7 @@ pub enum Omero {
     /// type's range; before any frame, `start`/`end` are too.
     Auto,
     /// As [`Auto`](Self::Auto), with every channel displayed over this window.
+    #[serde(rename = "window")]
     AutoWindow(Window),
     /// These channels, one per channel-axis entry.
     Channels(Vec<OmeroChannel>),

@@ -23,18 +23,23 @@ use crate::error::PlateError;
 /// let a = Acquisition::new(0).name("pass 1").start_time(1_700_000_000).end_time(1_700_000_600);
 /// assert_eq!(a.id, 0);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Acquisition {
     /// Unique within the plate.
     pub id: u32,
     /// Its name.
+    #[serde(default)]
     pub name: Option<String>,
     /// Its description.
+    #[serde(default)]
     pub description: Option<String>,
     /// Start, in seconds since the Unix epoch (NGFF's `starttime`).
+    #[serde(default)]
     pub start_time: Option<u64>,
     /// End, in seconds since the Unix epoch (NGFF's `endtime`); not before the start.
+    #[serde(default)]
     pub end_time: Option<u64>,
 }
 
@@ -140,14 +145,44 @@ pub struct PlateImage {
 /// assert_eq!(Plate::grid(8, 12).rows()[7], "H");
 /// # Ok::<(), zarrstream::PlateError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// It is also the `plate` section of a recording's JSON configuration
+/// ([`crate::config::RecordingConfig`]): the keys are the setters' names, `rows` and
+/// `columns` are lists of names or counts (as [`grid`](Self::grid) names them), `wells`
+/// are paths `"ROW/COLUMN"`. Deserializing does not check the layout:
+/// [`validate`](Self::validate) does, as [`Recording::create_plate`](crate::Recording::create_plate) does.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "plate")]
 pub struct Plate {
+    /// The plate's name.
+    #[serde(default)]
     name: Option<String>,
+    /// The row names (`[A-Za-z0-9]+`, unique), or how many (`2` is `["A", "B"]`).
+    #[serde(deserialize_with = "crate::de::plate_rows")]
+    #[schemars(schema_with = "crate::de::names_schema")]
     rows: Vec<String>,
+    /// The column names, or how many (`3` is `["1", "2", "3"]`).
+    #[serde(deserialize_with = "crate::de::plate_columns")]
+    #[schemars(schema_with = "crate::de::names_schema")]
     columns: Vec<String>,
+    /// The wells present, as paths `"ROW/COLUMN"`, in the order they are visited
+    /// (default: every well of the grid, row by row).
+    #[serde(default, deserialize_with = "crate::de::well_paths")]
+    #[schemars(with = "Option<Vec<String>>")]
     wells: Option<Vec<(String, String)>>,
+    /// Fields of view per well and acquisition (default 1; 0 is refused).
+    #[serde(default = "one")]
     fields: u32,
+    /// The acquisitions (default none), each `{"id", "name", "description",
+    /// "start_time", "end_time"}` (times in seconds since the Unix epoch).
+    #[serde(default)]
     acquisitions: Vec<Acquisition>,
+}
+
+/// The default number of fields per well.
+fn one() -> u32 {
+    1
 }
 
 /// Row `i`'s default name: `A`…`Z`, then `AA`, `AB`, … (as plates and spreadsheets

@@ -19,8 +19,9 @@ use crate::error::{Error, Result};
 ///     .upload_timeout(Duration::from_secs(120));
 /// assert_eq!(r.uploads_in_flight, 4);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "remote")]
 #[non_exhaustive]
 pub struct RemoteOptions {
     /// The local directory shards are finished in before upload (`None`:
@@ -41,8 +42,10 @@ pub struct RemoteOptions {
     pub uploads_in_flight: usize,
     /// How long uploads may keep failing (each request retried with exponential
     /// backoff, then the whole object again) before `push` reports
-    /// [`RemoteError::Upload`](crate::RemoteError::Upload) (default 60 s).
+    /// [`RemoteError::Upload`](crate::RemoteError::Upload) (default 60 s; in JSON
+    /// milliseconds).
     #[serde(rename = "upload_timeout_ms", deserialize_with = "crate::de::millis")]
+    #[schemars(schema_with = "crate::de::millis_schema")]
     pub upload_timeout: Duration,
     /// This process records part `K` of the array (the index on axis 1, whose chunk
     /// and shard extent must be 1; the spec's `shape[1]` is the number of parts): it
@@ -57,6 +60,7 @@ pub struct RemoteOptions {
     /// `aws_allow_http`, `google_service_account`, `azure_storage_account_name`, …),
     /// applied over the environment.
     #[serde(deserialize_with = "crate::de::string_pairs")]
+    #[schemars(with = "std::collections::BTreeMap<String, String>")]
     pub store_options: Vec<(String, String)>,
 }
 

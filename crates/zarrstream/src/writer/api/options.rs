@@ -19,7 +19,7 @@ pub(crate) const DEFAULT_MAX_OPEN_SHARDS: usize = 4096;
 
 /// What `push` does when every frame buffer is in use (the encoders are behind).
 /// In JSON `"block"` or `"drop"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Backpressure {
@@ -37,7 +37,7 @@ pub enum Backpressure {
 /// They differ in what survives a power loss or kernel crash.
 ///
 /// In JSON `"shard"`, `"none"` or `{"periodic": {"interval_ms": N}}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum Durability {
@@ -53,8 +53,12 @@ pub enum Durability {
     /// of the last interval, and the metadata never counts frames that were not flushed.
     /// Fewer, larger flushes than `Shard`.
     Periodic {
-        /// Time between group commits.
-        #[serde(rename = "interval_ms", deserialize_with = "crate::de::millis")]
+        /// Time between group commits, in milliseconds.
+        #[serde(
+            rename = "interval_ms",
+            deserialize_with = "crate::de::positive_millis"
+        )]
+        #[schemars(schema_with = "crate::de::positive_millis_schema")]
         interval: Duration,
     },
     /// No flushes of shard data (each `zarr.json` publication is still written with
@@ -80,8 +84,9 @@ pub enum Durability {
 ///
 /// It is also the `writer` section of a JSON configuration ([`crate::config`]): every
 /// field by its name, but `remote` and `frame_meta`, which are sections of their own.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(rename = "writer")]
 #[non_exhaustive]
 pub struct WriterOptions {
     /// Encoding threads (0 = one per core). With the [direct](SinkChoice::Direct) sink
@@ -98,8 +103,9 @@ pub struct WriterOptions {
     /// finisher, say) is not preempted by it, and a push waits for its frame copy, not
     /// behind an encode, when every core is busy. 0 leaves priorities alone.
     pub background_nice: u8,
-    /// Which sink writes shard files.
+    /// Which sink writes shard files: `"auto"`, `"mmap"`, `"pwrite"` or `"direct"`.
     #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String", extend("enum" = ["auto", "mmap", "pwrite", "direct"]))]
     pub sink: SinkChoice,
     /// Frame buffers in the pool (0 = `2 × threads + 2`, at most 65536); bounds the
     /// memory for frames not yet encoded. Arrays with chunks deeper than one frame stage
@@ -112,8 +118,10 @@ pub struct WriterOptions {
     pub backpressure: Backpressure,
     /// Flushing policy.
     pub durability: Durability,
-    /// What happens to unused slot space when a shard is finished.
+    /// What happens to unused slot space when a shard is finished: `"compact"` or
+    /// `"sparse"`.
     #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String", extend("enum" = ["compact", "sparse"]))]
     pub packing: Packing,
     /// The order of the inner chunks' bytes inside each shard file (the shard index
     /// stays in C order; readers follow it, so the order is recorded nowhere).
@@ -123,8 +131,9 @@ pub struct WriterOptions {
     /// [`SinkChoice::Auto`] a Morton order selects the mmap sink (pwrite where a
     /// mapping is unsafe). The direct sink appends chunks as they complete, so it takes
     /// C order only ([`Error::ConflictingOptions`]). A [`Packing::Sparse`] shard has its
-    /// chunks in their slots, in this order too.
+    /// chunks in their slots, in this order too. `"c"` or `"morton"`.
     #[serde(deserialize_with = "crate::de::from_str")]
+    #[schemars(with = "String", extend("enum" = ["c", "morton"]))]
     pub chunk_order: ChunkOrder,
     /// The order in which frames will arrive, when they are written by index
     /// ([`Writer::write_frame`](crate::writer::Writer::write_frame)) in an order other than
@@ -132,7 +141,9 @@ pub struct WriterOptions {
     /// reaches them, and the staging groups and shards it keeps open at once are sized
     /// (and checked against [`max_open_shards`](Self::max_open_shards)) for it. `None`:
     /// storage order, as appended; indexed frames may then stray from it only as far as
-    /// the open shards allow ([`Error::WorkingSet`](crate::Error::WorkingSet)).
+    /// the open shards allow ([`Error::WorkingSet`](crate::Error::WorkingSet)). In JSON
+    /// axis numbers or the array's dimension names, outermost loop first.
+    #[schemars(schema_with = "crate::de::order_schema")]
     pub acquisition_order: Option<AcquisitionOrder>,
     /// The most shard files reserved and not yet finished at once (each holds its
     /// worst-case size on disk and, with the mmap sink, in memory): an acquisition order

@@ -62,10 +62,8 @@
 
 mod support;
 
-#[path = "../tests/support/garage.rs"]
-mod garage;
-#[path = "../tests/support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::cli as record_cli;
+use zarrstream_testkit::garage;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};

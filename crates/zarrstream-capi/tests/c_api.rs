@@ -5,11 +5,11 @@
 //! selection as `cargo test` there, so the shared dependencies are not built again), then
 //! `examples/c/Makefile` compiles the C programs against `libzarrstream.so` and
 //! `libzarrstream.a`. The tests run them (one under valgrind), read the stores back with
-//! zarr-python (the interop environment of `tests/support/python.rs`), and run the ctypes
+//! zarr-python (the interop environment of `zarrstream_testkit::python`), and run the ctypes
 //! example. `errors.c` holds the C-level checks of every error path; `recording.c`
 //! those of `zs_recording` (several arrays pushed from two threads, resume); `plate.c`
 //! those of an OME-Zarr plate. `record.c` and the ctypes example also record into a
-//! Garage S3 server (`tests/support/garage.rs`), to check the object-store codes.
+//! Garage S3 server (`zarrstream_testkit::garage`), to check the object-store codes.
 //!
 //! Needs `make`, a C and a C++ compiler, `valgrind` and, for the disk-full test, a tmpfs
 //! mount in a private mount namespace (`unshare`, root or user namespaces). Outside CI a
@@ -492,7 +492,7 @@ fn c_frames_written_by_index_read_back_by_zarr_python_and_tensorstore() {
 }
 
 /// The disk fills: ZS_E_DISK_FULL, then ZS_E_CLOSED; on a 2 MiB tmpfs of its own, in a
-/// private mount namespace (the approach of tests/support_fs.rs).
+/// private mount namespace (the approach of the library's tests/writer/support_fs.rs).
 #[test]
 fn c_disk_full_then_closed() {
     const UNSUPPORTED: i32 = 77;

@@ -19,7 +19,7 @@
 //!   a private mount namespace), and `record.c` into a Garage S3 server over TCP. The
 //!   stores the Windows programs wrote are read back on Linux by zarr-python, pixel by
 //!   pixel (`check_store.py`, `check_recording.py`, `check_plate.py` in the interop
-//!   environment of `tests/support/python.rs`). That these programs behave the same on
+//!   environment of `zarrstream_testkit::python`). That these programs behave the same on
 //!   Windows rests on Wine: its file sharing, memory mapping, threads, sockets and the
 //!   error codes it reports.
 //!
@@ -28,7 +28,7 @@
 //! Windows Python, which cannot be had here).
 //!
 //! Needs `make`, and for the disk-full test `unshare` with the right to mount (root or user
-//! namespaces), for the S3 test Garage (`tests/support/garage.rs` builds it once per
+//! namespaces), for the S3 test Garage (`zarrstream_testkit::garage` builds it once per
 //! machine). Without them, or without the Windows toolchain (`tools/windows/cargo`
 //! installs it as root), the tests skip loudly; with `CI=true` they fail. Every child
 //! process runs under a deadline.

@@ -8,7 +8,7 @@
 //!   a flipped byte, a bad index crc32c, a truncated shard and overlapping entries;
 //! * `compact` turns a sparse (mmap sink, `Packing::Sparse`) store into a dense one that
 //!   the `zarrs` crate — and, where the interop Python environment is available (see
-//!   `tests/interop.rs`), zarr-python and tensorstore — read identically;
+//!   `tests/readers/interop.rs`), zarr-python and tensorstore — read identically;
 //!   `compact --order morton|c` puts every shard's chunks in that order (the index
 //!   stays in C order), `verify` passes and the same readers read the array exactly;
 //!   without `--order` a shard keeps its order;

@@ -10,7 +10,7 @@
 //!
 //! Run with `cargo test -p zarrstream --test record_s3`.
 
-// Linux only: Garage runs as a Linux child process of the test (support/garage.rs).
+// Linux only: Garage runs as a Linux child process of the test (zarrstream_testkit::garage).
 #![cfg(target_os = "linux")]
 
 use std::ffi::OsStr;

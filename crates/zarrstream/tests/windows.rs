@@ -3,7 +3,7 @@
 //! sink and codec into arrays that zarrs (here, in Rust), zarr-python, tensorstore and
 //! zarrs-python (`tests/interop/check.py`) read back exactly on Linux, and onto a full
 //! volume. The toolchain, its cache and the Wine prefix are `tools/windows/cargo`'s
-//! (`support/windows.rs`).
+//! (`zarrstream_testkit::windows`).
 //!
 //! What this proves rests on Wine 8 over Linux's file system: sharing modes, unbuffered
 //! writes and mappings behave as Wine emulates them, not necessarily as Windows does.

@@ -19,7 +19,7 @@
 //! `tests/interop/venv.py` under `target/interop-venv`; `tests/interop/check.py` does
 //! the reading. Without `python3` or the package registry the tests skip loudly, except
 //! with `CI=true`, where that is a failure. Run only this suite with
-//! `cargo test --test interop` (add `-- --nocapture` to see the tables).
+//! `cargo test -p zarrstream --test readers interop::` (add `-- --nocapture` to see the tables).
 
 use std::fs;
 use std::io::Write;

@@ -1,4 +1,4 @@
-//! Proves the Garage harness (`tests/support/garage.rs`) and the S3 reader check
+//! Proves the Garage harness (`zarrstream_testkit::garage`) and the S3 reader check
 //! (`tests/interop/s3_read.py`) the object-store tests stand on, against real Garage 2.5.0
 //! servers and clients we did not write (botocore, zarr-python over s3fs, tensorstore):
 //!
@@ -13,11 +13,11 @@
 //!   `s3_read.py` passes it against its values (`.npy` written by NumPy, by hand, raw) and
 //!   fails it against altered values, wrong shapes and a too-long prefix.
 //!
-//! Run with `cargo test -p zarrstream --test garage_harness` (`-- --nocapture` shows the
+//! Run with `cargo test -p zarrstream --test remote garage_harness::` (`-- --nocapture` shows the
 //! readers' lines). Without Garage or the Python environment the tests skip loudly, except
 //! with `CI=true`, where that is a failure.
 
-// Linux only: Garage runs as a Linux child process of the test (support/garage.rs).
+// Linux only: Garage runs as a Linux child process of the test (zarrstream_testkit::garage).
 #![cfg(target_os = "linux")]
 
 use std::ffi::OsStr;

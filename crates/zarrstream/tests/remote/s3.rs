@@ -1,5 +1,5 @@
 //! Object-store destinations against a real S3-compatible server (Garage 2.5.0, started
-//! by `tests/support/garage.rs` on 127.0.0.1), read back by readers we did not write
+//! by `zarrstream_testkit::garage` on 127.0.0.1), read back by readers we did not write
 //! (zarr-python over s3fs, tensorstore's s3 kvstore, zarrs-python, through
 //! `tests/interop/s3_read.py`):
 //!
@@ -20,10 +20,10 @@
 //!   stopped mid-recording and the recording carries on; the coordinator's `zarr.json`
 //!   covers every frame, and the readers see each camera's frames.
 //!
-//! Run with `cargo test -p zarrstream --test s3`. Without Garage or the Python
+//! Run with `cargo test -p zarrstream --test remote s3::`. Without Garage or the Python
 //! environment the tests skip loudly, except with `CI=true`, where that is a failure.
 
-// Linux only: Garage runs as a Linux child process of the test (support/garage.rs).
+// Linux only: Garage runs as a Linux child process of the test (zarrstream_testkit::garage).
 #![cfg(target_os = "linux")]
 
 use std::ffi::OsStr;

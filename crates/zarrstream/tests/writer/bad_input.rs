@@ -4,7 +4,7 @@
 //! `common::verify`, or by comparing what is on disk before and after).
 //!
 //! The read-only filesystem cases run in a child process in a private mount namespace
-//! (see `support_fs.rs`), because root ignores permission bits.
+//! (see `support_fs`), because root ignores permission bits.
 
 // Linux only: read-only and missing-parent cases use mount namespaces, symlinks and errno
 // values; the Windows build's error paths are exercised by the C API's errors.c under Wine.

@@ -7,7 +7,7 @@
 //!   that touch merged — are fewer in Morton order (and, the price, more for a block of
 //!   a single frame of the 8 x 4 x 4 shard). Both arrays read back exactly with
 //!   the `zarrs` crate (zarr-python and tensorstore read Morton arrays in
-//!   `tests/interop.rs`).
+//!   `tests/readers/interop.rs`).
 //! * The slot sinks lay the slots out in Morton order (mmap, pwrite, sparse packing);
 //!   `Auto` picks a slot sink; the direct sink is refused; resume works across orders
 //!   (the order is recorded nowhere); pyramid levels are written in the same order.

@@ -1,7 +1,7 @@
 //! Recording onto a filesystem that runs out of space.
 //!
 //! Every scenario runs in a child process of its own, in a private mount namespace, on a
-//! filesystem the child mounts (see `support_fs.rs`): a 24 MiB tmpfs, an ext4 image on a
+//! filesystem the child mounts (see `support_fs`): a 24 MiB tmpfs, an ext4 image on a
 //! loop device, or an ext4 image whose loop device sits on a nearly full tmpfs, so that
 //! the device itself runs out of space under ext4 ("thin provisioning") and writeback,
 //! hence `fsync`, fails. The parent asserts that the child exited normally (never killed
@@ -9,7 +9,7 @@
 //! and then checks the error, the store (every finished shard read back with `zarrs`),
 //! `zarr.json`, the temporary directory and the filesystem's free space.
 //!
-//! `cargo test --test full_disk -- --nocapture` prints one `REPORT` line per scenario
+//! `cargo test -p zarrstream --test writer full_disk:: -- --nocapture` prints one `REPORT` line per scenario
 //! (frames accepted before the error and its text).
 
 // Linux only: it mounts small tmpfs volumes in a private mount namespace. Under Wine the

@@ -3,7 +3,7 @@
 //! size limit (`RLIMIT_FSIZE`, with SIGXFSZ ignored and with its default action), and the
 //! wall clock jumping.
 //!
-//! Every scenario runs in a child process of its own (see `support_fs.rs`): this test
+//! Every scenario runs in a child process of its own (see `support_fs`): this test
 //! binary re-executed with only its entry test, in a private mount namespace, so a
 //! signal (SIGBUS from a cut mapping, SIGXFSZ) can only end the child, and every mount
 //! the child makes disappears with it. Each child records onto a tmpfs it mounts itself,
@@ -12,7 +12,7 @@
 //! not timings: every wait has a generous deadline and fails the test only when it
 //! passes.
 //!
-//! `cargo test --test hostile -- --nocapture` prints one `REPORT` line per scenario with
+//! `cargo test -p zarrstream --test writer hostile:: -- --nocapture` prints one `REPORT` line per scenario with
 //! the error the writer returned.
 
 // Linux only: resource limits, signals and errno values of a hostile Linux host.

@@ -2,7 +2,7 @@
 //! durable.
 //!
 //! Each mode runs in a child process of its own, in a private mount namespace (see
-//! `support_fs.rs`), which mounts `zarrstream-testfs` (FUSE; as root, no libfuse or
+//! `support_fs`), which mounts `zarrstream-testfs` (FUSE; as root, no libfuse or
 //! fusermount needed): a file's data becomes durable when the file is fsynced, a
 //! directory entry when its directory is fsynced, and nothing else ever is. For each
 //! cut the child records a small array onto a fresh mount with the library's API, in a
@@ -25,8 +25,8 @@
 //! `Durability::Shard` and `Periodic` must keep both promises at every cut; `None`
 //! promises nothing and is only reported. Cuts per mode: 100 (`None`: 25), half of them
 //! torn; `ZARRSTREAM_POWER_CUTS=N` runs `N` per mode (`None`: N/4) and
-//! `ZARRSTREAM_POWER_SEED=S` replays a run. `cargo test -p zarrstream --test power_loss
-//! -- --nocapture` prints one `REPORT` line per mode.
+//! `ZARRSTREAM_POWER_SEED=S` replays a run. `cargo test -p zarrstream --test writer
+//! power_loss:: -- --nocapture` prints one `REPORT` line per mode.
 
 // Linux only: the power-loss file system is FUSE (zarrstream-testfs), which Windows lacks.
 #![cfg(target_os = "linux")]

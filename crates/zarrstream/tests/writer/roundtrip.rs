@@ -4,7 +4,7 @@
 //!
 //! Besides the data, every case checks `zarr.json`, the files left in the store, each
 //! shard's index (crc, empty entries, packing) and the writer's statistics; see
-//! `common/mod.rs`.
+//! `common.rs`.
 
 use crate::common;
 

@@ -15,13 +15,12 @@ use zarrs::array::{
     Array, ArrayShardedReadableExt, ArrayShardedReadableExtCache, ArraySubset, CodecOptions,
 };
 use zarrs::filesystem::FilesystemStore;
-// The layout oracles live in the testkit (other binaries check layouts too); the round-trip
-// tests reach them through `common::` as before.
 use zarrstream::{
     ArraySpec, Backpressure, BloscShuffle, Codec, Durability, Error, IndexLocation, Packing,
     PushOutcome, SinkChoice, SinkKind, Stats, Writer, WriterOptions,
 };
-pub(crate) use zarrstream_testkit::layout::{Reserved, parse_index, reserved};
+// The shard index read by the format's rule, not by the library (the testkit's oracle).
+use zarrstream_testkit::layout::parse_index;
 
 // ---------------------------------------------------------------------------------------
 // Frame content

@@ -2,6 +2,7 @@
 //! metadata makes finished shards visible.
 
 use crate::common;
+use zarrstream_testkit::layout;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -94,7 +95,7 @@ fn visible_while_running(durability: Durability) -> (Visible, u64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.zarr");
     let spec = rows_of_two();
-    let reserved = common::reserved(&spec).file_size;
+    let reserved = layout::reserved(&spec).file_size;
     let opts = WriterOptions::default().durability(durability).threads(1);
     let mut w = Writer::create(&path, spec, opts).unwrap();
     let frame = vec![5u16; 32 * 32];

@@ -18,6 +18,7 @@
 
 use crate::common;
 use crate::support_fs;
+use zarrstream_testkit::layout;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -357,7 +358,7 @@ fn check_disk_full_error(case: &Case, path: &Path, s: &Stopped) {
             s.error
         );
     };
-    let worst = common::reserved(&case.spec::<u16>()).file_size;
+    let worst = layout::reserved(&case.spec::<u16>()).file_size;
     assert_eq!(
         *needed, worst,
         "[{name}] needed = a shard's worst-case size"
@@ -511,7 +512,7 @@ fn ome_pyramid_full() {
 fn tight_tmpfs() {
     let name = "tight";
     let case = case(name, SinkChoice::Pwrite, IndexLocation::End, Codec::none());
-    let shard_pages = common::reserved(&case.spec::<u16>())
+    let shard_pages = layout::reserved(&case.spec::<u16>())
         .file_size
         .div_ceil(4096);
     let sets = 4;

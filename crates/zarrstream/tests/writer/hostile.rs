@@ -20,6 +20,7 @@
 
 use crate::common;
 use crate::support_fs;
+use zarrstream_testkit::layout;
 
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
@@ -564,7 +565,7 @@ fn truncated(name: &str, sink: SinkChoice) {
     for k in 2 * ROW..2 * ROW + 2 {
         push(&case, &mut w, k).unwrap_or_else(|e| panic!("[{name}] push {k}: {e}"));
     }
-    let layout = common::reserved(&case.spec::<u16>());
+    let layout = layout::reserved(&case.spec::<u16>());
     // The temporary shard of key c/2/0/0, as the format chapter names it.
     let victim = path.join(".zarrstream-partial").join("c.2.0.0.partial");
     wait_for_entries(name, &victim, &layout);
@@ -615,7 +616,7 @@ fn truncated(name: &str, sink: SinkChoice) {
 
 /// Waits until the working index of the temporary shard at `p` holds an entry (a chunk
 /// of it was written).
-fn wait_for_entries(name: &str, p: &Path, layout: &common::Reserved) {
+fn wait_for_entries(name: &str, p: &Path, layout: &layout::Reserved) {
     let deadline = Instant::now() + PATIENCE;
     let mut index = vec![0u8; 16 * layout.n as usize];
     loop {

@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common;
 use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
+use zarrstream_testkit::layout;
 
 use zarrstream::{
     ArrayConfig, ArraySpec, BloscShuffle, Codec, DataType, Error, IndexLocation, Ome, Packing,
@@ -92,12 +92,12 @@ fn shard_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Every shard's chunks, byte for byte, by index entry: the index read by the tests'
-/// own parser (`common::parse_index`), not the library's reader. Index at the end.
+/// own parser (`layout::parse_index`), not the library's reader. Index at the end.
 fn chunks(dir: &Path, chunks_per_shard: usize) -> Vec<(String, Vec<Option<Vec<u8>>>)> {
     shard_files(dir)
         .into_iter()
         .map(|(key, bytes)| {
-            let index = common::parse_index(&bytes, chunks_per_shard, IndexLocation::End)
+            let index = layout::parse_index(&bytes, chunks_per_shard, IndexLocation::End)
                 .unwrap_or_else(|e| panic!("{key}: {e}"));
             let chunks = index
                 .iter()
@@ -691,7 +691,7 @@ fn carried_over_chunks_keep_their_bytes() {
     // left 16 x 20. Store it encoded differently (below), in a rebuilt shard.
     let shard_path = a.join("c/2/0/0");
     let before = std::fs::read(&shard_path).unwrap();
-    let index = common::parse_index(&before, s.chunks_per_shard(), IndexLocation::End).unwrap();
+    let index = layout::parse_index(&before, s.chunks_per_shard(), IndexLocation::End).unwrap();
     let f8 = frame(8, n);
     let chunk0: Vec<u8> = (0..16)
         .flat_map(|y| f8[y * 40..y * 40 + 20].iter().flat_map(|v| v.to_le_bytes()))
@@ -736,7 +736,7 @@ fn carried_over_chunks_keep_their_bytes() {
     record(&a, &s, 10..13, options().resume(true));
     let after = std::fs::read(&shard_path).unwrap();
     let (o, b) =
-        common::parse_index(&after, s.chunks_per_shard(), IndexLocation::End).unwrap()[0].unwrap();
+        layout::parse_index(&after, s.chunks_per_shard(), IndexLocation::End).unwrap()[0].unwrap();
     assert_eq!(after[o as usize..(o + b) as usize], stored[..]);
     let (shape, got) = read_all(&a);
     assert_eq!(shape, [13, 32, 40]);

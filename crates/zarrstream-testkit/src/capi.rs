@@ -29,8 +29,9 @@ pub fn check_memory(stdout: &str, stats: &serde_json::Value) {
             .find_map(|l| l.strip_prefix(prefix))
             .unwrap_or_else(|| panic!("no {prefix:?} line in {stdout}"))
     };
-    let est: serde_json::Value = serde_json::from_str(line("estimate: ")).unwrap();
-    let resident = est["resident"].as_u64().unwrap();
+    let est: serde_json::Value =
+        serde_json::from_str(line("estimate: ")).expect("the estimate line is JSON");
+    let resident = est["resident"].as_u64().expect("estimate.resident");
     let parts: u64 = [
         "frame_pool",
         "staging",
@@ -40,25 +41,28 @@ pub fn check_memory(stdout: &str, stats: &serde_json::Value) {
         "bookkeeping",
     ]
     .iter()
-    .map(|k| est[k].as_u64().unwrap())
+    .map(|k| est[k].as_u64().expect("an estimate field"))
     .sum();
     assert_eq!(parts, resident, "{est}");
     assert_eq!(
         est["total"].as_u64(),
-        Some(resident + est["page_cache"].as_u64().unwrap())
+        Some(resident + est["page_cache"].as_u64().expect("estimate.page_cache"))
     );
     let live: Vec<u64> = line("memory: ")
         .split(' ')
-        .map(|v| v.parse().unwrap())
+        .map(|v| v.parse().expect("a count in bytes"))
         .collect();
-    let peak = stats["memory"]["peak"].as_u64().unwrap();
+    let peak = stats["memory"]["peak"].as_u64().expect("stats.memory.peak");
     assert!(
         live[0] > 0 && live[0] <= live[1] && live[1] <= peak,
         "{live:?} {stats}"
     );
     assert!(peak <= resident, "peak {peak} > estimate {est}");
     // The pools were counted.
-    assert!(peak >= stats["pool_bytes"].as_u64().unwrap(), "{stats}");
+    assert!(
+        peak >= stats["pool_bytes"].as_u64().expect("stats.pool_bytes"),
+        "{stats}"
+    );
     assert_eq!(stats["memory"]["current"], 0, "{stats}");
 }
 

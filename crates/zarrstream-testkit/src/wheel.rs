@@ -69,7 +69,8 @@ pub fn install_wheel(target: &Path, py: &Path, dir: &str) -> PathBuf {
         .arg("--manifest-path")
         .arg(package().join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", target);
-    let status = run(maturin, Duration::from_secs(1800), "maturin build").unwrap();
+    let status =
+        run(maturin, Duration::from_secs(1800), "maturin build").unwrap_or_else(|e| panic!("{e}"));
     assert!(status.success(), "maturin build failed: {status}");
     let wheel = std::fs::read_dir(&out)
         .expect("wheel directory")
@@ -95,7 +96,8 @@ pub fn install_wheel(target: &Path, py: &Path, dir: &str) -> PathBuf {
         "--force-reinstall",
     ])
     .arg(&wheel);
-    let status = run(pip, Duration::from_secs(300), "pip install").unwrap();
+    let status =
+        run(pip, Duration::from_secs(300), "pip install").unwrap_or_else(|e| panic!("{e}"));
     assert!(status.success(), "pip install {} failed", wheel.display());
     wheel
 }

@@ -207,7 +207,9 @@ pub fn wait_output(
                     if n == 0 {
                         break;
                     }
-                    b.lock().unwrap().extend_from_slice(&chunk[..n]);
+                    b.lock()
+                        .expect("an output reader panicked")
+                        .extend_from_slice(&chunk[..n]);
                 }
             }
         });
@@ -229,8 +231,8 @@ pub fn wait_output(
     };
     let _ = ho.join();
     let _ = he.join();
-    let stdout = std::mem::take(&mut *out.lock().unwrap());
-    let stderr = std::mem::take(&mut *err.lock().unwrap());
+    let stdout = std::mem::take(&mut *out.lock().expect("an output reader panicked"));
+    let stderr = std::mem::take(&mut *err.lock().expect("an output reader panicked"));
     match status {
         Some(status) => Ok(Output {
             status,

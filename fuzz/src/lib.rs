@@ -2,7 +2,7 @@
 //! any of them, and asserts what holds for every input (a clean `Ok` or `Err`, and
 //! agreement with the reference decoders where they apply).
 //!
-//! `tests/fuzz_regressions.rs` includes this file, so the saved inputs under
+//! `tests/writer/fuzz_regressions.rs` includes this file, so the saved inputs under
 //! `tests/fuzz_regressions/<target>/` run through the same code in `cargo test`, on
 //! stable, without libFuzzer. Keep it to dependencies the main crate has too
 //! (`zarrstream`, `blosc-src`, `zstd`, `serde_json`, `crc32c`).

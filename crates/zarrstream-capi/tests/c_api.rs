@@ -5,11 +5,11 @@
 //! selection as `cargo test` there, so the shared dependencies are not built again), then
 //! `examples/c/Makefile` compiles the C programs against `libzarrstream.so` and
 //! `libzarrstream.a`. The tests run them (one under valgrind), read the stores back with
-//! zarr-python (the interop environment of `tests/support/python.rs`), and run the ctypes
+//! zarr-python (the interop environment of `zarrstream_testkit::python`), and run the ctypes
 //! example. `errors.c` holds the C-level checks of every error path; `recording.c`
 //! those of `zs_recording` (several arrays pushed from two threads, resume); `plate.c`
 //! those of an OME-Zarr plate. `record.c` and the ctypes example also record into a
-//! Garage S3 server (`tests/support/garage.rs`), to check the object-store codes.
+//! Garage S3 server (`zarrstream_testkit::garage`), to check the object-store codes.
 //!
 //! Needs `make`, a C and a C++ compiler, `valgrind` and, for the disk-full test, a tmpfs
 //! mount in a private mount namespace (`unshare`, root or user namespaces). Outside CI a
@@ -18,12 +18,9 @@
 //!
 //! `cargo test -p zarrstream-capi --test c_api -- --nocapture` shows the programs' output.
 
-#[path = "support/checks.rs"]
-mod checks;
-#[path = "../../zarrstream/tests/support/garage.rs"]
-mod garage;
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod python;
+use zarrstream_testkit::capi as checks;
+use zarrstream_testkit::garage;
+use zarrstream_testkit::python;
 
 use checks::{check_recording_stats, check_stats, recording_counts};
 use std::collections::BTreeMap;
@@ -204,14 +201,6 @@ fn valgrind() -> Result<(), String> {
         .clone()
 }
 
-/// A fresh directory for one test's stores.
-fn scratch(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("capi-{name}-"))
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("a scratch directory")
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -226,7 +215,14 @@ fn run(cmd: &mut Command, what: &str) -> String {
 
 fn interop_python(test: &str) -> Option<PathBuf> {
     // The environment and its script are the library's (crates/zarrstream/tests).
-    python::require(python::venv("interop/venv.py", "interop-venv"), test)
+    python::require(
+        python::venv(
+            zarrstream_testkit::target_tmp!(),
+            "interop/venv.py",
+            "interop-venv",
+        ),
+        test,
+    )
 }
 
 /// zarr-python reads `store` and finds exactly `frames` frames of the camera.
@@ -256,7 +252,7 @@ fn readelf_needed(bin: &Path) -> Option<String> {
 #[test]
 fn c_record_with_shared_and_static_library_read_back_by_zarr_python() {
     let b = built();
-    let dir = scratch("record");
+    let dir = zarrstream_testkit::scratch!("capi-record-");
     let (shared, stat) = (
         dir.path().join("shared.zarr"),
         dir.path().join("static.zarr"),
@@ -300,7 +296,7 @@ fn c_record_under_valgrind_is_clean() {
     if !available(valgrind(), "c_record_under_valgrind_is_clean") {
         return;
     }
-    let dir = scratch("valgrind");
+    let dir = zarrstream_testkit::scratch!("capi-valgrind-");
     let store = dir.path().join("v.zarr");
     let out = valgrind_run(
         &b.bin.join("record_shared"),
@@ -333,7 +329,7 @@ fn check_recording(py: &Path, dir: &Path, stdout: &str) {
 #[test]
 fn c_recording_two_threads_and_resume_read_back_by_zarr_python() {
     let b = built();
-    let dir = scratch("recording");
+    let dir = zarrstream_testkit::scratch!("capi-recording-");
     let out = run(
         Command::new(b.bin.join("recording_shared")).arg(dir.path()),
         "recording_shared",
@@ -353,7 +349,7 @@ fn c_recording_two_threads_and_resume_read_back_by_zarr_python() {
 #[test]
 fn c_plate_read_back_by_ome_zarr_readers() {
     let b = built();
-    let dir = scratch("plate");
+    let dir = zarrstream_testkit::scratch!("capi-plate-");
     let out = run(
         Command::new(b.bin.join("plate_shared")).arg(dir.path()),
         "plate_shared",
@@ -384,7 +380,7 @@ fn c_recording_under_valgrind_is_clean() {
     if !available(valgrind(), "c_recording_under_valgrind_is_clean") {
         return;
     }
-    let dir = scratch("recording-valgrind");
+    let dir = zarrstream_testkit::scratch!("capi-recording-valgrind-");
     let out = valgrind_run(&b.bin.join("recording_shared"), &[dir.path().as_os_str()]);
     assert!(out.contains("checks passed"), "{out}");
     check_recording_stats(&out);
@@ -431,7 +427,7 @@ fn valgrind_run(bin: &Path, args: &[&std::ffi::OsStr]) -> String {
 #[test]
 fn c_error_paths() {
     let b = built();
-    let dir = scratch("errors");
+    let dir = zarrstream_testkit::scratch!("capi-errors-");
     // errors.c keeps the deprecated flat config_json of 0.1: it must still work, and
     // warn on stderr exactly once per process.
     let output = run_ok(
@@ -457,7 +453,7 @@ fn c_error_paths() {
     assert!(out.contains("checks passed"), "{out}");
     // The error paths free what they allocate, too.
     if available(valgrind(), "c_error_paths under valgrind") {
-        let dir = scratch("errors-valgrind");
+        let dir = zarrstream_testkit::scratch!("capi-errors-valgrind-");
         let out = valgrind_run(
             &b.bin.join("errors_shared"),
             &["basic".as_ref(), dir.path().as_os_str()],
@@ -472,7 +468,7 @@ fn c_error_paths() {
 #[test]
 fn c_frames_written_by_index_read_back_by_zarr_python_and_tensorstore() {
     let b = built();
-    let dir = scratch("indexed");
+    let dir = zarrstream_testkit::scratch!("capi-indexed-");
     let out = run(
         Command::new(b.bin.join("indexed_shared")).arg(dir.path()),
         "indexed",
@@ -496,12 +492,12 @@ fn c_frames_written_by_index_read_back_by_zarr_python_and_tensorstore() {
 }
 
 /// The disk fills: ZS_E_DISK_FULL, then ZS_E_CLOSED; on a 2 MiB tmpfs of its own, in a
-/// private mount namespace (the approach of tests/support_fs.rs).
+/// private mount namespace (the approach of the library's tests/writer/support_fs.rs).
 #[test]
 fn c_disk_full_then_closed() {
     const UNSUPPORTED: i32 = 77;
     let b = built();
-    let dir = scratch("disk-full");
+    let dir = zarrstream_testkit::scratch!("capi-disk-full-");
     let mut cmd = Command::new("unshare");
     if !is_root() {
         cmd.args(["--user", "--map-root-user"]);
@@ -563,7 +559,7 @@ fn c_panics_come_back_as_internal() {
         ("recording_shared", "internal-create", "zs_recording_create"),
         ("recording_shared", "internal-recording", "recording"),
     ] {
-        let dir = scratch(mode);
+        let dir = zarrstream_testkit::scratch!(&format!("capi-{}-", mode));
         let out = Command::new(b.bin.join(program))
             .arg(mode)
             .arg(dir.path())
@@ -593,7 +589,7 @@ fn python_ctypes_example_read_back_by_zarr_python() {
     let Some(py) = interop_python("c_api ctypes example") else {
         return;
     };
-    let dir = scratch("python");
+    let dir = zarrstream_testkit::scratch!("capi-python-");
     let store = dir.path().join("py.zarr");
     let out = run(
         Command::new(&py)
@@ -637,7 +633,7 @@ fn c_records_into_s3_and_gets_the_remote_codes() {
         return;
     };
     let b = built();
-    let dir = scratch("s3");
+    let dir = zarrstream_testkit::scratch!("capi-s3-");
     let g = garage::Garage::single(&dir.path().join("garage"));
     let url = format!("s3://{}/c.zarr", g.bucket());
     let staging = dir.path().join("staging");

@@ -19,7 +19,7 @@
 //!   a private mount namespace), and `record.c` into a Garage S3 server over TCP. The
 //!   stores the Windows programs wrote are read back on Linux by zarr-python, pixel by
 //!   pixel (`check_store.py`, `check_recording.py`, `check_plate.py` in the interop
-//!   environment of `tests/support/python.rs`). That these programs behave the same on
+//!   environment of `zarrstream_testkit::python`). That these programs behave the same on
 //!   Windows rests on Wine: its file sharing, memory mapping, threads, sockets and the
 //!   error codes it reports.
 //!
@@ -28,21 +28,17 @@
 //! Windows Python, which cannot be had here).
 //!
 //! Needs `make`, and for the disk-full test `unshare` with the right to mount (root or user
-//! namespaces), for the S3 test Garage (`tests/support/garage.rs` builds it once per
+//! namespaces), for the S3 test Garage (`zarrstream_testkit::garage` builds it once per
 //! machine). Without them, or without the Windows toolchain (`tools/windows/cargo`
 //! installs it as root), the tests skip loudly; with `CI=true` they fail. Every child
 //! process runs under a deadline.
 
 #![cfg(target_os = "linux")]
 
-#[path = "support/checks.rs"]
-mod checks;
-#[path = "../../zarrstream/tests/support/garage.rs"]
-mod garage;
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod python;
-#[path = "../../zarrstream/tests/support/windows.rs"]
-mod windows;
+use zarrstream_testkit::capi as checks;
+use zarrstream_testkit::garage;
+use zarrstream_testkit::python;
+use zarrstream_testkit::windows;
 
 use checks::{check_recording_stats, check_stats, recording_counts};
 use std::collections::BTreeSet;
@@ -129,14 +125,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// A fresh directory for one test's stores.
-fn scratch(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("capi-win-{name}-"))
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("a scratch directory")
-}
-
 impl Built {
     /// Runs the Windows program `exe` (in `bin`) with `args` under Wine; its output,
     /// whatever its exit status.
@@ -188,7 +176,14 @@ fn check_script(py: &Path, script: &str, args: &[&str]) {
 
 /// The interop environment's Python, or `None` after a loud skip (outside CI).
 fn interop_python(test: &str) -> Option<PathBuf> {
-    python::require(python::venv("interop/venv.py", "interop-venv"), test)
+    python::require(
+        python::venv(
+            zarrstream_testkit::target_tmp!(),
+            "interop/venv.py",
+            "interop-venv",
+        ),
+        test,
+    )
 }
 
 fn path_str(p: &Path) -> &str {
@@ -323,7 +318,7 @@ fn c_record_with_dll_and_static_library_under_wine_read_back_by_zarr_python() {
         return;
     };
     println!("{}", b.make_log);
-    let dir = scratch("record");
+    let dir = zarrstream_testkit::scratch!("capi-win-record-");
     let (shared, stat) = (
         dir.path().join("shared.zarr"),
         dir.path().join("static.zarr"),
@@ -373,7 +368,7 @@ fn c_error_paths_under_wine() {
     let Some(b) = built("windows_dll errors") else {
         return;
     };
-    let dir = scratch("errors");
+    let dir = zarrstream_testkit::scratch!("capi-win-errors-");
     let out = b.wine_ok("errors_shared.exe", &["basic", &wine_path(dir.path())]);
     println!("{out}");
     assert!(
@@ -393,7 +388,7 @@ fn c_recording_two_threads_and_resume_under_wine_read_back_by_zarr_python() {
     let Some(b) = built("windows_dll recording") else {
         return;
     };
-    let dir = scratch("recording");
+    let dir = zarrstream_testkit::scratch!("capi-win-recording-");
     let out = b.wine_ok("recording_shared.exe", &[&wine_path(dir.path())]);
     println!("{out}");
     assert!(out.contains("checks passed"), "{out}");
@@ -414,7 +409,7 @@ fn c_plate_under_wine_read_back_by_ome_zarr_readers() {
     let Some(b) = built("windows_dll plate") else {
         return;
     };
-    let dir = scratch("plate");
+    let dir = zarrstream_testkit::scratch!("capi-win-plate-");
     let out = b.wine_ok("plate_shared.exe", &[&wine_path(dir.path())]);
     println!("{out}");
     assert!(out.contains("checks passed"), "{out}");
@@ -449,7 +444,7 @@ fn c_panics_come_back_as_internal_under_wine() {
         ),
         ("recording_shared.exe", "internal-recording", "recording"),
     ] {
-        let dir = scratch(mode);
+        let dir = zarrstream_testkit::scratch!(&format!("capi-win-{}-", mode));
         let out = b.wine(
             program,
             &[mode, &wine_path(dir.path())],
@@ -510,7 +505,7 @@ fn c_disk_full_then_closed_under_wine() {
     let Some(b) = built("windows_dll disk full") else {
         return;
     };
-    let dir = scratch("disk-full");
+    let dir = zarrstream_testkit::scratch!("capi-win-disk-full-");
     let script = format!(
         "mount -t tmpfs -o size=2m zarrstream-capi-win \"$1\" || exit {UNSUPPORTED}; \
          mount -t tmpfs zarrstream-capi-win-tmp /tmp || exit {UNSUPPORTED}; \
@@ -584,7 +579,7 @@ fn c_records_into_s3_under_wine() {
     let Some(py) = interop_python("windows_dll object store") else {
         return;
     };
-    let dir = scratch("s3");
+    let dir = zarrstream_testkit::scratch!("capi-win-s3-");
     let g = garage::Garage::single(&dir.path().join("garage"));
     let staging = wine_path(&dir.path().join("staging"));
     let record = |url: &str, frames: &str, env: &[(String, String)]| {

@@ -13,21 +13,13 @@
 //! (`crates/zarrstream/src/lib.rs`, `mod book`), not checked here.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use zarrstream_testkit::python::{in_ci, shout};
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-/// Writes past the harness's capture, so a skip shows in a plain `cargo test`.
-fn shout(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 /// Builds the book into a fresh directory and returns it, or `None` when mdBook cannot

@@ -20,15 +20,27 @@ use zarrs::filesystem::FilesystemStore;
 
 const EMPTY: u64 = u64::MAX;
 
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod pyenv;
 use pyenv::shout;
+use zarrstream_testkit::python as pyenv;
 
 /// Both environments (zarr 2.18 for the fixtures, the interop readers), or `None` after a
 /// loud message (a panic with `CI=true`).
 fn pythons() -> Option<(PathBuf, PathBuf)> {
-    let both = pyenv::venv("legacy/venv.py", "legacy-venv")
-        .and_then(|l| Ok((l, pyenv::venv("interop/venv.py", "interop-venv")?)));
+    let both = pyenv::venv(
+        zarrstream_testkit::target_tmp!(),
+        "legacy/venv.py",
+        "legacy-venv",
+    )
+    .and_then(|l| {
+        Ok((
+            l,
+            pyenv::venv(
+                zarrstream_testkit::target_tmp!(),
+                "interop/venv.py",
+                "interop-venv",
+            )?,
+        ))
+    });
     pyenv::require(both, "CONVERT READ-BACK TEST")
 }
 
@@ -40,13 +52,6 @@ fn convert(args: &[&Path], flags: &[&str]) -> Output {
     let mut c = bin();
     c.arg("convert").args(args).args(flags).stdin(Stdio::null());
     c.output().expect("run zarrstream")
-}
-
-fn scratch(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("scratch dir")
 }
 
 // ---------------------------------------------------------------- a PR 876 array in Rust
@@ -118,7 +123,7 @@ fn read_with_zarrs(path: &Path, shape: &[u64]) -> Vec<u16> {
 
 #[test]
 fn converts_and_reads_back_with_zarrs() {
-    let dir = scratch("convert-zarrs");
+    let dir = zarrstream_testkit::scratch!("convert-zarrs");
     let legacy = dir.path().join("legacy");
     let expected = write_l1(&legacy, [13, 21], [4, 5], [2, 2], &[[0, 1], [3, 4]]);
     let out = dir.path().join("out.zarr");
@@ -188,7 +193,7 @@ fn assert_refused(legacy: &Path, want: &str) {
 
 #[test]
 fn bad_input_missing_path_and_not_a_store() {
-    let dir = scratch("convert-bad");
+    let dir = zarrstream_testkit::scratch!("convert-bad");
     assert_refused(&dir.path().join("nope"), "no such file or directory");
     let empty = dir.path().join("empty");
     fs::create_dir(&empty).unwrap();
@@ -220,7 +225,7 @@ fn bad_input_missing_path_and_not_a_store() {
 
 #[test]
 fn bad_input_unsupported_compressor_and_dtype() {
-    let dir = scratch("convert-bad");
+    let dir = zarrstream_testkit::scratch!("convert-bad");
     let a = dir.path().join("lzma");
     write_l1(&a, [4, 4], [2, 2], [2, 2], &[]);
     let mut z: Value = serde_json::from_slice(&fs::read(a.join(".zarray")).unwrap()).unwrap();
@@ -239,7 +244,7 @@ fn bad_input_unsupported_compressor_and_dtype() {
 
 #[test]
 fn bad_input_corrupted_shards() {
-    let dir = scratch("convert-bad");
+    let dir = zarrstream_testkit::scratch!("convert-bad");
     let a = dir.path().join("truncated");
     write_l1(&a, [8, 8], [2, 2], [2, 2], &[]);
     let shard = a.join("1.1");
@@ -303,7 +308,7 @@ fn legacy_layouts_read_back_with_real_readers() {
     let Some((legacy_py, interop_py)) = pythons() else {
         return;
     };
-    let dir = scratch("convert-readers");
+    let dir = zarrstream_testkit::scratch!("convert-readers");
     let root = dir.path();
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../zarrstream/tests/legacy");
     let mut manifest = Vec::new();

@@ -8,7 +8,7 @@
 //!   a flipped byte, a bad index crc32c, a truncated shard and overlapping entries;
 //! * `compact` turns a sparse (mmap sink, `Packing::Sparse`) store into a dense one that
 //!   the `zarrs` crate — and, where the interop Python environment is available (see
-//!   `tests/interop.rs`), zarr-python and tensorstore — read identically;
+//!   `tests/readers/interop.rs`), zarr-python and tensorstore — read identically;
 //!   `compact --order morton|c` puts every shard's chunks in that order (the index
 //!   stays in C order), `verify` passes and the same readers read the array exactly;
 //!   without `--order` a shard keeps its order;
@@ -34,22 +34,7 @@ const W: usize = 64;
 
 // ---------------------------------------------------------------- helpers
 
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod pyenv;
-
-/// The interop suite's interpreter (`tests/interop/venv.py` → `target/interop-venv`).
-fn python() -> Option<PathBuf> {
-    pyenv::interop("cli_inspect: the zarr-python/tensorstore check of compact")
-}
-
-/// A scratch directory under `target/tmp` (ext4 here, so the mmap sink is used and
-/// sparse packing really leaves holes).
-fn scratch(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("scratch dir")
-}
+use zarrstream_testkit::python as pyenv;
 
 /// Frame `k`: smooth with a noisy stripe, so chunk sizes differ.
 fn frame(k: u64) -> Vec<u16> {
@@ -234,7 +219,7 @@ fn read_with_zarrs(path: &Path) -> Vec<u16> {
 
 #[test]
 fn inspect_numbers_match_the_writer_stats() {
-    let dir = scratch("cli-inspect");
+    let dir = zarrstream_testkit::scratch!("cli-inspect");
     let path = dir.path().join("skips.zarr");
     // Frames 2 and 5 skipped: their chunks are empty inside the array.
     let pushes: Vec<bool> = (0..10).map(|k| k != 2 && k != 5).collect();
@@ -302,7 +287,7 @@ fn inspect_numbers_match_the_writer_stats() {
 
 #[test]
 fn inspect_shard_prints_the_shards_own_index() {
-    let dir = scratch("cli-inspect-shard");
+    let dir = zarrstream_testkit::scratch!("cli-inspect-shard");
     let (path, _, _) = good_store(dir.path());
     let shard = path.join("c/1/0/0");
     let truth = index_of(&shard, 16, IndexLocation::End);
@@ -350,7 +335,7 @@ fn problems(v: &Value) -> Vec<(String, Value, String)> {
 
 #[test]
 fn verify_passes_good_stores() {
-    let dir = scratch("cli-verify-good");
+    let dir = zarrstream_testkit::scratch!("cli-verify-good");
     let (path, _, _) = good_store(dir.path());
     for extra in [&[][..], &["--decode"][..]] {
         let mut args = vec!["verify", s(&path)];
@@ -381,7 +366,7 @@ fn verify_passes_good_stores() {
 
 #[test]
 fn verify_names_the_shard_and_chunk_of_each_problem() {
-    let dir = scratch("cli-verify-bad");
+    let dir = zarrstream_testkit::scratch!("cli-verify-bad");
     let (path, _, _) = good_store(dir.path());
 
     // A byte flipped inside chunk [1, 0, 1] of shard c/1/0/0.
@@ -419,7 +404,7 @@ fn verify_names_the_shard_and_chunk_of_each_problem() {
 
 #[test]
 fn verify_finds_truncated_shards_and_overlapping_entries() {
-    let dir = scratch("cli-verify-trunc");
+    let dir = zarrstream_testkit::scratch!("cli-verify-trunc");
     // Index at the start: cutting the file leaves the index readable, so the cut
     // chunk itself is named.
     let path = dir.path().join("start.zarr");
@@ -522,7 +507,7 @@ fn sparse_store(dir: &Path, name: &str, location: IndexLocation) -> Option<(Path
 
 #[test]
 fn compact_turns_sparse_shards_dense_and_readers_agree() {
-    let dir = scratch("cli-compact");
+    let dir = zarrstream_testkit::scratch!("cli-compact");
     for location in [IndexLocation::End, IndexLocation::Start] {
         let name = format!("sparse-{}.zarr", location.as_str());
         let Some((path, expected)) = sparse_store(dir.path(), &name, location) else {
@@ -632,7 +617,7 @@ fn assert_dense_in(path: &Path, location: IndexLocation, order: ChunkOrder) {
 
 #[test]
 fn compact_order_rewrites_shards_in_morton_or_c_order_and_readers_agree() {
-    let dir = scratch("cli-compact-order");
+    let dir = zarrstream_testkit::scratch!("cli-compact-order");
     let spec = || spec(Codec::zstd(1), true, IndexLocation::End);
     let morton = order_of(ChunkOrder::Morton, IndexLocation::End, 16);
     assert_ne!(morton, order_of(ChunkOrder::C, IndexLocation::End, 16));
@@ -723,7 +708,7 @@ fn spec_start() -> ArraySpec {
 
 #[test]
 fn compact_leaves_dense_and_damaged_shards_alone() {
-    let dir = scratch("cli-compact-bad");
+    let dir = zarrstream_testkit::scratch!("cli-compact-bad");
     let (path, _, _) = good_store(dir.path());
     let (code, report, _) = run_json(&["compact", s(&path)]);
     assert_eq!(code, 0);
@@ -755,7 +740,7 @@ fn compact_leaves_dense_and_damaged_shards_alone() {
 
 #[test]
 fn compact_refuses_a_store_with_a_live_writer() {
-    let dir = scratch("cli-compact-live");
+    let dir = zarrstream_testkit::scratch!("cli-compact-live");
     let path = dir.path().join("live.zarr");
     let mut w = Writer::create(
         &path,
@@ -777,7 +762,12 @@ fn compact_refuses_a_store_with_a_live_writer() {
 /// interop suite's Python environment; skipped loudly when there is none (a failure
 /// with `CI=true`).
 fn python_readers_agree(dir: &Path, path: &Path, expected: &[u16]) {
-    let Some(py) = python() else { return };
+    let Some(py) = pyenv::interop(
+        zarrstream_testkit::target_tmp!(),
+        "cli_inspect: the zarr-python/tensorstore check of compact",
+    ) else {
+        return;
+    };
     let raw = dir.join("expected.raw");
     let bytes: Vec<u8> = expected.iter().flat_map(|v| v.to_le_bytes()).collect();
     fs::write(&raw, bytes).expect("write expected");
@@ -819,7 +809,7 @@ print("zarr-python and tensorstore agree")
 
 #[test]
 fn bad_input_is_one_line_and_exit_1_for_every_subcommand() {
-    let dir = scratch("cli-bad");
+    let dir = zarrstream_testkit::scratch!("cli-bad");
     let missing = dir.path().join("missing.zarr");
     let empty = dir.path().join("empty");
     fs::create_dir(&empty).expect("mkdir");
@@ -886,7 +876,7 @@ fn bad_input_is_one_line_and_exit_1_for_every_subcommand() {
 
 #[test]
 fn allocated_bytes_show_sparse_files() {
-    let dir = scratch("cli-alloc");
+    let dir = zarrstream_testkit::scratch!("cli-alloc");
     let Some((path, _)) = sparse_store(dir.path(), "alloc.zarr", IndexLocation::End) else {
         return;
     };

@@ -26,25 +26,11 @@ use zarrstream::{ArraySpec, BloscShuffle, Codec, DataType, Writer, WriterOptions
 
 // ---------------------------------------------------------------- environment
 
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod pyenv;
 use pyenv::shout;
-
-/// The pinned reader environment's interpreter (shared with tests/interop.rs), or `None`
-/// after a loud message; with `CI=true` a missing environment panics.
-fn python() -> Option<PathBuf> {
-    pyenv::interop("cli_refs: the fsspec + zarr-python reader test")
-}
+use zarrstream_testkit::python as pyenv;
 
 fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../zarrstream/tests/interop")
-}
-
-fn scratch(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("scratch dir")
 }
 
 // ---------------------------------------------------------------- stores
@@ -205,7 +191,7 @@ fn numpy_dtype(d: DataType) -> &'static str {
 
 #[test]
 fn real_readers_read_the_reference_sets() {
-    let dir = scratch("refs-readers-");
+    let dir = zarrstream_testkit::scratch!("refs-readers-");
     let root = dir.path();
     let stores = all_stores(root);
     let mut cases = Vec::new();
@@ -246,7 +232,12 @@ fn real_readers_read_the_reference_sets() {
     let zstd = &stores[2];
     cases.extend(url_cases(root, zstd));
     cases.push(corrupted_chunk_case(root, zstd));
-    let Some(py) = python() else { return };
+    let Some(py) = pyenv::interop(
+        zarrstream_testkit::target_tmp!(),
+        "cli_refs: the fsspec + zarr-python reader test",
+    ) else {
+        return;
+    };
     let manifest = root.join("manifest.json");
     fs::write(&manifest, json!({ "cases": cases }).to_string()).expect("manifest");
     let out = Command::new(&py)
@@ -367,7 +358,7 @@ fn index_entries(shard: &Path, n: usize) -> Vec<(u64, u64)> {
 
 #[test]
 fn json_layout_and_byte_ranges_follow_the_shard_indexes() {
-    let dir = scratch("refs-json-");
+    let dir = zarrstream_testkit::scratch!("refs-json-");
     let st = write_store(dir.path(), "cam", Codec::zstd(1), true, DataType::UInt16);
     for (mode, trim) in [("verify", 0), ("strip", 4)] {
         let out = dir.path().join(format!("{mode}.json"));
@@ -421,7 +412,7 @@ fn json_layout_and_byte_ranges_follow_the_shard_indexes() {
 
 #[test]
 fn default_output_beside_the_store_and_overwrite() {
-    let dir = scratch("refs-out-");
+    let dir = zarrstream_testkit::scratch!("refs-out-");
     let st = write_store(
         dir.path(),
         "run",
@@ -476,7 +467,7 @@ fn default_output_beside_the_store_and_overwrite() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_1() {
-    let dir = scratch("refs-bad-");
+    let dir = zarrstream_testkit::scratch!("refs-bad-");
     let root = dir.path();
     let err = refs_fails(&[s(&root.join("missing.zarr")), "--format", "json"]);
     assert!(err.contains("no such file"), "{err}");

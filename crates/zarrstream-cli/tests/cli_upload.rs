@@ -8,12 +8,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../../zarrstream/tests/support/garage.rs"]
-mod garage;
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod pyenv;
-#[path = "support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::garage;
+use zarrstream_testkit::python as pyenv;
 
 const Y: usize = 64;
 const X: usize = 64;
@@ -43,7 +39,7 @@ fn a_killed_recording_is_recovered_and_uploaded_later() {
     if garage::require("upload after a crash").is_none() {
         return;
     }
-    let Some(py) = pyenv::interop("upload after a crash") else {
+    let Some(py) = pyenv::interop(zarrstream_testkit::target_tmp!(), "upload after a crash") else {
         return;
     };
     let dir = tempfile::Builder::new()
@@ -63,7 +59,7 @@ fn a_killed_recording_is_recovered_and_uploaded_later() {
     let url = format!("s3://{}/crash.zarr", g.bucket());
     // One frame per chunk and one worker (pwrite, one thread): frames are encoded in
     // order, so what survives is a prefix of the input.
-    let mut child = record_cli::record()
+    let mut child = zarrstream_testkit::cli_record!()
         .args(["--out", &url, "--shape", &format!("0,{Y},{X}")])
         .args([
             "--chunk",

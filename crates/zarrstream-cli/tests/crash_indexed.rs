@@ -20,10 +20,7 @@ use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 
-#[path = "support/crash.rs"]
-mod crash;
-#[path = "support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::crash;
 
 use crash::{Recorder, Wait, partial_files, sample};
 
@@ -70,7 +67,7 @@ fn killed_channel_first_recordings_are_recovered() {
     for kill_at in [3u64, 9, 17] {
         let name = format!("kill{kill_at}");
         let store = dir.path().join(format!("{name}.zarr"));
-        let mut cmd = record_cli::record();
+        let mut cmd = zarrstream_testkit::cli_record!();
         cmd.arg("--out")
             .arg(&store)
             .args(["--shape", &format!("{T},{C},{Y},{X}")])

@@ -56,10 +56,8 @@ impl Case {
     }
 }
 
-#[path = "support/crash.rs"]
-mod crash;
-#[path = "../../zarrstream/tests/support/windows.rs"]
-mod windows;
+use zarrstream_testkit::crash;
+use zarrstream_testkit::windows;
 
 use crash::{Recorder, Wait, partial_files, sample};
 

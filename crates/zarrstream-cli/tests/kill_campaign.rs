@@ -47,10 +47,7 @@ use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 
-#[path = "support/crash.rs"]
-mod crash;
-#[path = "support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::crash;
 
 use crash::{Recorder, Wait};
 
@@ -405,7 +402,7 @@ fn run_kill(case: &Case, exp: &Expected, store: &Path, tally: &mut Tally) -> Che
     let (y, x) = case.frame();
     let (cy, cx) = case.tile();
     let fps = FPS.to_string();
-    let mut cmd = record_cli::record();
+    let mut cmd = zarrstream_testkit::cli_record!();
     cmd.arg("--out")
         .arg(store)
         .args(["--shape", &format!("0,{y},{x}")])

@@ -6,14 +6,11 @@
 // crates/zarrstream/tests/windows.rs.
 #![cfg(target_os = "linux")]
 
-#[path = "support/record.rs"]
-mod record_cli;
-
 use std::path::Path;
 use std::process::Output;
 
-use record_cli::record;
 use std::sync::Arc;
+use zarrstream_testkit::cli_record as record;
 
 use serde_json::Value;
 use zarrs::array::{Array, ArraySubset};
@@ -27,7 +24,7 @@ const PLANE: usize = 32 * 48;
 
 /// Runs `record` with the small geometry, two workers and `args`.
 fn run(args: &[&str]) -> Output {
-    record()
+    record!()
         .args(GEOMETRY)
         .args(["--threads", "2", "--no-pin", "--quiet"])
         .args(args)
@@ -381,7 +378,7 @@ fn record_resume_of_a_live_or_crashed_array_fails_with_exit_1() {
             let _ = self.0.wait();
         }
     }
-    let live = record()
+    let live = record!()
         .args(GEOMETRY)
         .args(["--threads", "1", "--no-pin", "--quiet", "--progress"])
         .args(["--frames", "200", "--fps", "10", "--out", s(&out)])

@@ -14,9 +14,6 @@ use zarrs::array::{Array, ArraySubset, ElementOwned};
 use zarrs::filesystem::FilesystemStore;
 use zarrstream::DataType;
 
-#[path = "support/record.rs"]
-mod record_cli;
-
 const FRAMES: u64 = 5;
 const H: u64 = 40;
 const W: u64 = 56;
@@ -62,7 +59,7 @@ fn input_bytes(dtype: DataType) -> Vec<u8> {
 }
 
 fn record(args: &[&str]) {
-    let out = record_cli::record()
+    let out = zarrstream_testkit::cli_record!()
         .args(args)
         .args(["--threads", "2", "--no-pin"])
         .stdin(Stdio::null())

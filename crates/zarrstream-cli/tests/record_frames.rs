@@ -7,20 +7,10 @@
 // crates/zarrstream/tests/windows.rs.
 #![cfg(target_os = "linux")]
 
-#[path = "support/record.rs"]
-mod record_cli;
-
 use std::path::Path;
 use std::sync::Arc;
 
-use record_cli::record;
-
-fn scratch(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("scratch dir")
-}
+use zarrstream_testkit::cli_record as record;
 
 /// A 1-D array of `T` as zarrs reads it.
 fn read<T: zarrs::array::ElementOwned>(dir: &Path) -> Vec<T> {
@@ -62,7 +52,7 @@ fn c_index(extent: &[u64], c: &[u64]) -> u64 {
 fn record_frame_meta_flag_stores_every_frames_values() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("rec.zarr");
-    let status = record()
+    let status = record!()
         .args([
             "--shape",
             "0,128,128",
@@ -95,7 +85,7 @@ fn record_frame_meta_flag_stores_every_frames_values() {
 /// frames `--save-frames` wrote in camera order; a bad order is a usage error.
 #[test]
 fn record_writes_the_camera_in_its_acquisition_order() {
-    let dir = scratch("indexed-record");
+    let dir = zarrstream_testkit::scratch!("indexed-record");
     let (t, c, z, h, w) = (4u64, 2u64, 3u64, 64usize, 96usize);
     let geometry = [
         "--shape",
@@ -114,7 +104,7 @@ fn record_writes_the_camera_in_its_acquisition_order() {
         "--quiet",
     ];
     let raw = dir.path().join("camera.raw");
-    let out = record()
+    let out = record!()
         .args(geometry)
         .arg("--save-frames")
         .arg(&raw)
@@ -136,7 +126,7 @@ fn record_writes_the_camera_in_its_acquisition_order() {
         ("zct", "2,1,0", [2, 1, 0]),
     ] {
         let store = dir.path().join(format!("{name}.zarr"));
-        let out = record()
+        let out = record!()
             .args(geometry)
             .args(["--acquisition-order", order, "--out"])
             .arg(&store)
@@ -163,7 +153,7 @@ fn record_writes_the_camera_in_its_acquisition_order() {
             );
         }
     }
-    let out = record()
+    let out = record!()
         .args(geometry)
         .args(["--acquisition-order", "c,q,z", "--out"])
         .arg(dir.path().join("bad.zarr"))

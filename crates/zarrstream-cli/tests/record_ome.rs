@@ -5,22 +5,15 @@
 // Linux only: the readers are Python's, which the Windows build does not run.
 #![cfg(target_os = "linux")]
 
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod pyenv;
-#[path = "support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::python as pyenv;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use record_cli::record;
 use serde_json::json;
-
-fn python() -> Option<PathBuf> {
-    pyenv::interop("OME-ZARR READER TEST")
-}
+use zarrstream_testkit::cli_record as record;
 
 fn check_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../zarrstream/tests/interop/ome_check.py")
@@ -28,7 +21,9 @@ fn check_script() -> PathBuf {
 
 #[test]
 fn readers_never_see_level0_ahead_of_its_data_while_recording() {
-    let Some(py) = python() else { return };
+    let Some(py) = pyenv::interop(zarrstream_testkit::target_tmp!(), "OME-ZARR READER TEST") else {
+        return;
+    };
     let dir = tempfile::Builder::new()
         .prefix("ome-live-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -73,7 +68,7 @@ fn readers_never_see_level0_ahead_of_its_data_while_recording() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let rec = record()
+    let rec = record!()
         .arg("--out")
         .arg(&store)
         .args(["--ome", "--shape", "0,2,64,48", "--chunk", "1,1,32,48"])

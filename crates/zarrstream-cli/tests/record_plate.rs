@@ -9,10 +9,7 @@
 // crates/zarrstream/tests/windows.rs.
 #![cfg(target_os = "linux")]
 
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod pyenv;
-#[path = "support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::python as pyenv;
 
 use std::path::Path;
 use std::process::{Output, Stdio};
@@ -30,7 +27,7 @@ const FRAMES: u64 = 6;
 const PLANE: usize = (H * W) as usize;
 
 fn run(args: &[&str]) -> Output {
-    record_cli::record()
+    zarrstream_testkit::cli_record!()
         .args([
             "--shape",
             "0,2,32,48",
@@ -151,7 +148,10 @@ fn record_plate_pushes_field_by_field() {
         );
     }
 
-    let Some(py) = pyenv::interop("RECORD --PLATE READER TEST") else {
+    let Some(py) = pyenv::interop(
+        zarrstream_testkit::target_tmp!(),
+        "RECORD --PLATE READER TEST",
+    ) else {
         return;
     };
     let images: Vec<Value> = keys

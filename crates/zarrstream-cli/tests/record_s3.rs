@@ -10,19 +10,15 @@
 //!
 //! Run with `cargo test -p zarrstream --test record_s3`.
 
-// Linux only: Garage runs as a Linux child process of the test (support/garage.rs).
+// Linux only: Garage runs as a Linux child process of the test (zarrstream_testkit::garage).
 #![cfg(target_os = "linux")]
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::Stdio;
 
-#[path = "../../zarrstream/tests/support/garage.rs"]
-mod garage;
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod pyenv;
-#[path = "support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::garage;
+use zarrstream_testkit::python as pyenv;
 
 use garage::Garage;
 use zarrs::array::Array;
@@ -30,13 +26,6 @@ use zarrs::filesystem::FilesystemStore;
 
 const Y: usize = 128;
 const X: usize = 192;
-
-fn scratch(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-}
 
 /// `n` frames of camera `cam`, distinct everywhere, as `record --input` takes them.
 fn frames(cam: u64, n: u64) -> Vec<u16> {
@@ -50,7 +39,7 @@ fn le(v: &[u16]) -> Vec<u8> {
 }
 
 fn record(args: &[&OsStr], env: &[(String, String)]) -> std::process::Child {
-    record_cli::record()
+    zarrstream_testkit::cli_record!()
         .args(args)
         .envs(env.iter().cloned())
         .env(
@@ -76,7 +65,7 @@ fn check(child: std::process::Child, what: &str) {
 
 #[test]
 fn three_processes_record_one_array_on_a_shared_path() {
-    let dir = scratch("record-parts");
+    let dir = zarrstream_testkit::scratch!("record-parts");
     let out = dir.path().join("cams.zarr");
     let n = 24u64;
     let inputs: Vec<PathBuf> = (0..3)
@@ -153,10 +142,10 @@ fn record_to_garage_one_array_and_a_recording() {
     if garage::require("record to s3").is_none() {
         return;
     }
-    let Some(py) = pyenv::interop("record to s3") else {
+    let Some(py) = pyenv::interop(zarrstream_testkit::target_tmp!(), "record to s3") else {
         return;
     };
-    let dir = scratch("record-s3");
+    let dir = zarrstream_testkit::scratch!("record-s3");
     let g = Garage::single(&dir.path().join("garage"));
     let n = 20u64;
     let input = dir.path().join("cam.raw");

@@ -12,12 +12,9 @@
 //! Every wait has a deadline. When something cannot be had (no Python >= 3.11, no apt,
 //! no Xvfb) the test is skipped loudly; with `CI=true` that is a failure.
 
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod python;
-#[path = "../../zarrstream/tests/support/record.rs"]
-mod record_cli;
-#[path = "support/wheel.rs"]
-mod wheel;
+use zarrstream_testkit::cli as record_cli;
+use zarrstream_testkit::python;
+use zarrstream_testkit::wheel;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -125,12 +122,21 @@ fn viewers() {
         }
     }
     let requirements = crate_dir().join("tests/viewers/requirements.txt");
-    let env = python::venv_from("interop/venv.py", "viewer-venv", Some(&requirements));
+    let env = python::venv_from(
+        zarrstream_testkit::target_tmp!(),
+        "interop/venv.py",
+        "viewer-venv",
+        Some(&requirements),
+    );
     let Some(py) = python::require(env, "the viewer tests") else {
         return;
     };
     let setup = started.elapsed();
-    let wheel = wheel::install_wheel(&py, "viewer-wheels");
+    let wheel = wheel::install_wheel(
+        &target_dir(zarrstream_testkit::target_tmp!()),
+        &py,
+        "viewer-wheels",
+    );
     let record = match record_cli::binary() {
         Ok(bin) => bin,
         Err(e) => panic!("{e}"),
@@ -160,7 +166,13 @@ fn viewers() {
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
     )
     .expect("chmod runtime dir");
-    let mut pytest = wheel::pytest(&py, "viewers", "viewer-tests.xml", work.path());
+    let mut pytest = wheel::pytest(
+        &target_dir(zarrstream_testkit::target_tmp!()),
+        &py,
+        "viewers",
+        "viewer-tests.xml",
+        work.path(),
+    );
     pytest
         // napari's dependencies' deprecation notices would bury the results.
         .args(["-W", "ignore::DeprecationWarning", "--timeout=240"])
@@ -171,7 +183,7 @@ fn viewers() {
         .env("ZARRSTREAM_RECORD", &record)
         .env(
             "ZARRSTREAM_SCREENSHOTS",
-            target_dir().join("viewer-screenshots"),
+            target_dir(zarrstream_testkit::target_tmp!()).join("viewer-screenshots"),
         );
     let status = run(
         pytest,

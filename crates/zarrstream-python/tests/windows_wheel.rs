@@ -24,10 +24,8 @@
 
 #![cfg(target_os = "linux")]
 
-#[path = "../../zarrstream/tests/support/python.rs"]
-mod python;
-#[path = "../../zarrstream/tests/support/windows.rs"]
-mod windows;
+use zarrstream_testkit::python;
+use zarrstream_testkit::windows;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -112,7 +110,12 @@ fn windows_wheel_is_abi3_win_amd64_with_a_pyd_that_needs_only_python3_dll() {
         return;
     };
     let requirements = crate_dir().join("tests/requirements.txt");
-    let env = python::venv_from("interop/venv.py", "python-venv", Some(&requirements));
+    let env = python::venv_from(
+        zarrstream_testkit::target_tmp!(),
+        "interop/venv.py",
+        "python-venv",
+        Some(&requirements),
+    );
     let Some(py) = python::require(env, "the Windows wheel (maturin)") else {
         return;
     };

@@ -22,8 +22,7 @@
 //! acquisition. With one-frame shards this runs hundreds of thousands of shards in
 //! minutes (BENCHMARKS.md, the long run).
 
-#[path = "../tests/support/mover.rs"]
-mod mover;
+use zarrstream_testkit::mover;
 mod support;
 
 use std::fmt::Write as _;

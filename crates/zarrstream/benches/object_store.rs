@@ -1,5 +1,5 @@
 //! Object storage (BENCHMARKS.md §15): zarrstream recording into an S3 server on
-//! loopback, Garage 2.5.0 started by `tests/support/garage.rs`, against baselines
+//! loopback, Garage 2.5.0 started by `zarrstream_testkit::garage`, against baselines
 //! measured in the same run.
 //!
 //! ```text
@@ -62,10 +62,8 @@
 
 mod support;
 
-#[path = "../tests/support/garage.rs"]
-mod garage;
-#[path = "../tests/support/record.rs"]
-mod record_cli;
+use zarrstream_testkit::cli as record_cli;
+use zarrstream_testkit::garage;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};

@@ -1,5 +1,8 @@
 //! `Recording`: several arrays in one group, one engine of workers, one budget; read
 //! back with the `zarrs` crate.
+//!
+//! A test binary of its own, not a module of `writer`: its tests count the worker threads
+//! of the whole process (`/proc/self/task`), which the other writers' tests would add to.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! sink and codec into arrays that zarrs (here, in Rust), zarr-python, tensorstore and
 //! zarrs-python (`tests/interop/check.py`) read back exactly on Linux, and onto a full
 //! volume. The toolchain, its cache and the Wine prefix are `tools/windows/cargo`'s
-//! (`support/windows.rs`).
+//! (`zarrstream_testkit::windows`).
 //!
 //! What this proves rests on Wine 8 over Linux's file system: sharing modes, unbuffered
 //! writes and mappings behave as Wine emulates them, not necessarily as Windows does.
@@ -13,10 +13,8 @@
 // The driver runs on Linux; the Windows build of this package leaves it out.
 #![cfg(target_os = "linux")]
 
-#[path = "support/python.rs"]
-mod python;
-#[path = "support/windows.rs"]
-mod windows;
+use zarrstream_testkit::python;
+use zarrstream_testkit::windows;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -233,7 +231,10 @@ fn record_on_windows_round_trips_through_every_sink_and_codec() {
         }
     }
     // zarr-python, zarrs-python and tensorstore, every element and sub-regions.
-    let Some(py) = python::interop("WINDOWS ZARRSTREAM RECORD READERS") else {
+    let Some(py) = python::interop(
+        zarrstream_testkit::target_tmp!(),
+        "WINDOWS ZARRSTREAM RECORD READERS",
+    ) else {
         return;
     };
     let path = dir.path().join("manifest.json");

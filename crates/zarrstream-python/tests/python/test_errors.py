@@ -333,7 +333,7 @@ def test_full_disk_inside_a_with_block_raises_the_disk_error(small_disk: Path, r
 
 def test_a_truncated_shard_is_an_oserror_naming_the_file() -> None:
     """The Python half of `Error::ShardTruncated` (another process cut a shard file; the
-    Rust tests in crates/zarrstream/tests/hostile.rs provoke it)."""
+    Rust tests in crates/zarrstream/tests/writer/hostile.rs provoke it)."""
     from zarrstream.errors import _from_native
 
     path = "/data/run.zarr/.zarrstream-partial/c.2.0.0.partial"

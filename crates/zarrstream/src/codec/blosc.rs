@@ -4,7 +4,7 @@
 //! Readers (numcodecs, tensorstore, zarrs) all decode with c-blosc 1.x, and no maintained
 //! pure-Rust crate writes compressed Blosc1 frames, so the container is written here.
 //! Our frames are c-blosc's frames byte for byte (same block size, split rule, shuffles,
-//! and the same LZ4 or zstd library at the same settings; `tests/codec_reference.rs`
+//! and the same LZ4 or zstd library at the same settings; `tests/writer/codec_reference.rs`
 //! compares them), so they look like the ones readers already meet.
 //!
 //! The LZ4 blocks come from liblz4 (the `lz4` crate), not `lz4_flex`: c-blosc maps

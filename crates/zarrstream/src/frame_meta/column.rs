@@ -153,7 +153,7 @@ impl Column {
         if !chunks.is_dir() {
             // Durably: the column's `zarr.json` below syncs the column's directory, not
             // its name in the metadata group, and a power cut even after `finish` lost
-            // every column (found by `tests/power_loss.rs`).
+            // every column (found by `tests/writer/power_loss.rs`).
             crate::store::create_dirs_durably(&chunks)?;
         }
         for (index, bytes) in std::mem::take(&mut self.full) {

@@ -97,7 +97,7 @@ pub(crate) fn prepare_dir(dir: &Path, overwrite: bool) -> Result<()> {
     // Durably: the new store directory's own name in its parent (and those of any
     // parents created for it) is otherwise never synced, and a power cut, even after
     // `finish`, lost the whole store although each of its files was synced (found by
-    // `tests/power_loss.rs`). Syncing the parent also makes the removal of an
+    // `tests/writer/power_loss.rs`). Syncing the parent also makes the removal of an
     // overwritten store durable.
     super::create_dirs_durably(dir)?;
     Ok(())

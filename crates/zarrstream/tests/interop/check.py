@@ -1,6 +1,6 @@
 """Reads zarrstream arrays with three independent readers and compares every element.
 
-Driven by tests/interop.rs, run inside the pinned environment (tests/interop/venv.py):
+Driven by tests/readers/interop.rs, run inside the pinned environment (tests/interop/venv.py):
 
     check.py matrix MANIFEST.json    metadata + whole-array + sub-region reads of every
                                      array, then the corrupted-shard (negative) checks

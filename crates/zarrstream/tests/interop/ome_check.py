@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Checks OME-Zarr 0.5 images written by zarrstream (tests/ome.rs).
+"""Checks OME-Zarr 0.5 images written by zarrstream (tests/readers/ome.rs).
 
     ome_check.py images MANIFEST.json   validate and read finished images
     ome_check.py live MANIFEST.json     read an image again and again while it is recorded
-    ome_check.py plate MANIFEST.json    validate and read an HCS plate (tests/plate.rs)
+    ome_check.py plate MANIFEST.json    validate and read an HCS plate (tests/readers/plate.rs)
 
 MANIFEST: {"images": [{"name", "path", "expected" (raw little-endian file), "dtype"
 (numpy), "shape", "levels", "method", "z_axis" (optional)}]} or {"live": {... as one

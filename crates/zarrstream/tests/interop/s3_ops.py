@@ -1,4 +1,4 @@
-"""Single S3 operations through botocore (and zarr-python over s3fs), for tests/garage_harness.rs.
+"""Single S3 operations through botocore (and zarr-python over s3fs), for tests/remote/garage_harness.rs.
 
 Run inside the pinned interop environment (tests/interop/venv.py):
 

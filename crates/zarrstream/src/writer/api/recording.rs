@@ -219,7 +219,7 @@ fn groups_between(root: &Path, key: &str, layout: &Layout) -> Result<()> {
                 // Durably: publishing the group's document below syncs the group's own
                 // directory, not its name in the one above, and a power cut even after
                 // `finish` lost the group with the arrays in it (found by
-                // `tests/power_loss.rs`).
+                // `tests/writer/power_loss.rs`).
                 store::create_dirs_durably(&parent)?;
                 let doc = match layout.groups.get(&parts[..=i].join("/")) {
                     Some(attributes) => store::group_document(attributes.clone()),

@@ -183,15 +183,16 @@ impl Target {
     /// and what is at the prefix (see [`Existing`]).
     pub(crate) fn check(&self, existing: Existing) -> Result<(), crate::Error> {
         block_on(async {
-            let probe = self.path(".zarrstream-probe");
+            let key = probe_key();
+            let probe = self.path(&key);
             self.store
                 .put(&probe, PutPayload::from_static(b"zarrstream"))
                 .await
-                .map_err(|e| self.error(".zarrstream-probe", &e))?;
+                .map_err(|e| self.error(&key, &e))?;
             self.store
                 .delete(&probe)
                 .await
-                .map_err(|e| self.error(".zarrstream-probe", &e))?;
+                .map_err(|e| self.error(&key, &e))?;
             let doc = self.path(crate::store::METADATA_FILE);
             if existing == Existing::Keep {
                 return Ok(());
@@ -296,6 +297,18 @@ pub(crate) fn block_on<F: Future>(f: F) -> Result<F::Output, crate::Error> {
         .build()
         .map_err(|e| crate::Error::Internal(format!("start an async runtime: {e}")))?;
     Ok(rt.block_on(f))
+}
+
+/// The probe object's key, different for every check: the parts of one array write to
+/// one prefix at once (`--part-of`), and with a shared name one part deleted the probe
+/// another had just written, which then failed its own delete with "not found".
+fn probe_key() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".zarrstream-probe-{}-{n}-{nanos:08x}", std::process::id())
 }
 
 #[cfg(test)]

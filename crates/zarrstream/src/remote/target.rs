@@ -300,15 +300,20 @@ pub(crate) fn block_on<F: Future>(f: F) -> Result<F::Output, crate::Error> {
 }
 
 /// The probe object's key, different for every check: the parts of one array write to
-/// one prefix at once (`--part-of`), and with a shared name one part deleted the probe
-/// another had just written, which then failed its own delete with "not found".
+/// one prefix at once (`--part-of`, from several PCs), and with a shared name one part
+/// deleted the probe another had just written, which then failed its own delete with
+/// "not found". `RandomState` is seeded from the OS's randomness, so keys differ across
+/// processes and machines without reading the clock.
 fn probe_key() -> String {
+    use std::hash::{BuildHasher, Hasher};
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!(".zarrstream-probe-{}-{n}-{nanos:08x}", std::process::id())
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    format!(
+        ".zarrstream-probe-{}-{:016x}",
+        std::process::id(),
+        h.finish()
+    )
 }
 
 #[cfg(test)]

@@ -60,6 +60,8 @@ mod error;
 mod frame_meta;
 mod metadata;
 mod meter;
+#[cfg(all(loom, test))]
+mod model;
 mod ome;
 #[allow(unsafe_code)]
 mod platform;
@@ -73,6 +75,7 @@ mod sink;
 mod slots;
 mod spec;
 mod stats;
+mod sync;
 pub mod store;
 mod tile;
 mod writer;

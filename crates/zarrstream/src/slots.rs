@@ -14,13 +14,21 @@
 //! makes each claim unique; and a counter of live claims with a closed bit makes `close`
 //! exclusive with every claim.
 //!
+//! A sink whose data goes to the file by other means (the direct sink) uses only the
+//! slots' index entries: [`SlotGeometry::entries_only`] gives slots of no data bytes.
+//!
+//! Under the loom model tests (`--cfg loom`) the atomics are loom's, and every slot and
+//! the whole memory carry a loom cell that tracks their accesses, so the model checks
+//! that no claim overlaps another or the finisher's view of the whole memory.
+//!
 //! The shard files' mappings that back slots ([`crate::platform::GuardedMap`]) come from
 //! the platform layer: on Linux under the SIGBUS guard, on Windows as plain views (a file
 //! with a mapped view cannot be cut there).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// Memory whose address stays fixed while the owner is moved.
 ///
@@ -92,6 +100,18 @@ impl SlotGeometry {
             })
     }
 
+    /// Slots with no data bytes, only their index entries at `index_offset`: for a sink
+    /// that writes the data by other means and stores each entry after it.
+    pub(crate) fn entries_only(n: usize, index_offset: usize) -> Self {
+        SlotGeometry {
+            n,
+            data_start: 0,
+            slot_size: 0,
+            index_offset,
+            positions: None,
+        }
+    }
+
     /// The data position of slot `i` (`i < n`).
     fn position(&self, i: usize) -> usize {
         self.positions.as_ref().map_or(i, |p| p[i] as usize)
@@ -108,6 +128,9 @@ pub(crate) struct SlotRegion<B: Backing> {
     claimed: Box<[AtomicBool]>,
     /// Live claims, plus `CLOSED` once the finisher has taken the memory.
     live: AtomicUsize,
+    /// Loom's record of each slot's accesses (one cell per slot).
+    #[cfg(all(loom, test))]
+    tracks: Box<[loom::cell::UnsafeCell<()>]>,
     backing: B,
 }
 
@@ -125,6 +148,9 @@ pub(crate) struct Slot<'a> {
     data: &'a mut [u8],
     entry: &'a mut [u8; 16],
     live: &'a AtomicUsize,
+    /// Loom's write access to the slot, for as long as the claim lives.
+    #[cfg(all(loom, test))]
+    track: Option<loom::cell::MutPtr<()>>,
 }
 
 impl Slot<'_> {
@@ -141,6 +167,9 @@ impl Slot<'_> {
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
+        // Loom's access ends before the count drops, as the real writes do.
+        #[cfg(all(loom, test))]
+        drop(self.track.take());
         // Release: the slot's writes happen-before a `close` that observes the count.
         self.live.fetch_sub(1, Ordering::Release);
     }
@@ -149,6 +178,9 @@ impl Drop for Slot<'_> {
 /// Exclusive access to the whole memory after [`SlotRegion::close`].
 pub(crate) struct Whole<'a> {
     bytes: &'a mut [u8],
+    /// Loom's access to every slot, for as long as the finisher holds the memory.
+    #[cfg(all(loom, test))]
+    _tracks: Vec<loom::cell::MutPtr<()>>,
 }
 
 impl Deref for Whole<'_> {
@@ -173,6 +205,10 @@ impl<B: Backing> SlotRegion<B> {
             ptr,
             len,
             geometry,
+            #[cfg(all(loom, test))]
+            tracks: (0..geometry.n)
+                .map(|_| loom::cell::UnsafeCell::new(()))
+                .collect(),
             claimed,
             live: AtomicUsize::new(0),
             backing,
@@ -218,6 +254,8 @@ impl<B: Backing> SlotRegion<B> {
                 data,
                 entry,
                 live: &self.live,
+                #[cfg(all(loom, test))]
+                track: Some(self.tracks[i].get_mut()),
             })
         }
     }
@@ -261,7 +299,11 @@ impl<B: Backing> SlotRegion<B> {
         // SAFETY: `live` went from 0 to CLOSED, so no Slot exists and none can be created,
         // and only this one call can succeed; the memory is valid for `len` bytes.
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
-        Some(Whole { bytes })
+        Some(Whole {
+            bytes,
+            #[cfg(all(loom, test))]
+            _tracks: self.tracks.iter().map(|t| t.get_mut()).collect(),
+        })
     }
 
     /// Gives the memory back (e.g. to unmap it on the finisher thread).
@@ -270,7 +312,7 @@ impl<B: Backing> SlotRegion<B> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

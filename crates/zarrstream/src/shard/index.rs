@@ -56,8 +56,10 @@ pub(crate) fn store_entry(entry: &mut [u8; 16], offset: u64, nbytes: u64) {
     // A kill sees one thread's stores in program order; only the compiler could move
     // the length ahead of the offset.
     std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::Release);
-    // The crash tests kill the writer here, between the two stores.
+    // The crash tests kill the writer here, between the two stores (and the loom model
+    // its modelled kill).
     fail::fail_point!("working-entry-between-offset-and-length");
+    crate::sync::kill_point();
     len.copy_from_slice(&nbytes.to_le_bytes());
 }
 

@@ -15,18 +15,23 @@
 //! entry would take the file's inode lock exclusively and wait for every direct write
 //! in flight; writing the entry's block with `O_DIRECT`, before the chunk counts as
 //! written, costs a third of the throughput (measured in BENCHMARKS.md §9).
+//!
+//! No lock is taken per chunk: positions come from an atomic bump ([`Bump`]) and each
+//! entry is stored through its own claimed slot of the mapping ([`SlotRegion`] with
+//! [`SlotGeometry::entries_only`]), so workers only contend on one counter.
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::Mutex;
 
 use memmap2::MmapMut;
 
+use super::bump::Bump;
 use super::{Scratch, SlotSink, TempShard, intact, internal};
 use crate::error::{Error, Result};
 use crate::meter::{Held, Meter, page_span};
 use crate::platform::{FileExt, GuardedMap, map_reserved_file, open_direct};
 use crate::shard::{FinalLayout, ShardLayout, store_entry};
+use crate::slots::{SlotGeometry, SlotRegion};
 
 /// The alignment of every direct write's offset, length and buffer: the largest logical
 /// block size of common devices, a multiple of the 512-byte sectors of others.
@@ -71,15 +76,14 @@ pub(crate) struct DirectSink {
     /// The same file opened with `O_DIRECT`; `temp.file` (buffered) writes the final
     /// index, which starts mid-block.
     direct: File,
-    /// Where the next chunk goes. Held only to hand out positions: direct writes to
-    /// disjoint blocks run in parallel.
-    next: Mutex<u64>,
-    /// The file, mapped for its working index; `None` once finishing.
-    index: Mutex<Option<GuardedMap>>,
-    /// Offset of entry 0.
-    index_first: usize,
+    /// Where the next chunk goes, up to the end of the reserved slots: direct writes
+    /// to the disjoint blocks it hands out run in parallel.
+    next: Bump,
+    /// The file, mapped for its working index: one claim per chunk's entry, the whole
+    /// mapping to `finalize` once no claim is live.
+    index: SlotRegion<GuardedMap>,
     /// The working index's mapped pages, counted until unmapped.
-    held: Option<Held>,
+    held: Held,
 }
 
 impl DirectSink {
@@ -90,16 +94,19 @@ impl DirectSink {
         let l = temp.layout;
         // The whole file is mapped (address space only), and only the index's pages are
         // ever touched.
-        let index =
+        let map =
             map_reserved_file(&temp.file).map_err(|e| Error::io("mmap", &temp.path, e, 0))?;
-        let index_first = usize::try_from(l.index_offset)
-            .map_err(|_| internal("shard larger than the address space"))?;
+        let usize_of = |v: u64| {
+            usize::try_from(v).map_err(|_| internal("shard larger than the address space"))
+        };
+        let geometry = SlotGeometry::entries_only(usize_of(l.n)?, usize_of(l.index_offset)?);
+        let index = SlotRegion::new(map, geometry)
+            .map_err(|_| internal("direct sink: working index exceeds the mapping"))?;
         Ok(DirectSink {
-            held: Some(Held::new(meter, page_span(l.index_offset, l.index_size))),
-            next: Mutex::new(l.data_start),
+            held: Held::new(meter, page_span(l.index_offset, l.index_size)),
+            next: Bump::new(l.data_start, l.data_start + l.n * l.slot_size),
             direct,
-            index: Mutex::new(Some(index)),
-            index_first,
+            index,
             temp,
         })
     }
@@ -111,27 +118,22 @@ impl DirectSink {
     }
 
     /// Hands out `len` bytes (a multiple of [`ALIGN`]) at the end of the written data.
+    /// A refusal moves nothing, so the chunks already handed out and `finalize` are as
+    /// if it had not been asked.
     fn reserve(&self, len: u64) -> Result<u64> {
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-        let at = *next;
-        let l = &self.temp.layout;
-        let end = l.data_start + l.n * l.slot_size;
-        if at + len > end {
-            return Err(internal("direct sink: chunks exceed the shard's slots"));
-        }
-        *next = at + len;
-        Ok(at)
+        self.next
+            .reserve(len)
+            .map_err(|_| internal("direct sink: chunks exceed the shard's slots"))
     }
 
-    /// Records chunk `i` at `(offset, n)` in the working index, after its data.
+    /// Records chunk `i` at `(offset, n)` in the working index, after its data, through
+    /// the entry's own claim (out of range, claimed twice or finishing: an error).
     fn record(&self, i: usize, offset: u64, n: u64) -> Result<(u64, u64)> {
-        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
-        let pos = self.index_first + 16 * i;
-        let entry = (index.as_mut())
-            .and_then(|m| m.get_mut(pos..pos + 16))
-            .and_then(|e| <&mut [u8; 16]>::try_from(e).ok())
-            .ok_or_else(|| internal("direct sink: index entry out of range"))?;
-        store_entry(entry, offset, n);
+        let mut slot = self
+            .index
+            .claim(i)
+            .ok_or_else(|| internal("direct sink: index entry out of range or claimed twice"))?;
+        store_entry(slot.entry(), offset, n);
         Ok((offset, n))
     }
 }
@@ -194,27 +196,34 @@ impl SlotSink for DirectSink {
         self.temp.keep();
     }
 
-    fn finalize(mut self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
+    fn finalize(self: Box<Self>, fin: &FinalLayout) -> Result<TempShard> {
         if !fin.moves.is_empty() || !fin.holes.is_empty() {
             return Err(internal("direct sink: a packed shard has nothing to move"));
         }
+        let DirectSink {
+            temp, index, held, ..
+        } = *self;
+        // Every entry is stored: no claim may be live while the file is finished.
+        if index.close().is_none() {
+            return Err(internal("direct sink: finalized while an entry is being stored"));
+        }
         // Unmapped before the file is cut below it.
-        let map = self.index.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let mapping_cut = map.as_ref().is_some_and(GuardedMap::truncated);
+        let map = index.into_backing();
+        let mapping_cut = map.truncated();
         drop(map);
-        drop(self.held.take());
+        drop(held);
         let seen = intact::Seen {
             mapping_cut,
             mapped: true,
             working_index: true,
         };
-        intact::check(&self.temp, seen)?;
+        intact::check(&temp, seen)?;
         // Buffered: the final index starts where the last chunk ends, mid-block.
-        self.temp.finish(fin)
+        temp.finish(fin)
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use crate::platform::FileExt;
 

@@ -1,6 +1,7 @@
 //! Slot sinks: how encoded chunks reach a shard file. The three sinks use the same
 //! preallocated file and the same [`ShardLayout`]; they differ in how bytes get there.
 
+pub(crate) mod bump;
 mod direct;
 mod intact;
 mod mmap;
@@ -48,7 +49,8 @@ pub enum SinkChoice {
     /// CIFS/SMB, FUSE, AFS), since a full disk would then raise SIGBUS.
     Mmap,
     /// Workers encode into a per-thread buffer and append it to the shard file with
-    /// `pwrite` (one writer per file at a time; chunks back to back, nothing to compact).
+    /// `pwrite` (positions handed out without a lock; chunks back to back, nothing to
+    /// compact).
     /// With a [`ChunkOrder::Morton`](crate::ChunkOrder::Morton) chunk order each chunk is
     /// written into its slot instead, and the finished shard is compacted in that order.
     Pwrite,

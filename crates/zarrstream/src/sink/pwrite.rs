@@ -1,21 +1,25 @@
 //! The pwrite sink: workers encode into a per-thread buffer, then append it to the shard
-//! file, one writer at a time. Chunks land back to back in completion order (the index
-//! says where each is), so finishing the shard moves no data. For a chunk order other
-//! than C (Morton), each chunk is written into its fixed slot instead, as the mmap sink
-//! does, and finishing the shard compacts the slots in their order.
+//! file. Chunks land back to back in completion order (the index says where each is),
+//! so finishing the shard moves no data. For a chunk order other than C (Morton), each
+//! chunk is written into its fixed slot instead, as the mmap sink does, and finishing
+//! the shard compacts the slots in their order.
+//!
+//! No lock is taken per chunk: append positions come from an atomic bump ([`Bump`]),
+//! and each chunk's data and then its working-index entry are written with `pwrite`
+//! to ranges no other chunk uses.
 
 use crate::platform::FileExt;
-use std::sync::Mutex;
 
-use super::{Scratch, SlotSink, TempShard, intact};
+use super::bump::Bump;
+use super::{Scratch, SlotSink, TempShard, intact, internal};
 use crate::error::{Error, Result};
 use crate::shard::{ChunkOrder, FinalLayout, SlotOrder, entry_bytes};
 use crate::spec::IndexLocation;
 
 pub(crate) struct PwriteSink {
     temp: TempShard,
-    /// Where the next chunk goes; held while writing (see `append`).
-    next: Mutex<u64>,
+    /// Where the next appended chunk goes, up to the end of the reserved slots.
+    next: Bump,
     /// `None`: chunks are appended; otherwise each goes into its slot in this order.
     slots: Option<SlotOrder>,
 }
@@ -30,7 +34,10 @@ impl PwriteSink {
         };
         PwriteSink {
             temp,
-            next: Mutex::new(data_start),
+            // Chunks never take more than the slots they would have used, so appends
+            // end by the slots' end; the bound turns a bug into an error instead of a
+            // chunk over the working index.
+            next: Bump::new(data_start, l.data_start + l.n * l.slot_size),
             slots: (order.order() != ChunkOrder::C).then_some(order),
         }
     }
@@ -47,21 +54,20 @@ impl PwriteSink {
     /// Appends one encoded chunk, given as consecutive `parts`, then its working-index
     /// entry; returns `(offset, nbytes)`.
     ///
-    /// Buffered writes to one file take its inode lock exclusively, and a writer that
-    /// finds it taken *spins* in the kernel while the owner copies: two workers writing
-    /// one shard spent more time spinning than encoding. Here the second one sleeps, the
-    /// kernel never spins, and the lock also hands out the append position. The chunks
-    /// of a shard never exceed the slots they would have used, so appending stays inside
-    /// the reserved data region.
+    /// The position is handed out before the write, so workers write one shard's
+    /// disjoint ranges at once (the kernel serialises buffered writes to one file on
+    /// its inode lock; an earlier version also serialised them here, with a lock that
+    /// handed out the position). A refused position moves nothing.
     ///
-    /// In slot mode the chunk goes to its slot instead; the lock is still taken, for the
-    /// same reason (one writer per file at a time).
+    /// In slot mode the chunk goes to its slot instead.
     fn append(&self, i: usize, parts: &[&[u8]]) -> Result<(u64, u64)> {
         let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
         let offset = match &self.slots {
             Some(order) => self.temp.layout.slot_offset(order.position(i) as u64),
-            None => *next,
+            None => self
+                .next
+                .reserve(n)
+                .map_err(|_| internal("pwrite sink: chunks exceed the shard's slots"))?,
         };
         let mut at = offset;
         for part in parts {
@@ -70,9 +76,6 @@ impl PwriteSink {
         }
         let entry_at = self.temp.layout.index_offset + 16 * i as u64;
         self.write_at(&entry_bytes(offset, n), entry_at)?;
-        if self.slots.is_none() {
-            *next = offset + n;
-        }
         Ok((offset, n))
     }
 }

@@ -69,8 +69,8 @@ pub struct MemoryEstimate {
     /// workers reduce into), its own encoding workers (a writer's) and mapped shards.
     pub pyramid: u64,
     /// What the writer holds besides its buffers: each thread's stack and malloc arena
-    /// (an allowance of 256 KiB per thread), two latency histograms per level (sized for
-    /// latencies up to an hour), and per-frame metadata columns awaiting publication.
+    /// (an allowance of 256 KiB per thread), two latency histograms per level and one
+    /// per encoding worker (sized for latencies up to an hour), and per-frame metadata columns awaiting publication.
     pub bookkeeping: u64,
     /// File pages the writer lets accumulate in the page cache, not mapped (so not in
     /// RSS): with pwrite, every unfinished shard's file (written chunks and index); with
@@ -226,7 +226,8 @@ pub(in crate::writer) fn estimate_recording(
         est.bookkeeping += frame_meta_bytes(opts, &plans[0]);
     }
     est.encoders = engine.bytes;
-    est.bookkeeping += engine.workers as u64 * THREAD_BYTES;
+    // Each worker also holds its own latency histogram.
+    est.bookkeeping += engine.workers as u64 * (THREAD_BYTES + histogram_bytes());
     if images.iter().any(|(p, _)| p.len() > 1) {
         est.bookkeeping += threads as u64 * THREAD_BYTES;
     }
@@ -335,7 +336,8 @@ impl LevelPlan {
             encoders,
             mapped_shards: open * sink::mapped_bytes(kind, &self.layout) + resume,
             pyramid: 0,
-            bookkeeping: (threads + workers as u64) * THREAD_BYTES + 2 * histogram_bytes(),
+            bookkeeping: (threads + workers as u64) * THREAD_BYTES
+                + (2 + workers as u64) * histogram_bytes(),
             page_cache,
         })
     }

@@ -39,8 +39,9 @@ pub(crate) struct Shared {
     pub unfinished_shards: Arc<AtomicUsize>,
     /// The attributes and the last extent published: every `zarr.json` goes through it.
     pub published: Published,
-    /// From each frame's scheduled time to all its chunks being in their slots,
-    /// recorded by the worker that completes the frame.
+    /// From each frame's scheduled time to all its chunks being in their slots: where
+    /// the workers' own histograms are merged ([`Shared::merge_frame_latency`]), never
+    /// per frame.
     pub frame_latency: Mutex<Histogram<u64>>,
     /// Where this writer starts: frame 0, or after the frames of the array it resumes.
     pub start: Start,
@@ -104,21 +105,18 @@ impl Shared {
         self.failed.store(true, Ordering::Release);
     }
 
-    /// Records the latency of frames scheduled at `times`, completed at `now`.
-    pub(crate) fn record_frame_latency(
-        &self,
-        times: &[std::time::Instant],
-        now: std::time::Instant,
-    ) {
-        // A worker that panicked while recording leaves a histogram still worth keeping.
+    /// Adds a worker's frame latencies (recorded in its own histogram) to the array's.
+    /// Workers merge when they go idle or turn to another array's jobs, and always
+    /// before they let go of the array's last job, so the merged histogram is complete
+    /// once the finisher has ended (when `finish` reads it).
+    pub(crate) fn merge_frame_latency(&self, worker: &Histogram<u64>) {
+        // A thread that panicked while merging leaves a histogram still worth keeping.
         let mut h = self
             .frame_latency
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for t in times {
-            let ns = now.saturating_duration_since(*t).as_nanos();
-            let _ = h.record(u64::try_from(ns).unwrap_or(u64::MAX));
-        }
+        // Both histograms resize themselves, so adding cannot fail on a range.
+        let _ = h.add(worker);
     }
 
     pub(crate) fn failed(&self) -> bool {

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crossbeam_channel::Receiver;
+use hdrhistogram::Histogram;
 
 use crate::Error;
 use crate::codec::{Checksum, ChunkEncoder, Codec};
@@ -63,6 +64,50 @@ impl Encoders {
     }
 }
 
+/// The frame latencies this worker recorded for one array and has not yet merged into
+/// the array's histogram: recording a batch takes no lock, and the one lock a merge
+/// takes is taken when the worker goes idle or turns to another array, not per batch.
+struct Latency {
+    /// The array of the latencies in `hist`; `None` when there are none.
+    array: Option<Arc<Shared>>,
+    hist: Histogram<u64>,
+}
+
+impl Latency {
+    fn new() -> Self {
+        Latency {
+            array: None,
+            hist: crate::stats::histogram(),
+        }
+    }
+
+    /// Whether latencies of `shared`'s array wait to be merged.
+    fn holds(&self, shared: &Arc<Shared>) -> bool {
+        self.array.as_ref().is_some_and(|a| Arc::ptr_eq(a, shared))
+    }
+
+    /// Records the latency of frames scheduled at `times`, completed at `now`.
+    fn record(&mut self, shared: &Arc<Shared>, times: &[Instant], now: Instant) {
+        if !self.holds(shared) {
+            self.merge();
+            self.array = Some(Arc::clone(shared));
+        }
+        for t in times {
+            let ns = now.saturating_duration_since(*t).as_nanos();
+            let _ = self.hist.record(u64::try_from(ns).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Merges what is recorded into its array's histogram; the histogram is kept (its
+    /// buckets already sized) for the next array.
+    fn merge(&mut self) {
+        if let Some(array) = self.array.take() {
+            array.merge_frame_latency(&self.hist);
+            self.hist.reset();
+        }
+    }
+}
+
 pub(crate) fn run(
     jobs: Receiver<Job>,
     core: Option<core_affinity::CoreId>,
@@ -78,7 +123,17 @@ pub(crate) fn run(
     // The encoders allocate inside the codec libraries; their size is read after each
     // job (a few additions), since they grow only while encoding.
     let encoders_held = Held::new(meter, 0);
-    for job in jobs {
+    let mut latency = Latency::new();
+    // The job taken while looking ahead (see below).
+    let mut next: Option<Job> = None;
+    loop {
+        let job = match next.take() {
+            Some(job) => job,
+            None => match jobs.recv() {
+                Ok(job) => job,
+                Err(_) => break,
+            },
+        };
         let shared = &*job.link.shared;
         // A panic (a bug, in an encoder or the reduction) must not take the job's
         // bookkeeping below with it: the shard would never be released and a pyramid
@@ -103,9 +158,21 @@ pub(crate) fn run(
                 shared.frames_encoded.fetch_add(n, Ordering::Release);
             }
             let now = Instant::now();
-            shared.record_frame_latency(&job.batch.times, now);
+            latency.record(&job.link.shared, &job.batch.times, now);
             if let Some(image) = shared.image.get() {
                 image.offer(&shared.grid, &job.batch, now);
+            }
+        }
+        // This job's link may be the last one of its array, after which the array's
+        // finisher ends and `finish` reads its latency: merge first, unless the next job
+        // (taken now, without waiting) is of the same array and holds it open.
+        if latency.holds(&job.link.shared) {
+            next = jobs.try_recv().ok();
+            if !next
+                .as_ref()
+                .is_some_and(|n| Arc::ptr_eq(&n.link.shared, &job.link.shared))
+            {
+                latency.merge();
             }
         }
         let Job {
@@ -114,6 +181,7 @@ pub(crate) fn run(
         drop(batch);
         shard.release(&link.finisher);
     }
+    latency.merge();
 }
 
 /// Encodes `job`'s chunk into its shard and reduces it into the next pyramid level,

@@ -75,8 +75,8 @@ mod sink;
 mod slots;
 mod spec;
 mod stats;
-mod sync;
 pub mod store;
+mod sync;
 mod tile;
 mod writer;
 

@@ -137,7 +137,9 @@ fn hand_out_and_finish(sizes: &'static [u64], blocks: u64) {
                 while !shard.sent.load(Ordering::Acquire) {
                     thread::yield_now();
                 }
-                shard.entries().expect("no claim is live once pending is zero")
+                shard
+                    .entries()
+                    .expect("no claim is live once pending is zero")
             })
         };
         let results: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
@@ -158,9 +160,15 @@ fn hand_out_and_finish(sizes: &'static [u64], blocks: u64) {
             }
         }
         granted.sort_unstable();
-        assert!(granted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "disjoint");
+        assert!(
+            granted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0),
+            "disjoint"
+        );
         let used: u64 = granted.iter().map(|g| g.1).sum();
-        assert!(granted.last().is_none_or(|g| g.0 + g.1 == used), "packed from 0");
+        assert!(
+            granted.last().is_none_or(|g| g.0 + g.1 == used),
+            "packed from 0"
+        );
         // The counter is where the granted ranges end: what is left is still granted.
         let left = blocks * BLOCK - used;
         assert_eq!(shard.bump.reserve(left), Ok(used));
@@ -251,6 +259,9 @@ fn model_a_kill_leaves_a_recoverable_working_index() {
         }
         offsets.sort_unstable();
         offsets.dedup();
-        assert_eq!(offsets.len(), entries.iter().filter(|e| e.0 != EMPTY).count());
+        assert_eq!(
+            offsets.len(),
+            entries.iter().filter(|e| e.0 != EMPTY).count()
+        );
     });
 }

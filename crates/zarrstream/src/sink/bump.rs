@@ -48,14 +48,13 @@ impl Bump {
     pub(crate) fn reserve(&self, len: u64) -> Result<u64, BumpError> {
         let mut at = self.next.load(Ordering::Relaxed);
         loop {
-            let new = at
-                .checked_add(len)
-                .filter(|&e| e <= self.end)
-                .ok_or(BumpError::PastReservedEnd {
+            let new = at.checked_add(len).filter(|&e| e <= self.end).ok_or(
+                BumpError::PastReservedEnd {
                     at,
                     len,
                     end: self.end,
-                })?;
+                },
+            )?;
             match self
                 .next
                 .compare_exchange_weak(at, new, Ordering::Relaxed, Ordering::Relaxed)

@@ -94,8 +94,7 @@ impl DirectSink {
         let l = temp.layout;
         // The whole file is mapped (address space only), and only the index's pages are
         // ever touched.
-        let map =
-            map_reserved_file(&temp.file).map_err(|e| Error::io("mmap", &temp.path, e, 0))?;
+        let map = map_reserved_file(&temp.file).map_err(|e| Error::io("mmap", &temp.path, e, 0))?;
         let usize_of = |v: u64| {
             usize::try_from(v).map_err(|_| internal("shard larger than the address space"))
         };
@@ -205,7 +204,9 @@ impl SlotSink for DirectSink {
         } = *self;
         // Every entry is stored: no claim may be live while the file is finished.
         if index.close().is_none() {
-            return Err(internal("direct sink: finalized while an entry is being stored"));
+            return Err(internal(
+                "direct sink: finalized while an entry is being stored",
+            ));
         }
         // Unmapped before the file is cut below it.
         let map = index.into_backing();

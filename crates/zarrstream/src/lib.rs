@@ -60,7 +60,7 @@ mod error;
 mod frame_meta;
 mod metadata;
 mod meter;
-#[cfg(all(loom, test))]
+#[cfg(all(feature = "loom", test))]
 mod model;
 mod ome;
 #[allow(unsafe_code)]

@@ -17,7 +17,7 @@
 //! A sink whose data goes to the file by other means (the direct sink) uses only the
 //! slots' index entries: [`SlotGeometry::entries_only`] gives slots of no data bytes.
 //!
-//! Under the loom model tests (`--cfg loom`) the atomics are loom's, and every slot and
+//! Under the loom model tests (`--features loom`) the atomics are loom's, and every slot and
 //! the whole memory carry a loom cell that tracks their accesses, so the model checks
 //! that no claim overlaps another or the finisher's view of the whole memory.
 //!
@@ -129,7 +129,7 @@ pub(crate) struct SlotRegion<B: Backing> {
     /// Live claims, plus `CLOSED` once the finisher has taken the memory.
     live: AtomicUsize,
     /// Loom's record of each slot's accesses (one cell per slot).
-    #[cfg(all(loom, test))]
+    #[cfg(all(feature = "loom", test))]
     tracks: Box<[loom::cell::UnsafeCell<()>]>,
     backing: B,
 }
@@ -149,7 +149,7 @@ pub(crate) struct Slot<'a> {
     entry: &'a mut [u8; 16],
     live: &'a AtomicUsize,
     /// Loom's write access to the slot, for as long as the claim lives.
-    #[cfg(all(loom, test))]
+    #[cfg(all(feature = "loom", test))]
     track: Option<loom::cell::MutPtr<()>>,
 }
 
@@ -168,7 +168,7 @@ impl Slot<'_> {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         // Loom's access ends before the count drops, as the real writes do.
-        #[cfg(all(loom, test))]
+        #[cfg(all(feature = "loom", test))]
         drop(self.track.take());
         // Release: the slot's writes happen-before a `close` that observes the count.
         self.live.fetch_sub(1, Ordering::Release);
@@ -179,7 +179,7 @@ impl Drop for Slot<'_> {
 pub(crate) struct Whole<'a> {
     bytes: &'a mut [u8],
     /// Loom's access to every slot, for as long as the finisher holds the memory.
-    #[cfg(all(loom, test))]
+    #[cfg(all(feature = "loom", test))]
     _tracks: Vec<loom::cell::MutPtr<()>>,
 }
 
@@ -200,15 +200,14 @@ impl<B: Backing> SlotRegion<B> {
     pub(crate) fn new(mut backing: B, geometry: SlotGeometry) -> Result<Self, GeometryError> {
         let (ptr, len) = backing.as_mut_ptr_len();
         geometry.check(len)?;
-        let claimed = (0..geometry.n).map(|_| AtomicBool::new(false)).collect();
+        let n = geometry.n;
+        let claimed = (0..n).map(|_| AtomicBool::new(false)).collect();
         Ok(SlotRegion {
             ptr,
             len,
             geometry,
-            #[cfg(all(loom, test))]
-            tracks: (0..geometry.n)
-                .map(|_| loom::cell::UnsafeCell::new(()))
-                .collect(),
+            #[cfg(all(feature = "loom", test))]
+            tracks: (0..n).map(|_| loom::cell::UnsafeCell::new(())).collect(),
             claimed,
             live: AtomicUsize::new(0),
             backing,
@@ -254,7 +253,7 @@ impl<B: Backing> SlotRegion<B> {
                 data,
                 entry,
                 live: &self.live,
-                #[cfg(all(loom, test))]
+                #[cfg(all(feature = "loom", test))]
                 track: Some(self.tracks[i].get_mut()),
             })
         }
@@ -301,7 +300,7 @@ impl<B: Backing> SlotRegion<B> {
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
         Some(Whole {
             bytes,
-            #[cfg(all(loom, test))]
+            #[cfg(all(feature = "loom", test))]
             _tracks: self.tracks.iter().map(|t| t.get_mut()).collect(),
         })
     }
@@ -312,7 +311,7 @@ impl<B: Backing> SlotRegion<B> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
     use std::sync::Arc;

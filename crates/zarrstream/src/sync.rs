@@ -1,11 +1,11 @@
 //! The atomics of the lock-free per-chunk path ([`crate::slots`], the sinks' offset
-//! bump), from `std`, or from `loom` when the model tests are built (`--cfg loom`), so
+//! bump), from `std`, or from `loom` when the model tests are built (`--features loom`), so
 //! that loom explores every interleaving and memory ordering of exactly this code.
 
-#[cfg(not(all(loom, test)))]
+#[cfg(not(all(feature = "loom", test)))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-#[cfg(all(loom, test))]
+#[cfg(all(feature = "loom", test))]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Where a kill may stop a worker between two stores the crash model cares about
@@ -13,6 +13,6 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering
 /// loom model, which stops a "killed" worker there.
 #[inline(always)]
 pub(crate) fn kill_point() {
-    #[cfg(all(loom, test))]
+    #[cfg(all(feature = "loom", test))]
     crate::model::kill_point();
 }

@@ -66,13 +66,13 @@ impl Bump {
     }
 
     /// The end of the ranges handed out so far.
-    #[cfg(test)]
+    #[cfg(all(test, not(feature = "loom")))]
     pub(crate) fn position(&self) -> u64 {
         self.next.load(Ordering::Relaxed)
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
 

@@ -224,7 +224,7 @@ impl SlotSink for DirectSink {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use crate::platform::FileExt;
 

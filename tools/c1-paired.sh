@@ -7,7 +7,9 @@
 #
 #   tools/c1-paired.sh NEW_BINARY OLD_BINARY [PAIRS] [CODECS]
 #   (NEW_BINARY and OLD_BINARY: a zarrstream binary, or from before `zarrstream record`
-#   a build of the record example; CODECS default "lz4:1 zstd:1 none"; PAIRS default 6)
+#   a build of the record example; CODECS default "lz4:1 zstd:1 none"; PAIRS default 6;
+#   EXTRA: more flags for both sides, e.g. EXTRA="--sink pwrite" for a sink other than the
+#   default)
 #
 # Issues 30 and 31 ask for this ratio (BENCHMARKS.md §19). Run it on an otherwise idle
 # machine: the writer uses both cores.
@@ -24,10 +26,11 @@ c1=(--shape 0,2048,2048 --chunk 1,512,512 --shard 32,2048,2048 --frames 192 --th
 
 run() { # binary report codec
   rm -rf "$dir/out.zarr"
-  record "$1" --out "$dir/out.zarr" --report "$2" --quiet "${c1[@]}" --codec "$3" >/dev/null
+  # shellcheck disable=SC2086 # EXTRA is a list of flags
+  record "$1" --out "$dir/out.zarr" --report "$2" --quiet "${c1[@]}" --codec "$3" ${EXTRA:-} >/dev/null
 }
 
-echo "C1 paired, new $new against old $old, $pairs pairs, in $dir"
+echo "C1 paired, new $new against old $old, $pairs pairs${EXTRA:+, $EXTRA}, in $dir"
 for codec in $codecs; do
   ratios=() a_all=() b_all=() pa=() pb=()
   for i in $(seq "$pairs"); do

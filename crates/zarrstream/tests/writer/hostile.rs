@@ -264,7 +264,14 @@ fn the_per_chunk_path_takes_no_lock() {
         "writer/state/job.rs",
         "writer/state/pool.rs",
     ];
-    const LOCKS: &[&str] = &["Mutex", "RwLock", "Condvar", ".lock()", "parking_lot", "flock"];
+    const LOCKS: &[&str] = &[
+        "Mutex",
+        "RwLock",
+        "Condvar",
+        ".lock()",
+        "parking_lot",
+        "flock",
+    ];
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
     for rel in PER_CHUNK {
@@ -290,7 +297,10 @@ fn the_per_chunk_path_takes_no_lock() {
     // And the path does hand out its positions with the atomic bump.
     for rel in ["sink/pwrite.rs", "sink/direct.rs"] {
         let text = std::fs::read_to_string(src.join(rel)).unwrap();
-        assert!(text.contains(".reserve("), "src/{rel} takes positions from the bump");
+        assert!(
+            text.contains(".reserve("),
+            "src/{rel} takes positions from the bump"
+        );
     }
 }
 

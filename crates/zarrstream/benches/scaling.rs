@@ -4,7 +4,7 @@
 //! ```text
 //! cargo bench -p zarrstream --bench scaling -- [--threads 1,2,4] [--cases LIST]
 //!     [--paths copy,zero-copy] [--tmpfs DIR] [--no-tmpfs] [--disk DIR] [--no-disk]
-//!     [--frames N] [--seconds 2] [--quick] [--out DIR] [--commit HASH]
+//!     [--frames N] [--seconds 2] [--quick] [--no-confine] [--out DIR] [--commit HASH]
 //! ```
 //!
 //! One process renders the synthetic camera frames once; then, for each case and each
@@ -19,6 +19,13 @@
 //!   pushed with what it holds, as a camera's DMA fills it without the CPU (`fill`, not
 //!   run by default, copies every frame into the lent buffer as `latency --feed
 //!   zero-copy` does). `n` is the writer's `threads` (pinned, as by default).
+//!
+//! At thread count n the whole process (the writer's workers, its finisher and preparer,
+//! the pushing threads, the ceilings' threads) is confined to the first n CPUs it may run
+//! on (`sched_setaffinity`), so that n is the number of cores: with the direct sink the
+//! writer starts three workers per thread (a direct write holds its worker), which
+//! unconfined would spread over three cores at `threads(1)`. `--no-confine` leaves the
+//! CPUs alone (then n is only the writer's `threads`).
 //!
 //! The **disk ceiling** is measured once, after the encode ceilings: sequential writes of
 //! as many bytes as the largest disk cell stores (128 MiB to 4 GiB), the best of one
@@ -164,11 +171,17 @@ struct Config {
     quick: bool,
     out: PathBuf,
     commit: String,
+    /// The CPUs to confine each thread count to (its first n), unless `--no-confine`.
+    cpus: Option<Vec<usize>>,
 }
 
 impl Config {
     fn from_args(args: &Args) -> Config {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let allowed = allowed_cpus();
+        let cores = allowed.as_ref().map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            Vec::len,
+        );
         let threads = match args.get("--threads") {
             Some(list) => list
                 .split(',')
@@ -229,6 +242,7 @@ impl Config {
                 .or(option_env!("ZARRSTREAM_COMMIT"))
                 .unwrap_or("unknown")
                 .to_owned(),
+            cpus: allowed.filter(|_| !args.flag("--no-confine")),
         }
     }
 
@@ -253,6 +267,53 @@ fn default_threads(cores: usize) -> Vec<usize> {
         .collect();
     v.push(cores);
     v
+}
+
+/// The CPUs this thread may run on, in order (`sched_getaffinity`); `None` where the
+/// call fails.
+fn allowed_cpus() -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is a plain bit array, for which all-zero bytes are the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; pid 0 is this thread.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    (rc == 0).then(|| {
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: c < CPU_SETSIZE, the set's size in bits.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    })
+}
+
+/// Confines this thread, and the threads it starts from now on (the writer's workers,
+/// finisher and preparer, the camera threads, the ceilings' threads), to `cpus`.
+fn confine(cpus: &[usize]) {
+    // SAFETY: as in `allowed_cpus`, all-zero bytes are the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: c < CPU_SETSIZE, the set's size in bits.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        eprintln!(
+            "cannot confine the benchmark to CPUs {cpus:?}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Runs `f` confined to the first `n` of `cpus` (all of them when `None`: `--no-confine`),
+/// then lets this thread run on all of `cpus` again.
+fn on_cpus<T>(cpus: Option<&[usize]>, n: usize, f: impl FnOnce() -> T) -> T {
+    let Some(cpus) = cpus else {
+        return f();
+    };
+    confine(&cpus[..n.clamp(1, cpus.len())]);
+    let out = f();
+    confine(cpus);
+    out
 }
 
 /// Memory-copy ceiling on `n` threads, each copying every rendered frame once into its
@@ -385,6 +446,7 @@ fn main() {
     let started = Instant::now();
     let args = Args::parse();
     let cfg = Config::from_args(&args);
+    let cpus = cfg.cpus.as_deref();
     for d in &cfg.dests {
         std::fs::create_dir_all(&d.dir)
             .unwrap_or_else(|e| panic!("create {}: {e}", d.dir.display()));
@@ -415,7 +477,7 @@ fn main() {
     let copy: Vec<(usize, f64)> = cfg
         .threads
         .iter()
-        .map(|&n| (n, copy_ceiling(&pool, n)))
+        .map(|&n| (n, on_cpus(cpus, n, || copy_ceiling(&pool, n))))
         .collect();
     for (n, c) in &copy {
         eprintln!(
@@ -440,8 +502,9 @@ fn main() {
         let chunks = support::cut_chunks(&case.workload, &pool);
         let chunk_raw: u64 = chunks.iter().map(|c| c.len() as u64).sum();
         for &n in &cfg.threads {
-            let (secs, stored) =
-                support::encode_all(&chunks, n, |c, out| support::ours_encode(codec, c, out));
+            let (secs, stored) = on_cpus(cpus, n, || {
+                support::encode_all(&chunks, n, |c, out| support::ours_encode(codec, c, out))
+            });
             let (e, r) = (mib(chunk_raw) / secs, chunk_raw as f64 / stored as f64);
             eprintln!(
                 "{} encode ceiling, {n} threads: {e:.0} MiB/s (ratio {r:.2})",
@@ -514,7 +577,9 @@ fn main() {
                     } else {
                         run_array
                     };
-                    let (run, verdict) = run_cell(&dest.dir, case, codec, n, &pool, count, feed);
+                    let (run, verdict) = on_cpus(cpus, n, || {
+                        run_cell(&dest.dir, case, codec, n, &pool, count, feed)
+                    });
                     if dest.name == "disk" {
                         rustix::fs::sync();
                     }
@@ -634,10 +699,11 @@ fn report(
     let _ = writeln!(s, "### Scaling with encoding threads\n");
     let _ = writeln!(
         s,
-        "{} · commit {} · threads {:?} · cells of about {} s · total wall time {wall:.0} s · `cargo bench -p zarrstream --bench scaling` (`tools/scaling/run`)\n",
+        "{} · commit {} · threads {:?} · {} · cells of about {} s · total wall time {wall:.0} s · `cargo bench -p zarrstream --bench scaling` (`tools/scaling/run`)\n",
         support::machine(),
         cfg.commit,
         cfg.threads,
+        confinement(cfg),
         cfg.seconds
     );
     let _ = writeln!(
@@ -727,6 +793,16 @@ fn report(
     s
 }
 
+/// How the thread counts map to CPUs, for the reports.
+fn confinement(cfg: &Config) -> String {
+    match &cfg.cpus {
+        Some(cpus) => format!(
+            "n threads run on the first n of CPUs {cpus:?} (the whole process: workers, caller, finisher)"
+        ),
+        None => "not confined to CPUs (--no-confine)".to_owned(),
+    }
+}
+
 fn finite(v: f64) -> Value {
     if v.is_finite() { json!(v) } else { Value::Null }
 }
@@ -779,6 +855,7 @@ fn to_json(
         "machine": support::machine(),
         "commit": cfg.commit,
         "threads": cfg.threads,
+        "cpus": confinement(cfg),
         "seconds_per_cell": cfg.seconds,
         "wall_seconds": wall,
         "memory_copy": copy.iter().map(|(n, c)| json!({"threads": n, "mib_s": c, "per_core_mib_s": c / *n as f64})).collect::<Vec<_>>(),
@@ -823,8 +900,23 @@ fn plot(cfg: &Config, cells: &[Cell], path: &Path) -> Result<(), Box<dyn Error>>
                 .build_cartesian_2d(0.5..max_n + 0.5, 0.0..*y_max)?;
             chart
                 .configure_mesh()
-                .x_desc("encoding threads")
+                .x_desc("threads (cores)")
                 .y_desc(*what)
+                .x_labels(max_n as usize + 1)
+                .x_label_formatter(&|x| {
+                    if x.fract() == 0.0 {
+                        format!("{x:.0}")
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_label_formatter(&|y| {
+                    if row == 0 {
+                        format!("{y:.0}")
+                    } else {
+                        format!("{y:.1}")
+                    }
+                })
                 .draw()?;
             for (ci, case) in cfg.cases.iter().enumerate() {
                 for p in &cfg.paths {

@@ -48,9 +48,9 @@
 //! FAILED instead of its figures, and the benchmark exits with status 1.
 //!
 //! Each cell pushes a fixed number of frames, chosen so that it takes about `--seconds`
-//! (2 s; 0.25 s with `--quick`, which also renders fewer frames) at the lower of its
-//! ceiling and the previous thread count's result scaled by the threads added, in whole
-//! shards, at most 2048 frames; `--frames` fixes it. Writes `scaling.md`,
+//! (2 s; 0.25 s with `--quick`, which also renders fewer frames) at the rate expected from
+//! its ceiling and the cells before it (`expected_rate`), in whole shards, at most 2048
+//! frames; `--frames` fixes it. Writes `scaling.md`,
 //! `scaling.json` and `scaling.svg` to `--out` (default `target/bench-out/scaling`).
 
 mod support;
@@ -345,6 +345,45 @@ fn disk_ceiling(dir: &Path, bytes: u64, shard_bytes: u64, data: &[u8]) -> f64 {
     mib(bytes) / one.min(per_shard).min(direct)
 }
 
+/// A cell's expected MiB/s, which sets its frame count: its ceiling, but no more than
+/// the same series' previous thread count scaled by the threads added, or 1.5 times the
+/// best cell of this case and thread count so far; with neither, the ceiling times the
+/// median fraction of their ceilings the earlier cells reached (the writer falls well
+/// short of the encode ceiling on few cores, and a cell sized by the ceiling alone ran
+/// for 10 s or more).
+fn expected_rate(
+    cells: &[Cell],
+    case: &Case,
+    dest: &str,
+    path: &str,
+    n: usize,
+    ceiling: f64,
+) -> f64 {
+    let ok = || cells.iter().filter(|c| c.verdict.is_ok());
+    let previous = ok()
+        .rev()
+        .find(|c| c.case.key == case.key && c.dest == dest && c.path == path && c.threads < n)
+        .map(|c| c.run.mib_s() * n as f64 / c.threads as f64);
+    let sibling = ok()
+        .filter(|c| c.case.key == case.key && c.threads == n)
+        .map(|c| 1.5 * c.run.mib_s())
+        .reduce(f64::max);
+    match (previous, sibling) {
+        (None, None) => {
+            let mut fractions: Vec<f64> = ok().map(|c| c.run.mib_s() / c.ceiling()).collect();
+            let fraction = if fractions.is_empty() {
+                1.0
+            } else {
+                support::median(&mut fractions).clamp(0.1, 1.0)
+            };
+            ceiling * fraction
+        }
+        (p, s) => ceiling
+            .min(p.unwrap_or(f64::INFINITY))
+            .min(s.unwrap_or(f64::INFINITY)),
+    }
+}
+
 fn options(threads: usize) -> WriterOptions {
     // Block: the benchmark measures throughput, so no frame may be dropped.
     WriterOptions::default()
@@ -554,23 +593,8 @@ fn main() {
                 };
                 for path in &cfg.paths {
                     let feed = feed_of(path);
-                    // The cell's expected rate: its ceiling, and no more than the previous
-                    // thread count's result scaled by the added threads (the copying path
-                    // is bound by the caller's copy), so a cell slower than its ceiling
-                    // does not run long.
-                    let previous = cells
-                        .iter()
-                        .rev()
-                        .find(|c| {
-                            c.case.key == case.key
-                                && c.dest == dest.name
-                                && &c.path == path
-                                && c.verdict.is_ok()
-                        })
-                        .map_or(f64::INFINITY, |c| {
-                            c.run.mib_s() * n as f64 / c.threads as f64
-                        });
-                    let rate = enc.min(disk_stored * est_ratio).min(previous);
+                    let ceiling = enc.min(disk_stored * est_ratio);
+                    let rate = expected_rate(&cells, case, dest.name, path, n, ceiling);
                     let count = cfg.frames_for(case, rate);
                     let run_cell = if case.arrays > 1 {
                         run_recording

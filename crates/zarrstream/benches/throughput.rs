@@ -40,7 +40,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use support::{Args, Run, Workload, median, mib, pct_ms};
-use zarrstream::{Checksum, ChunkEncoder, Codec, Levels, Ome, SinkChoice, WriterOptions};
+use zarrstream::{Codec, Levels, Ome, SinkChoice, WriterOptions};
 
 fn main() {
     support::fixed_malloc_threshold();
@@ -95,7 +95,7 @@ fn main() {
     let mut rows = Vec::new();
     let mut pyramids = Vec::new();
     for wl in &workloads {
-        let chunks = cut_chunks(wl, &pool);
+        let chunks = support::cut_chunks(wl, &pool);
         for &codec in &codecs {
             rows.extend(measure(
                 wl,
@@ -141,27 +141,6 @@ fn main() {
     }
 }
 
-/// The inner chunks of the whole acquisition, contiguous, in shard order (untimed).
-fn cut_chunks(wl: &Workload, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let [ct, cy, cx] = wl.chunk.map(|v| v as usize);
-    let [h, w] = wl.frame.map(|v| v as usize);
-    let mut out = Vec::new();
-    for t0 in (0..pool.len() - pool.len() % ct).step_by(ct) {
-        for y0 in (0..h).step_by(cy) {
-            for x0 in (0..w).step_by(cx) {
-                let mut c = Vec::with_capacity(ct * cy * cx * 2);
-                for frame in &pool[t0..t0 + ct] {
-                    for y in y0..y0 + cy {
-                        c.extend_from_slice(&frame[(y * w + x0) * 2..(y * w + x0 + cx) * 2]);
-                    }
-                }
-                out.push(c);
-            }
-        }
-    }
-    out
-}
-
 /// One table row: a workload × codec × sink with its ceilings.
 struct Row {
     workload: &'static str,
@@ -198,10 +177,13 @@ fn measure(
     let (mut ours, mut theirs, mut disk) = (Vec::new(), Vec::new(), Vec::new());
     let mut by_sink: Vec<Vec<Run>> = sinks.iter().map(|_| Vec::new()).collect();
     for round in 0..runs {
-        let (secs, bytes) = encode_all(chunks, threads, |c, out| ours_encode(codec, c, out));
+        let (secs, bytes) = support::encode_all(chunks, threads, |c, out| {
+            support::ours_encode(codec, c, out)
+        });
         ours.push(mib(chunk_raw) / secs);
         let stored = bytes;
-        let (secs, _) = encode_all(chunks, threads, |c, out| reference_encode(codec, c, out));
+        let (secs, _) =
+            support::encode_all(chunks, threads, |c, out| reference_encode(codec, c, out));
         theirs.push(mib(chunk_raw) / secs);
         // The writer stores about the same bytes per raw byte as the chunk encoder.
         let disk_bytes = (stored as f64 * raw as f64 / chunk_raw as f64) as u64;
@@ -209,9 +191,9 @@ fn measure(
         // writer with per-shard durability has to do) and O_DIRECT, so the ceiling is
         // not set low.
         let shards = (raw / (wl.shard.iter().product::<u64>() * 2)).max(1);
-        let one = disk_write(out, disk_bytes, 1, &pool[0]);
-        let per_shard = disk_write(out, disk_bytes, shards, &pool[0]);
-        let direct = disk_write_direct(out, disk_bytes, &pool[0]).unwrap_or(f64::INFINITY);
+        let one = support::disk_write(out, disk_bytes, 1, &pool[0]);
+        let per_shard = support::disk_write(out, disk_bytes, shards, &pool[0]);
+        let direct = support::disk_write_direct(out, disk_bytes, &pool[0]).unwrap_or(f64::INFINITY);
         disk.push(mib(raw) / one.min(per_shard).min(direct));
         for (i, &sink) in sinks.iter().enumerate() {
             let options = WriterOptions::default().threads(writer_threads).sink(sink);
@@ -372,52 +354,6 @@ fn pyramid_report(rows: &[PyramidRow], frames: usize, runs: usize) -> String {
     s
 }
 
-/// Encodes every chunk on `threads` threads (chunk i on thread i mod threads), each with
-/// its own output buffer; returns wall seconds and the total encoded bytes.
-fn encode_all(
-    chunks: &[Vec<u8>],
-    threads: usize,
-    f: impl Fn(&[u8], &mut Vec<u8>) -> usize + Sync,
-) -> (f64, u64) {
-    let t = Instant::now();
-    let total: u64 = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|k| {
-                let f = &f;
-                s.spawn(move || {
-                    let mut out = Vec::new();
-                    chunks
-                        .iter()
-                        .skip(k)
-                        .step_by(threads)
-                        .map(|c| f(c, &mut out) as u64)
-                        .sum::<u64>()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
-    });
-    (t.elapsed().as_secs_f64(), total)
-}
-
-fn ours_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
-    thread_local! {
-        static ENC: std::cell::RefCell<Option<(Codec, ChunkEncoder)>> =
-            const { std::cell::RefCell::new(None) };
-    }
-    ENC.with_borrow_mut(|slot| {
-        if slot.as_ref().is_none_or(|(c, _)| *c != codec) {
-            *slot = Some((
-                codec,
-                ChunkEncoder::new(codec, 2, Checksum::Crc32c).expect("encoder"),
-            ));
-        }
-        let (_, enc) = slot.as_mut().expect("just set");
-        out.resize(enc.slot_bound(chunk.len()), 0);
-        enc.encode_slice(chunk, out).expect("encode")
-    })
-}
-
 fn reference_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
     out.resize(chunk.len() + 1024, 0);
     match codec {
@@ -443,84 +379,6 @@ fn reference_encode(codec: Codec, chunk: &[u8], out: &mut Vec<u8>) -> usize {
             chunk.len()
         }
     }
-}
-
-/// Sequential write of `bytes` into `files` equal files, each in 8 MiB `write`s and
-/// `fsync`ed when complete; returns seconds.
-fn disk_write(dir: &std::path::Path, bytes: u64, files: u64, data: &[u8]) -> f64 {
-    let per_file = bytes.div_ceil(files);
-    let paths: Vec<_> = (0..files)
-        .map(|i| dir.join(format!("disk-ceiling-{i}.bin")))
-        .collect();
-    let t = Instant::now();
-    for path in &paths {
-        let mut f = std::fs::File::create(path).expect("create a disk-ceiling file");
-        let mut left = per_file;
-        while left > 0 {
-            let n = left.min(data.len() as u64) as usize;
-            f.write_all(&data[..n]).expect("write a disk-ceiling file");
-            left -= n as u64;
-        }
-        f.sync_all().expect("fsync a disk-ceiling file");
-    }
-    let secs = t.elapsed().as_secs_f64();
-    for path in &paths {
-        let _ = std::fs::remove_file(path);
-    }
-    secs
-}
-
-/// `O_DIRECT` writes in flight at once in the disk ceiling: one thread could not keep the
-/// device busy, and the direct sink keeps several writes in flight (up to its workers).
-const DIRECT_IN_FLIGHT: usize = 4;
-
-/// `O_DIRECT` writes of `bytes` (rounded up to 4 KiB) into one file reserved with
-/// `fallocate`, in blocks of `data`'s length, [`DIRECT_IN_FLIGHT`] threads writing every
-/// that-many-th block, then `fsync`; returns seconds, or `None` where the filesystem
-/// refuses `O_DIRECT`.
-fn disk_write_direct(dir: &std::path::Path, bytes: u64, data: &[u8]) -> Option<f64> {
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    let path = dir.join("disk-ceiling-direct.bin");
-    // O_DIRECT needs page-aligned memory and lengths: an anonymous mapping is aligned.
-    let block = (data.len() & !4095) as u64;
-    let mut buf = memmap2::MmapMut::map_anon(block as usize).ok()?;
-    buf.copy_from_slice(&data[..block as usize]);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&path)
-        .ok()?;
-    let len = bytes.div_ceil(4096) * 4096;
-    let t = Instant::now();
-    let written = (|| {
-        rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, len)?;
-        std::thread::scope(|s| {
-            let writers: Vec<_> = (0..DIRECT_IN_FLIGHT as u64)
-                .map(|t| {
-                    let (f, buf) = (&f, &buf);
-                    s.spawn(move || -> std::io::Result<()> {
-                        let mut at = t * block;
-                        while at < len {
-                            let n = (len - at).min(block) as usize;
-                            f.write_all_at(&buf[..n], at)?;
-                            at += DIRECT_IN_FLIGHT as u64 * block;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            writers.into_iter().try_for_each(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(std::io::ErrorKind::Other.into()))
-            })
-        })?;
-        f.sync_all()
-    })();
-    let secs = t.elapsed().as_secs_f64();
-    let _ = std::fs::remove_file(&path);
-    written.ok().map(|()| secs)
 }
 
 fn report(rows: &[Row], frames: usize, runs: usize, threads: [usize; 2], wl: &Workload) -> String {

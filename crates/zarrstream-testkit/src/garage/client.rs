@@ -184,7 +184,10 @@ pub fn s3_read(
 /// type string such as `<u2`, `|u1`, `<f4`) and `shape`, the expected-data format of
 /// `s3_read.py`. Panics if `data` does not hold `shape`'s elements of `descr`'s size.
 pub fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
-    let size: usize = descr[2..].parse().expect("a NumPy type string such as <u2");
+    let size: usize = descr
+        .get(2..)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{descr:?} is not a NumPy type string such as <u2"));
     assert_eq!(
         data.len(),
         shape.iter().product::<usize>() * size,
@@ -201,7 +204,12 @@ pub fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
     let pad = (64 - (10 + header.len() + 1) % 64) % 64;
     header.extend(std::iter::repeat_n(' ', pad));
     header.push('\n');
-    let len = u16::try_from(header.len()).expect("npy header under 64 KiB");
+    let len = u16::try_from(header.len()).unwrap_or_else(|_| {
+        panic!(
+            "format 1.0 holds a header under 64 KiB, not {} bytes (shape {shape:?})",
+            header.len()
+        )
+    });
     let mut out = Vec::with_capacity(10 + header.len() + data.len());
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
     out.extend_from_slice(&len.to_le_bytes());

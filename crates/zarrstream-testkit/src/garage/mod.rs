@@ -5,7 +5,7 @@
 //! ```ignore
 //! use zarrstream_testkit::garage;
 //! if garage::require("S3 RECORDING").is_none() { return; } // skipped loudly outside CI
-//! let dir = tempfile::tempdir().unwrap();
+//! let dir = tempfile::tempdir().expect("a scratch directory for the nodes");
 //! let g = garage::Garage::single(dir.path());
 //! // g.endpoint(), g.region(), g.key_id(), g.secret(), g.bucket(), g.env() ...
 //! ```

@@ -30,11 +30,18 @@ impl Garage {
         let secret = random_hex(32);
         // All ports are picked while every probe socket is still open, so no two coincide.
         let probes: Vec<TcpListener> = (0..nodes * 3)
-            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a probe port"))
+            .map(|_| {
+                TcpListener::bind("127.0.0.1:0")
+                    .unwrap_or_else(|e| panic!("bind a free port on 127.0.0.1 for a node: {e}"))
+            })
             .collect();
         let ports: Vec<u16> = probes
             .iter()
-            .map(|l| l.local_addr().expect("probe port").port())
+            .map(|l| {
+                l.local_addr()
+                    .unwrap_or_else(|e| panic!("a socket bound just above has an address: {e}"))
+                    .port()
+            })
             .collect();
         drop(probes);
         let mut g = Garage {
@@ -47,7 +54,8 @@ impl Garage {
         };
         for i in 0..nodes {
             let home = dir.join(format!("node{i}"));
-            fs::create_dir_all(&home).expect("create the node's directory");
+            fs::create_dir_all(&home)
+                .unwrap_or_else(|e| panic!("create node {i}'s directory {}: {e}", home.display()));
             let (rpc_port, s3_port, admin_port) =
                 (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]);
             let config = home.join("garage.toml");
@@ -72,7 +80,7 @@ impl Garage {
                     data = home.join("data").display(),
                 ),
             )
-            .expect("write the node's config");
+            .unwrap_or_else(|e| panic!("write node {i}'s config {}: {e}", config.display()));
             g.nodes.push(Node {
                 config,
                 log: home.join("garage.log"),
@@ -141,8 +149,10 @@ impl Garage {
             .create(true)
             .append(true)
             .open(&node.log)
-            .expect("open the node's log");
-        let log2 = log.try_clone().expect("open the node's log");
+            .unwrap_or_else(|e| panic!("open node {i}'s log {}: {e}", node.log.display()));
+        let log2 = log
+            .try_clone()
+            .unwrap_or_else(|e| panic!("a second descriptor of node {i}'s log (stderr): {e}"));
         let child = Command::new(&self.bin)
             .arg("-c")
             .arg(&node.config)
@@ -295,7 +305,7 @@ fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
-        .expect("read /dev/urandom");
+        .unwrap_or_else(|e| panic!("read {bytes} random bytes from /dev/urandom (Unix): {e}"));
     buf.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s

@@ -4,7 +4,7 @@
 //! pymmcore-plus, mypy) and runs pytest over `tests/python/`.
 //!
 //! The object-store tests (`test_s3.py`) start Garage from the binary of the Rust
-//! harness (`crates/zarrstream-testkit/src/garage.rs`): it is found, or built once per
+//! harness (`crates/zarrstream-testkit/src/garage/`): it is found, or built once per
 //! machine, here and handed to pytest in `ZARRSTREAM_GARAGE`.
 //!
 //! Without Python ≥ 3.11 the test is skipped loudly; with `CI=true` that is a failure

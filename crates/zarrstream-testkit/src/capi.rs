@@ -29,9 +29,16 @@ pub fn check_memory(stdout: &str, stats: &serde_json::Value) {
             .find_map(|l| l.strip_prefix(prefix))
             .unwrap_or_else(|| panic!("no {prefix:?} line in {stdout}"))
     };
-    let est: serde_json::Value =
-        serde_json::from_str(line("estimate: ")).expect("the estimate line is JSON");
-    let resident = est["resident"].as_u64().expect("estimate.resident");
+    let est: serde_json::Value = serde_json::from_str(line("estimate: "))
+        .unwrap_or_else(|e| panic!("record.c prints zs_estimate_memory's JSON ({e}): {stdout}"));
+    // Every field below is a byte count in the library's `MemoryEstimate` (and the
+    // statistics' `memory`): a missing or non-integer one is a changed C API.
+    let field = |v: &serde_json::Value, path: &str| -> u64 {
+        v.pointer(path)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_else(|| panic!("{path} is a byte count in {v}"))
+    };
+    let resident = field(&est, "/resident");
     let parts: u64 = [
         "frame_pool",
         "staging",
@@ -41,32 +48,31 @@ pub fn check_memory(stdout: &str, stats: &serde_json::Value) {
         "bookkeeping",
     ]
     .iter()
-    .map(|k| est[k].as_u64().expect("an estimate field"))
+    .map(|k| field(&est, &format!("/{k}")))
     .sum();
     assert_eq!(parts, resident, "{est}");
     assert_eq!(
         est["total"].as_u64(),
-        Some(resident + est["page_cache"].as_u64().expect("estimate.page_cache"))
+        Some(resident + field(&est, "/page_cache"))
     );
     let live: Vec<u64> = line("memory: ")
         .split(' ')
-        .map(|v| v.parse().expect("a count in bytes"))
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|e| panic!("record.c's memory line holds byte counts ({e}): {v:?}"))
+        })
         .collect();
-    let peak = stats["memory"]["peak"].as_u64().expect("stats.memory.peak");
+    let peak = field(stats, "/memory/peak");
     assert!(
         live[0] > 0 && live[0] <= live[1] && live[1] <= peak,
         "{live:?} {stats}"
     );
     assert!(peak <= resident, "peak {peak} > estimate {est}");
     // The pools were counted.
-    assert!(
-        peak >= stats["pool_bytes"].as_u64().expect("stats.pool_bytes"),
-        "{stats}"
-    );
+    assert!(peak >= field(stats, "/pool_bytes"), "{stats}");
     assert_eq!(stats["memory"]["current"], 0, "{stats}");
 }
 
-/// The interop environment's Python, or `None` after a loud skip (outside CI).
 /// The frame counts recording.c reports (`counts: N0 N1 NI NW`).
 pub fn recording_counts(stdout: &str) -> Vec<String> {
     let line = stdout
@@ -86,7 +92,9 @@ pub fn check_recording_stats(stdout: &str) {
         .unwrap_or_else(|| panic!("no stats line: {stdout}"));
     let s: serde_json::Value =
         serde_json::from_str(line).unwrap_or_else(|e| panic!("stats JSON ({e}): {line}"));
-    let arrays = s["arrays"].as_object().expect("arrays is an object");
+    let arrays = s["arrays"]
+        .as_object()
+        .unwrap_or_else(|| panic!("a Recording's statistics hold `arrays` by name: {s}"));
     // The object's key order is serde_json's (sorted, or insertion order when another
     // crate of the build enables its `preserve_order` feature): compare as a set.
     let mut keys: Vec<&str> = arrays.keys().map(String::as_str).collect();

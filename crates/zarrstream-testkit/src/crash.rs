@@ -40,7 +40,8 @@ pub fn write_input(path: &Path, frames: u64, pixels: usize) {
             bytes.extend(sample(k, i).to_le_bytes());
         }
     }
-    std::fs::write(path, bytes).expect("write input");
+    std::fs::write(path, bytes)
+        .unwrap_or_else(|e| panic!("write the input frames to {}: {e}", path.display()));
 }
 
 /// Every file under `store` whose name says it is a temporary shard.
@@ -119,8 +120,13 @@ impl Recorder {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn record");
-        let stderr = child.stderr.take().expect("stderr");
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {:?}: {e}", cmd.get_program()));
+        let stderr = child
+            .stderr
+            .take()
+            .expect("stderr was set to a pipe just above");
         let (tx, lines) = mpsc::channel();
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
@@ -158,9 +164,14 @@ impl Recorder {
     /// and reads what it printed before it died. Returns its exit status (a signal 9 if
     /// the kill ended it, its own status if it had ended before).
     pub fn kill(mut self) -> (ExitStatus, Progress) {
-        let mut child = self.child.take().expect("the child");
+        let mut child = self
+            .child
+            .take()
+            .expect("the child is taken only here and in Drop, and `kill` consumes the Recorder");
         let _ = child.kill();
-        let status = child.wait().expect("wait for record");
+        let status = child
+            .wait()
+            .unwrap_or_else(|e| panic!("reap the killed record (our own child): {e}"));
         // The pipe closes with the process (`record` starts no processes of its own).
         while let Ok(line) = self.lines.recv() {
             self.progress.take(line);

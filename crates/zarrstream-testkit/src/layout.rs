@@ -23,15 +23,20 @@ pub fn parse_index(
         IndexLocation::Start => &bytes[..size],
         other => return Err(format!("index location {other} not covered")),
     };
-    let crc = u32::from_le_bytes(index[16 * n..].try_into().expect("4 bytes of crc32c"));
+    let crc = u32::from_le_bytes(
+        index[16 * n..]
+            .try_into()
+            .expect("the index is `size` = 16 × n + 4 bytes: the last 4 are its crc32c"),
+    );
     if crc32c::crc32c(&index[..16 * n]) != crc {
         return Err("index crc32c mismatch".into());
     }
     Ok(index[..16 * n]
         .chunks_exact(16)
         .map(|e| {
-            let o = u64::from_le_bytes(e[..8].try_into().expect("16-byte entries"));
-            let b = u64::from_le_bytes(e[8..].try_into().expect("16-byte entries"));
+            // `chunks_exact(16)`: each entry is an 8-byte offset then an 8-byte length.
+            let o = u64::from_le_bytes(e[..8].try_into().expect("the first 8 of 16 bytes"));
+            let b = u64::from_le_bytes(e[8..].try_into().expect("the last 8 of 16 bytes"));
             (o != u64::MAX || b != u64::MAX).then_some((o, b))
         })
         .collect())

@@ -12,5 +12,10 @@ pub fn scratch_in(tmp: &Path, prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir_in(tmp)
-        .expect("scratch dir")
+        .unwrap_or_else(|e| {
+            panic!(
+                "create a scratch directory {prefix}* in {}: {e}",
+                tmp.display()
+            )
+        })
 }

@@ -16,7 +16,14 @@ fn package() -> PathBuf {
 /// The workspace's target directory: the parent of `tmp`, the calling binary's
 /// `target/tmp` ([`crate::target_tmp!`]).
 pub fn target_dir(tmp: &Path) -> PathBuf {
-    tmp.parent().expect("target/tmp has a parent").to_path_buf()
+    tmp.parent()
+        .unwrap_or_else(|| {
+            panic!(
+                "{} is cargo's target/tmp, inside the target directory",
+                tmp.display()
+            )
+        })
+        .to_path_buf()
 }
 
 /// Runs `cmd` in its own process group and waits at most `limit`; past it the whole
@@ -73,10 +80,10 @@ pub fn install_wheel(target: &Path, py: &Path, dir: &str) -> PathBuf {
         run(maturin, Duration::from_secs(1800), "maturin build").unwrap_or_else(|e| panic!("{e}"));
     assert!(status.success(), "maturin build failed: {status}");
     let wheel = std::fs::read_dir(&out)
-        .expect("wheel directory")
+        .unwrap_or_else(|e| panic!("maturin's --out directory {}: {e}", out.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .expect("maturin wrote a wheel");
+        .unwrap_or_else(|| panic!("maturin succeeded but wrote no .whl in {}", out.display()));
     let name = wheel
         .file_name()
         .and_then(|n| n.to_str())

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The target the Windows build is for.
@@ -207,8 +207,10 @@ pub fn wait_output(
                     if n == 0 {
                         break;
                     }
+                    // Poisoned only if this very thread panicked while holding it, which
+                    // `extend_from_slice` does not do short of running out of memory.
                     b.lock()
-                        .expect("an output reader panicked")
+                        .unwrap_or_else(PoisonError::into_inner)
                         .extend_from_slice(&chunk[..n]);
                 }
             }
@@ -231,8 +233,9 @@ pub fn wait_output(
     };
     let _ = ho.join();
     let _ = he.join();
-    let stdout = std::mem::take(&mut *out.lock().expect("an output reader panicked"));
-    let stderr = std::mem::take(&mut *err.lock().expect("an output reader panicked"));
+    // The readers are joined: whatever a panicking one left is still the bytes read.
+    let stdout = std::mem::take(&mut *out.lock().unwrap_or_else(PoisonError::into_inner));
+    let stderr = std::mem::take(&mut *err.lock().unwrap_or_else(PoisonError::into_inner));
     match status {
         Some(status) => Ok(Output {
             status,

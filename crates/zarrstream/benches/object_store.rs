@@ -6,8 +6,28 @@
 //! cargo bench -p zarrstream --bench object_store -- [--repeats 5] [--frames 128]
 //!     [--codecs lz4:1,none] [--parts-frames 64] [--only single|parts]
 //!     [--aqz-layouts c1,shard-chunk,chunk-objects|none] [--baseline-record BINARY]
-//!     [--split-cores] [--python target/peers-venv/bin/python] [--no-verify] [--md FILE]
+//!     [--record BINARY] [--server-cpus LIST] [--writer-cpus LIST] [--split-cores]
+//!     [--python target/peers-venv/bin/python] [--no-verify] [--md FILE]
 //! ```
+//!
+//! - `--record BINARY`: the `zarrstream` binary whose `record` is measured (and which
+//!   writes the frames file); by default it is built here with cargo, as the tests build
+//!   it. A machine without cargo (the bench binary copied there) must give it.
+//! - `--server-cpus LIST`, `--writer-cpus LIST` (LIST: `0-7`, `0,2,4`, `0-3,8-11`; CPUs
+//!   this process may run on): Garage on the server's CPUs, every client (`record`, the
+//!   ceiling's uploads, acquire-zarr, this process) on the writer's, so that neither takes
+//!   the other's CPU, as with a store on another machine. Either alone: the other gets
+//!   the remaining CPUs. `record` then runs with `--threads` = the number of writer CPUs
+//!   and pins its workers as it does by default, within its CPU set (the library pins
+//!   worker `i` to the `i`-th CPU the starting thread may run on); acquire-zarr gets as
+//!   many threads. Without either: nothing pinned, 2 threads.
+//! - `--split-cores`: shorthand for the lower half of the CPUs for the writer and the
+//!   upper half for the server (`--writer-cpus 0 --server-cpus 1` on two cores).
+//! - `ZARRSTREAM_GARAGE=PATH`: the Garage binary (else the test harness's cache, built
+//!   with `cargo install` when missing, which needs the network). A `ZARRSTREAM_GARAGE`
+//!   that cannot be run is an error (exit 1); a missing binary without it, a skip.
+//!
+//! The run's wall time is printed at the end and written under the table.
 //!
 //! **One node, C1** (2048 × 2048 `uint16`, chunk 1 × 512 × 512, shard 32 × 2048 × 2048,
 //! the `--frames` synthetic camera frames of `tools/peers/`, `target/peers/frames-N.raw`,
@@ -15,8 +35,8 @@
 //! single-node Garage: Garage stores a 1 MiB block once per content hash, so a repeat's
 //! shards, identical to the previous repeat's, would otherwise skip the server's disk.
 //! Per codec, in an order that rotates with the repeat:
-//! - **zarrstream**: `zarrstream record` (release, built here as the tests build it)
-//!   with `--input` frames, 2 threads and `tools/peers/`'s other flags, `--out
+//! - **zarrstream**: `zarrstream record` (release, built here as the tests build it, or
+//!   `--record`) with `--input` frames, 2 threads (or one per writer CPU) and `tools/peers/`'s other flags, `--out
 //!   s3://BUCKET/PREFIX`, staging under `target/bench-out/object-store/`. Timed by its
 //!   report: first push until `finish` returned, i.e. every shard and `zarr.json` in the
 //!   bucket. Extra RSS from the report (VmHWM reset after loading the frames).
@@ -29,7 +49,7 @@
 //! - **acquire-zarr**: acquire-zarr 0.10's S3 mode (`S3Settings`, credentials from
 //!   `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`) in the peers' venv, run as
 //!   `tools/peers/compare.py --child-write` runs it locally (same frames, chunk, shard,
-//!   codec and 2 threads), timed as the peers are: stream creation until `close()`
+//!   codec and `record`'s threads), timed as the peers are: stream creation until `close()`
 //!   returned. Skipped, with a message, when the venv cannot import `acquire_zarr`
 //!   (`tools/peers/run` creates it). Its S3 sink takes a shard's chunks only in order,
 //!   so C1 (`c1`) fails in it (corrupt parts refused by the server, crashes); the
@@ -44,9 +64,10 @@
 //! repeats. "busy cores" is the whole machine's CPU time during the timed phase over its
 //! wall time (the server, the writer and anything else running); "CPU s" that of the
 //! writer (`record` less its loading of the frames; the ceiling's own process) and of
-//! the Garage server. `--split-cores` puts the server on CPU 1 and every client on CPU
-//! 0 (`taskset`; `record --no-pin`), so that the writer's encoding does not take the
-//! server's CPU, as with a store on another machine.
+//! the Garage server. With `--server-cpus`/`--writer-cpus`, this process and every client
+//! is started inside the writer's CPUs (`taskset`), each Garage server inside the
+//! server's: started from a thread moved there first, since Garage sizes its runtime by
+//! the CPUs it may run on at start, then every thread of it moved again (`taskset -a`).
 //!
 //! **Several PCs** (`--parts-frames M`, C1, `lz4:1`): a fresh 3-node Garage (replication
 //! 3) per run. Three `record --part-of K/3` processes, started together, each pushes its
@@ -54,11 +75,19 @@
 //! then `publish_parts` (what `zarrstream publish URL` runs) writes the shared
 //! `zarr.json`. Against one plain `record` process pushing the same 3 × M frames into a
 //! fresh cluster of the same kind. Aggregate MiB/s = raw bytes of all processes / (first
-//! process's "frames ready" line → last process's exit), for both.
+//! process's "frames ready" line → last process's exit), for both. These `record`s get
+//! `--no-pin` with writer CPUs: three processes each pinning its worker `i` to the set's
+//! `i`-th CPU would stack their workers on the same CPUs.
 //!
 //! Every output is read back from the bucket with zarrs and compared with the frames
 //! exactly (`--no-verify` skips it). Without the Garage binary (which the harness builds
-//! once when missing) the benchmark prints why and exits 0.
+//! once when missing) or a `record` it can build, the benchmark prints why and exits 0.
+//!
+//! Paths (the frames file `target/peers/frames-N.raw`, `tools/peers/compare.py`, the
+//! venv, a relative `--md`) are taken from the repository root: where this bench was
+//! compiled, or, for a binary copied to a machine where that directory does not exist,
+//! the current directory. Scratch goes to `$ZARRSTREAM_BENCH_DIR/object-store` (default
+//! `target/bench-out/object-store`).
 
 mod support;
 
@@ -106,6 +135,7 @@ const SEED: u64 = 20_240_611;
 
 fn main() {
     support::fixed_malloc_threshold();
+    let started = Instant::now();
     let args = Args::parse();
     let repeats: usize = args.num("--repeats", 5);
     let frames: usize = args.num("--frames", 128);
@@ -113,49 +143,94 @@ fn main() {
     let codecs = args.list("--codecs", "lz4:1,none");
     let only = args.get("--only").map(str::to_owned);
     let verify = !args.flag("--no-verify");
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = repo_root();
+    let out = std::env::var_os("ZARRSTREAM_BENCH_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| root.join("target/bench-out"), PathBuf::from);
     // cargo runs benchmarks in the package's directory: a relative --md is taken from
     // the repository root, where the command is typed.
     let md_path = args
         .get("--md")
-        .map(|p| root.join(p))
-        .unwrap_or_else(|| support::out_dir().join("object-store.md"));
+        .map_or_else(|| out.join("object-store.md"), |p| root.join(p));
+    let cpus = cpu_sets(&args).unwrap_or_else(|e| fail(2, &e));
+    let layouts = aqz_layouts(&args).unwrap_or_else(|e| fail(2, &e));
 
     if let Err(e) = garage::garage_binary() {
-        println!("object_store benchmark SKIPPED: no Garage S3 server: {e}");
+        if let Some(named) = std::env::var_os("ZARRSTREAM_GARAGE").filter(|p| !p.is_empty()) {
+            // A binary named on purpose (a machine without network): a run that cannot
+            // have it failed, it is not a skip.
+            fail(
+                1,
+                &format!(
+                    "no Garage S3 server: ZARRSTREAM_GARAGE={}: {e}",
+                    Path::new(&named).display()
+                ),
+            );
+        }
+        println!(
+            "object_store benchmark SKIPPED: no Garage S3 server: {e}\n\
+             (ZARRSTREAM_GARAGE=/path/to/garage names a binary.)"
+        );
         return;
     }
-    let record = match record_cli::binary() {
-        Ok(p) => p,
-        Err(e) => {
-            println!("object_store benchmark SKIPPED: cannot build zarrstream record: {e}");
-            return;
-        }
+    let record = match args.get("--record") {
+        Some(p) if Path::new(p).is_file() => PathBuf::from(p),
+        Some(p) => fail(2, &format!("--record {p}: no such file")),
+        None => match record_cli::binary() {
+            Ok(p) => p,
+            Err(e) => {
+                println!(
+                    "object_store benchmark SKIPPED: cannot build zarrstream record: {e}\n\
+                     (--record PATH names a built `zarrstream` binary.)"
+                );
+                return;
+            }
+        },
     };
     let python = args
         .get("--python")
         .map_or_else(|| root.join("target/peers-venv/bin/python"), PathBuf::from);
-    let python = match peers_python(&python) {
-        Ok(()) => Some(python),
-        Err(e) => {
-            println!(
-                "acquire-zarr rows SKIPPED: {} cannot import acquire_zarr ({e}); \
-                 `tools/peers/run` creates that venv",
-                python.display()
-            );
-            None
+    let python = if layouts.is_empty() {
+        None
+    } else {
+        match peers_python(&python) {
+            Ok(()) => Some(python),
+            Err(e) => {
+                println!(
+                    "acquire-zarr rows SKIPPED: {} cannot import acquire_zarr ({e}); \
+                     `tools/peers/run` creates that venv",
+                    python.display()
+                );
+                None
+            }
         }
     };
-    let work = support::out_dir().join("object-store");
+    let aqz_note = if layouts.is_empty() {
+        "--aqz-layouts none"
+    } else {
+        "no peers venv"
+    };
+    // Before pinning: it counts the CPUs this process may run on.
+    let machine = support::machine();
+    let work = out.join("object-store");
     let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).expect("create the scratch directory");
-    let split = args.flag("--split-cores");
-    if split {
+    std::fs::create_dir_all(&work)
+        .unwrap_or_else(|e| fail(1, &format!("create {}: {e}", work.display())));
+    if let Some(c) = &cpus {
         // Before any other thread exists: the runtimes' threads inherit it.
-        pin(std::process::id(), "0");
+        if let Err(e) = pin(std::process::id(), &c.writer, true) {
+            fail(1, &e);
+        }
+        println!(
+            "Garage on CPUs {}; this process, record (--threads {}) and the clients on CPUs {}",
+            cpu_list(&c.server),
+            c.writer.len(),
+            cpu_list(&c.writer)
+        );
     }
     let bench = Bench {
-        split,
+        threads: cpus.as_ref().map_or(2, |c| c.writer.len()),
+        cpus,
         record,
         baseline: args.get("--baseline-record").map(PathBuf::from),
         python,
@@ -164,29 +239,28 @@ fn main() {
         verify,
     };
 
-    let started = Instant::now();
+    let placement = match &bench.cpus {
+        Some(c) => format!(
+            "Garage on CPUs {}, the writer (`record --threads {}`), the ceiling and \
+             acquire-zarr on CPUs {}",
+            cpu_list(&c.server),
+            bench.threads,
+            cpu_list(&c.writer)
+        ),
+        None => "nothing pinned: the server and the writer share every CPU".to_string(),
+    };
     let mut md = format!(
-        "# Object storage (Garage {} on loopback)\n\n{}; zarrstream at {}; {repeats} repeat(s).\n\n",
+        "# Object storage (Garage {} on loopback)\n\n{}; zarrstream at {}; {placement}; \
+         {repeats} repeat(s).\n\n",
         garage::VERSION,
-        support::machine(),
+        machine,
         git_head(&root),
     );
     if only.as_deref() != Some("parts") {
         let raw = root.join(format!("target/peers/frames-{frames}.raw"));
         bench.save_frames(&raw, frames, SEED);
-        let names = args.list("--aqz-layouts", "c1,shard-chunk,chunk-objects");
-        let layouts: Vec<&'static Layout> = names
-            .iter()
-            .filter(|n| n.as_str() != "none")
-            .map(|n| {
-                LAYOUTS
-                    .iter()
-                    .find(|l| l.name == n.as_str())
-                    .unwrap_or_else(|| panic!("--aqz-layouts: unknown {n}"))
-            })
-            .collect();
         let rows = bench.single(&raw, frames, &codecs, &layouts, repeats);
-        let table = single_table(&rows, frames);
+        let table = single_table(&rows, frames, aqz_note);
         println!("\n{table}");
         md.push_str(&table);
     }
@@ -196,14 +270,178 @@ fn main() {
         println!("\n{table}");
         md.push_str(&table);
     }
-    let _ = writeln!(
-        md,
-        "\n{:.1} min in all.",
-        started.elapsed().as_secs_f64() / 60.0
-    );
-    std::fs::write(&md_path, &md).expect("write the table");
+    let wall = started.elapsed().as_secs_f64();
+    let _ = writeln!(md, "\nWall time {wall:.0} s ({:.1} min).", wall / 60.0);
+    if let Some(d) = md_path.parent() {
+        let _ = std::fs::create_dir_all(d);
+    }
+    std::fs::write(&md_path, &md)
+        .unwrap_or_else(|e| fail(1, &format!("write {}: {e}", md_path.display())));
     println!("written to {}", md_path.display());
+    println!(
+        "object_store: wall time {wall:.0} s ({:.1} min)",
+        wall / 60.0
+    );
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Prints `why` and exits with `code` (2: a wrong option; 1: the run cannot be done).
+fn fail(code: i32, why: &str) -> ! {
+    eprintln!("object_store: {why}");
+    std::process::exit(code)
+}
+
+/// The repository root: where this bench was compiled, else (the binary copied to another
+/// machine, e.g. by `tools/scaling/run`) the current directory.
+fn repo_root() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if built.join("Cargo.toml").is_file() {
+        built
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    }
+}
+
+/// `--aqz-layouts`: the acquire-zarr layouts to run (`none`: no acquire-zarr rows).
+fn aqz_layouts(args: &Args) -> Result<Vec<&'static Layout>, String> {
+    let names = args.list("--aqz-layouts", "c1,shard-chunk,chunk-objects");
+    names
+        .iter()
+        .filter(|n| n.as_str() != "none")
+        .map(|n| {
+            LAYOUTS
+                .iter()
+                .find(|l| l.name == n.as_str())
+                .ok_or_else(|| {
+                    format!("--aqz-layouts: unknown {n} (c1, shard-chunk, chunk-objects or none)")
+                })
+        })
+        .collect()
+}
+
+/// Where the server and the clients run: disjoint sets of CPUs this process may run on.
+struct Cpus {
+    server: Vec<usize>,
+    writer: Vec<usize>,
+}
+
+/// `--server-cpus`, `--writer-cpus` and `--split-cores` checked against the CPUs this
+/// process may run on; `None` when none is given.
+fn cpu_sets(args: &Args) -> Result<Option<Cpus>, String> {
+    let (server, writer) = (args.get("--server-cpus"), args.get("--writer-cpus"));
+    let split = args.flag("--split-cores");
+    if !split && server.is_none() && writer.is_none() {
+        return Ok(None);
+    }
+    let allowed: Vec<usize> = core_affinity::get_core_ids()
+        .ok_or("cannot read the CPUs this process may run on (sched_getaffinity)")?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    let rest = |taken: &[usize]| -> Vec<usize> {
+        allowed
+            .iter()
+            .copied()
+            .filter(|c| !taken.contains(c))
+            .collect()
+    };
+    let parse =
+        |flag: &str, text: Option<&str>| text.map(|t| parse_cpus(flag, t, &allowed)).transpose();
+    let (server, writer) = match (
+        split,
+        parse("--server-cpus", server)?,
+        parse("--writer-cpus", writer)?,
+    ) {
+        (true, None, None) => {
+            let half = allowed.len() / 2;
+            (allowed[half..].to_vec(), allowed[..half].to_vec())
+        }
+        (true, _, _) => {
+            return Err(
+                "--split-cores is shorthand for --server-cpus and --writer-cpus: give one or \
+                 the other"
+                    .into(),
+            );
+        }
+        (false, Some(s), Some(w)) => (s, w),
+        (false, Some(s), None) => {
+            let w = rest(&s);
+            (s, w)
+        }
+        (false, None, Some(w)) => (rest(&w), w),
+        (false, None, None) => return Ok(None),
+    };
+    let may = cpu_list(&allowed);
+    if server.is_empty() {
+        return Err(format!(
+            "no CPU left for the server (this process may run on {may})"
+        ));
+    }
+    if writer.is_empty() {
+        return Err(format!(
+            "no CPU left for the writer (this process may run on {may})"
+        ));
+    }
+    let both: Vec<usize> = server
+        .iter()
+        .copied()
+        .filter(|c| writer.contains(c))
+        .collect();
+    if !both.is_empty() {
+        return Err(format!(
+            "--server-cpus and --writer-cpus share CPUs {}: the point is cores of their own",
+            cpu_list(&both)
+        ));
+    }
+    Ok(Some(Cpus { server, writer }))
+}
+
+/// A CPU list (`0-7`, `0,2,4`, `0-3,8-11`), sorted, each CPU one of `allowed`.
+fn parse_cpus(flag: &str, text: &str, allowed: &[usize]) -> Result<Vec<usize>, String> {
+    let num = |x: &str| {
+        x.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{flag} {text}: `{x}` is not a CPU number"))
+    };
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(part)?, num(part)?),
+        };
+        if a > b {
+            return Err(format!("{flag} {text}: the range {part} runs backwards"));
+        }
+        cpus.extend(a..=b);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+        return Err(format!(
+            "{flag} {text}: CPU {c} is not one this process may run on ({})",
+            cpu_list(allowed)
+        ));
+    }
+    Ok(cpus)
+}
+
+/// `cpus` (sorted) as a CPU list with ranges, `0-3,8`: what `taskset -c` takes.
+fn cpu_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// Whether `python` can import acquire-zarr and numpy.
@@ -232,8 +470,11 @@ fn git_head(root: &Path) -> String {
 }
 
 struct Bench {
-    /// `--split-cores`: the server on CPU 1, every client on CPU 0.
-    split: bool,
+    /// `--server-cpus`/`--writer-cpus`/`--split-cores`: where the server and the clients
+    /// run; `None`: nothing pinned.
+    cpus: Option<Cpus>,
+    /// `record`'s and acquire-zarr's threads: one per writer CPU, else 2.
+    threads: usize,
     /// The `zarrstream` binary whose `record` is measured.
     record: PathBuf,
     /// `--baseline-record`: another `zarrstream` binary.
@@ -323,31 +564,39 @@ struct PartsRun {
 
 impl Bench {
     /// A command for a client program, `zarrstream record` for a `zarrstream` binary: on
-    /// CPU 0 with `--split-cores` (`record` then gets `--no-pin`, which would move its
-    /// workers to both CPUs).
-    fn client(&self, program: &Path) -> Command {
-        let mut cmd = if self.split {
-            let mut cmd = Command::new("taskset");
-            cmd.args(["-c", "0"]).arg(program);
-            cmd
-        } else {
-            Command::new(program)
+    /// the writer's CPUs when given (`taskset -c`). `record` pins its workers within them
+    /// (the CPUs its starting thread may run on) unless `pin_workers` is false.
+    fn client(&self, program: &Path, pin_workers: bool) -> Command {
+        let mut cmd = match &self.cpus {
+            Some(c) => {
+                let mut cmd = Command::new("taskset");
+                cmd.args(["-c", &cpu_list(&c.writer)]).arg(program);
+                cmd
+            }
+            None => Command::new(program),
         };
         if program == self.record || Some(program) == self.baseline.as_deref() {
             cmd.arg("record");
-            if self.split {
+            if self.cpus.is_some() && !pin_workers {
                 cmd.arg("--no-pin");
             }
         }
         cmd
     }
 
-    /// With `--split-cores`, every Garage process whose config lies under `dir` (and its
-    /// threads) onto CPU 1.
-    fn pin_server(&self, dir: &Path) {
-        if !self.split {
-            return;
-        }
+    /// `start` (which starts Garage under `dir`) with the server's CPUs when given: from
+    /// this thread moved onto them first (Garage's runtime takes as many workers as the
+    /// CPUs it may run on at start, which it inherits), then every thread of every Garage
+    /// process under `dir` moved there (`taskset -a`), and this thread back.
+    fn start_server(&self, dir: &Path, start: impl FnOnce() -> Garage) -> Garage {
+        let Some(c) = &self.cpus else {
+            return start();
+        };
+        // This process's main thread (its thread id is the process id) alone.
+        let me = std::process::id();
+        pin(me, &c.server, false).unwrap_or_else(|e| fail(1, &e));
+        let g = start();
+        pin(me, &c.writer, false).unwrap_or_else(|e| fail(1, &e));
         let pids = garage_pids(dir);
         assert!(
             !pids.is_empty(),
@@ -355,8 +604,9 @@ impl Bench {
             dir.display()
         );
         for pid in pids {
-            pin(pid, "1");
+            pin(pid, &c.server, true).unwrap_or_else(|e| fail(1, &e));
         }
+        g
     }
 
     /// `record --save-frames` of `n` synthetic frames with `seed`, unless `path` has them.
@@ -398,8 +648,7 @@ impl Bench {
         let mut runs = Vec::new();
         for r in 0..repeats {
             let dir = self.work.join(format!("garage-{r}"));
-            let g = Garage::single(&dir);
-            self.pin_server(&dir);
+            let g = self.start_server(&dir, || Garage::single(&dir));
             let s3 = S3::new(&g);
             for codec in codecs {
                 let tag = codec.replace(':', "");
@@ -531,12 +780,12 @@ impl Bench {
     ) -> (Timed, (f64, f64, f64)) {
         let report = self.work.join(format!("{prefix}.report.json"));
         let url = format!("s3://{}/{prefix}", g.bucket());
-        let mut cmd = self.client(bin);
+        let mut cmd = self.client(bin, true);
         cmd.arg("--input")
             .arg(raw)
             .args(["--frames", &frames.to_string()])
             .args(C1)
-            .args(["--codec", codec, "--threads", "2"])
+            .args(["--codec", codec, "--threads", &self.threads.to_string()])
             .args(["--sink", "auto", "--pool-frames", "0"])
             .args(["--backpressure", "block", "--durability", "shard"])
             .arg("--staging")
@@ -585,11 +834,11 @@ impl Bench {
         let job = json!({
             "contender": "acquire-zarr", "config": "C1", "codec": peer_codec,
             "chunk": layout.chunk, "shard": layout.shard,
-            "n": frames, "threads": 2, "raw": raw, "out": prefix,
+            "n": frames, "threads": self.threads, "raw": raw, "out": prefix,
             "s3": {"endpoint": g.endpoint(), "bucket": g.bucket(), "region": g.region()},
         });
         let out = self
-            .client(py)
+            .client(py, true)
             .arg(&self.compare_py)
             .arg("--child-write")
             .arg(job.to_string())
@@ -665,11 +914,12 @@ impl Bench {
             let mut three = None;
             for side in if r % 2 == 0 { [1, 3] } else { [3, 1] } {
                 let dir = self.work.join(format!("cluster-{r}-{side}"));
-                let g = Garage::cluster(&dir, 3);
-                self.pin_server(&dir);
+                let g = self.start_server(&dir, || Garage::cluster(&dir, 3));
                 let url = format!("s3://{}/cams.zarr", g.bucket());
                 let record = |k: usize, input: &Path, n: usize| {
-                    let mut cmd = self.client(&self.record);
+                    // Three processes pinning their worker `i` to the set's `i`-th CPU would
+                    // stack their workers on the same CPUs: the scheduler spreads them.
+                    let mut cmd = self.client(&self.record, false);
                     cmd.arg("--input")
                         .arg(input)
                         .args(["--frames", &n.to_string()])
@@ -806,14 +1056,27 @@ fn own_cpu_s() -> f64 {
     (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / USER_HZ
 }
 
-/// Every thread of process `pid` onto `cpus` (`taskset -a -p -c`).
-fn pin(pid: u32, cpus: &str) {
-    let status = Command::new("taskset")
-        .args(["-a", "-p", "-c", cpus, &pid.to_string()])
-        .stdout(Stdio::null())
-        .status()
-        .expect("run taskset");
-    assert!(status.success(), "taskset -a -p -c {cpus} {pid} failed");
+/// Thread `pid` (with `all`, every thread of process `pid`) onto `cpus` (`taskset -p`).
+fn pin(pid: u32, cpus: &[usize], all: bool) -> Result<(), String> {
+    let list = cpu_list(cpus);
+    let mut cmd = Command::new("taskset");
+    if all {
+        cmd.arg("-a");
+    }
+    let out = cmd
+        .args(["-p", "-c", &list, &pid.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run taskset (util-linux), which pins to CPUs: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "taskset -p -c {list} {pid} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
 }
 
 /// Endpoint and credentials of `g`'s node 0 as `RemoteOptions` (for `publish_parts`).
@@ -1180,7 +1443,8 @@ fn med(mut v: Vec<f64>) -> f64 {
     median(&mut v)
 }
 
-fn single_table(runs: &[SingleRun], frames: usize) -> String {
+/// `aqz_note`: why acquire-zarr has no rows, when it has none.
+fn single_table(runs: &[SingleRun], frames: usize, aqz_note: &str) -> String {
     let repeats = runs
         .first()
         .map_or(0, |f| runs.iter().filter(|r| r.codec == f.codec).count());
@@ -1264,7 +1528,7 @@ fn single_table(runs: &[SingleRun], frames: usize) -> String {
         }
     }
     if runs.iter().all(|r| r.aqz.is_empty()) {
-        s.push_str("\nacquire-zarr: skipped (no peers venv).\n\n");
+        let _ = write!(s, "\nacquire-zarr: skipped ({aqz_note}).\n\n");
         return s;
     }
     s.push_str(

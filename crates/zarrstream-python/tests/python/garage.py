@@ -1,6 +1,6 @@
 """A real S3-compatible object store for the object-store tests: one Garage node on
 127.0.0.1 with an access key and a bucket, set up as the Rust harness
-(``crates/zarrstream-testkit/src/garage.rs``) sets up its single node.
+(``crates/zarrstream-testkit/src/garage/``) sets up its single node.
 
 The binary is ``$ZARRSTREAM_GARAGE``, else ``${ZARRSTREAM_CACHE:-$HOME/.cache/zarrstream}/
 garage-2.5.0/bin/garage`` (the harness's rule). ``cargo test -p zarrstream-python``

@@ -1,7 +1,7 @@
 """Reads a Zarr v3 array out of an S3-compatible store and compares it with the expected data.
 
 Run inside the pinned interop environment (tests/interop/venv.py), e.g. by the Rust tests
-after recording into Garage (crates/zarrstream-testkit/src/garage.rs):
+after recording into Garage (crates/zarrstream-testkit/src/garage/):
 
     s3_read.py --endpoint http://127.0.0.1:PORT --bucket B --key-prefix P
                (--expect FILE | --expect-prefix-of FILE)

@@ -37,11 +37,7 @@ impl Engine {
             Some(n) => bounded::<Job>(n),
             None => unbounded::<Job>(),
         };
-        let cores = if pin {
-            core_affinity::get_core_ids().unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let cores = if pin { pin_cores() } else { Vec::new() };
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
             workers: Mutex::new(Vec::with_capacity(workers)),
@@ -94,6 +90,44 @@ impl Drop for Engine {
     }
 }
 
+/// The cores workers are pinned to, in order: those the calling thread may run on. On
+/// Linux that is its affinity mask (`sched_getaffinity`), so a process started under
+/// `taskset -c LIST` (or a cgroup's cpuset) pins its workers inside LIST and never onto
+/// a CPU it was kept off. Empty when the mask cannot be read: the workers then float.
+fn pin_cores() -> Vec<core_affinity::CoreId> {
+    core_affinity::get_core_ids().unwrap_or_default()
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::pin_cores;
+
+    /// A thread kept to one CPU (as `taskset -c` keeps `record`) gets workers pinned to that
+    /// CPU alone, not to every CPU of the machine.
+    #[test]
+    fn workers_are_pinned_within_the_calling_threads_cpus() {
+        let all = core_affinity::get_core_ids().expect("the test thread's CPUs can be read");
+        let last = *all.last().expect("a thread may run on at least one CPU");
+        let chosen = std::thread::spawn(move || {
+            assert!(
+                core_affinity::set_for_current(last),
+                "a thread may be moved onto CPU {} it may run on",
+                last.id
+            );
+            pin_cores()
+        })
+        .join()
+        .expect("the pinned thread returns");
+        assert_eq!(
+            chosen,
+            vec![last],
+            "workers' cores within the caller's mask"
+        );
+        // The test's own thread, not moved, still sees every CPU it was given.
+        assert_eq!(pin_cores(), all);
+    }
 }

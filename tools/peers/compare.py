@@ -33,11 +33,15 @@ import sys
 import threading
 import time
 
+import paced  # tools/peers/paced.py: the paced mode (--paced)
 import zarrstream_python  # tools/peers/zarrstream_python.py: its settings, shared with record
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# `zarrstream record`: the CLI binary and its subcommand.
-ZARRSTREAM = os.path.join(ROOT, "target", "release", "zarrstream")
+# `zarrstream record`: the CLI binary (where cargo put it: tools/peers/run builds it with
+# the caller's CARGO_TARGET_DIR) and its subcommand.
+ZARRSTREAM = os.path.join(os.path.abspath(os.environ.get("CARGO_TARGET_DIR")
+                                          or os.path.join(ROOT, "target")),
+                          "release", "zarrstream")
 RECORD = [ZARRSTREAM, "record"]
 H = W = 2048
 FRAME_BYTES = H * W * 2  # uint16
@@ -275,6 +279,10 @@ def child_write(job: dict) -> dict:
     n = job["n"]
     frames = np.fromfile(job["raw"], dtype="<u2", count=n * H * W).reshape(n, H, W)
     frames.sum(dtype=np.uint64)  # every page resident before timing
+    camera = None
+    if job.get("paced"):
+        # `total` frames cycled from the n loaded, at `fps` (paced.py).
+        camera = frames = paced.Paced(frames, job["paced"]["frames"], job["paced"]["fps"])
     for module in PRELOAD[job["contender"]]:
         __import__(module)
     rss_base = proc_status_mib("VmRSS")
@@ -297,6 +305,19 @@ def child_write(job: dict) -> dict:
     # every file and directory.
     wall = t1 - own.pop("timed_from", t0)
     cpu = sum(os.times()[:2]) - cpu0
+    if camera is not None:
+        return {
+            **own,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "others_cores": max(0.0, machine_busy_s() - busy0 - cpu) / wall,
+            # From the first frame's due time, as record's `seconds` with --fps.
+            "achieved_fps": camera.total / (t1 - camera.t0),
+            "late": camera.late,
+            "max_lateness_ms": camera.max_lateness_s * 1e3,
+            "dropped": own.get("frames_dropped", 0),
+            "append_ms": paced.percentiles_ms(lat),
+        }
     return {
         **own,
         "wall_s": wall,
@@ -314,6 +335,9 @@ def child_verify(job: dict) -> dict:
 
     n = job["n"]
     frames = np.memmap(job["raw"], dtype="<u2", mode="r", shape=(n, H, W))
+    # A paced run writes `total` frames cycled from the n of the file; its read-back
+    # compares the first and the last shard layer only (every frame is many GiB).
+    total = job["paced"]["frames"] if job.get("paced") else n
     arr = zarr.open_array(job["out"], mode="r")
     meta = arr.metadata.to_dict()
     sharding = meta["codecs"][0]
@@ -325,15 +349,19 @@ def child_verify(job: dict) -> dict:
     chunk, shard = CONFIGS[job["config"]]
     layout = (tuple(cfg["chunk_shape"]), tuple(meta["chunk_grid"]["configuration"]["chunk_shape"]))
     problems = []
-    if tuple(arr.shape) != (n, H, W):
+    if tuple(arr.shape) != (total, H, W):
         problems.append(f"shape {tuple(arr.shape)}")
     elif arr.dtype != np.uint16:
         problems.append(f"dtype {arr.dtype}")
     elif layout != (chunk, shard):
         problems.append(f"layout chunk {layout[0]} shard {layout[1]}")
     else:
-        for t in range(0, n, shard[0]):
-            got, want = arr[t:t + shard[0]], frames[t:t + shard[0]]
+        layers = range(0, total, shard[0])
+        if job.get("paced"):
+            layers = sorted({layers[0], layers[-1]})
+        for t in layers:
+            got = arr[t:t + shard[0]]
+            want = frames[np.arange(t, min(t + shard[0], total)) % n]
             if not np.array_equal(got, want):
                 problems.append(f"frames {t}..: {int(np.count_nonzero(got != want))} px differ")
                 break
@@ -367,10 +395,15 @@ def run_zarrstream(job: dict, timeout: float) -> dict:
     def join(v):
         return ",".join(map(str, v))
 
-    cmd = [*RECORD, "--input", job["raw"], "--frames", str(job["n"]), "--shape", f"0,{H},{W}", "--chunk", join(chunk),
+    pace = job.get("paced")
+    total = pace["frames"] if pace else job["n"]
+    # --input is cycled when --frames asks for more frames than it holds.
+    cmd = [*RECORD, "--input", job["raw"], "--frames", str(total), "--shape", f"0,{H},{W}", "--chunk", join(chunk),
            "--shard", join(shard), "--codec", RECORD_CODEC[job["codec"]],
            "--threads", str(job["threads"]), *zarrstream_python.RECORD_FLAGS,
            "--report", report, "--overwrite", "--out", job["out"]]
+    if pace:
+        cmd += ["--fps", repr(pace["fps"])]
     # Not --quiet: the "ready" line on stderr marks the start of the timed phase.
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     killer = threading.Timer(timeout, p.kill)
@@ -393,10 +426,24 @@ def run_zarrstream(job: dict, timeout: float) -> dict:
     with open(report) as f:
         r = json.load(f)
     os.remove(report)
-    if r["frames"] != job["n"] or r["dropped"]:
+    if r["frames"] != total or (r["dropped"] and not pace):
         return {"error": f"record pushed {r['frames']} frames, dropped {r['dropped']}"}
     cpu = usage.ru_utime + usage.ru_stime - (cpu0 or 0.0)
     lat = r["push_latency_us"]
+    if pace:
+        return {
+            "wall_s": r["seconds"],
+            "cpu_s": cpu if cpu0 is not None else None,
+            "others_cores": (max(0.0, busy1 - busy0 - cpu) / r["seconds"]
+                             if cpu0 is not None else None),
+            # record's clock starts when the first frame is due (--fps).
+            "achieved_fps": total / r["seconds"],
+            "late": r["late_frames"],
+            "max_lateness_ms": r["max_lateness_us"] / 1e3,
+            "dropped": r["dropped"],
+            "append_ms": {k: lat[k] / 1e3 for k in ("p50", "p99", "p999", "max")},
+            "sink": r.get("sink"),
+        }
     return {
         "wall_s": r["seconds"],
         "cpu_s": cpu if cpu0 is not None else None,
@@ -599,7 +646,7 @@ def fmt(x, spec=".0f") -> str:
 
 
 def write_markdown(path: str, rows: list[dict], facts: dict, args, n_frames: int,
-                   elapsed: float, targets: list[dict]) -> None:
+                   elapsed: float, targets: list[dict], paced_tables: list[dict]) -> None:
     v = facts["versions"]
     L = [
         "# Peer comparison: streaming camera frames into sharded Zarr v3",
@@ -641,6 +688,12 @@ def write_markdown(path: str, rows: list[dict], facts: dict, args, n_frames: int
               f", threads {args.threads}); record = the zarrstream rows above. Targets: "
               "python / record MiB/s >= 0.95, python / acquire-zarr MiB/s >= 2, python / "
               "record extra RSS <= 1.10.", "", *python_targets_lines(targets)]
+    if paced_tables:
+        L += ["", "## Paced like a camera: time inside the per-frame call", "",
+              f"`--paced {args.paced}`: {args.paced_frames} frames per run at each load of "
+              "each contender's own closed-loop rate (pymmcore-plus calls `append` on its "
+              "acquisition loop; while it runs no frame leaves Micro-Manager's buffer).", "",
+              *paced.lines(paced_tables), *paced.METHOD]
     L += [
         "",
         "## Method",
@@ -729,12 +782,22 @@ def main() -> int:
     p.add_argument("--md", default=os.path.join(target, "PEERS.md"), help="markdown table")
     p.add_argument("--json", default=os.path.join(target, "peers.json"), help="raw results")
     p.add_argument("--timeout", type=float, default=600, help="seconds per process [600]")
+    p.add_argument("--paced", metavar="PCTS", help="then pace each contender like a camera "
+                   "at these %% of its own closed-loop rate (e.g. 50,80,95) and report the "
+                   "per-frame call's latency (paced.py)")
+    p.add_argument("--paced-frames", type=int, default=2000, metavar="N",
+                   help=f"frames per paced run, cycled from the -n of the file [2000; at "
+                   f"least {paced.MIN_FRAMES} for p99.9]")
     args = p.parse_args()
     configs = parse_list(args.configs, CONFIGS)
     codecs = parse_list(args.codecs, CODECS)
     contenders = parse_list(args.contenders, CONTENDERS)
-    if args.frames < 1 or args.repeats < 1 or args.threads < 1:
-        raise SystemExit("-n, --repeats and --threads must be at least 1")
+    if min(args.frames, args.repeats, args.threads, args.paced_frames) < 1:
+        raise SystemExit("-n, --repeats, --threads and --paced-frames must be at least 1")
+    loads = parse_loads(args.paced) if args.paced else []
+    if loads and args.paced_frames < paced.MIN_FRAMES:
+        print(f"warning: --paced-frames {args.paced_frames} < {paced.MIN_FRAMES}: p99.9 is "
+              "then the largest samples", file=sys.stderr)
     if not os.access(ZARRSTREAM, os.X_OK):
         raise SystemExit(f"{ZARRSTREAM} missing: cargo build --release -p zarrstream-cli")
 
@@ -772,19 +835,84 @@ def main() -> int:
                     print(f"[{len(runs):3}/{total}] {cfg} {codec:4} {cont:17} {msg}", flush=True)
                     with open(args.json, "w") as f:
                         json.dump({"facts": facts, "runs": runs}, f, indent=1)
+    paced_runs: list[dict] = []
+    if loads:
+        paced_runs = run_paced(loads, args, configs, codecs, contenders, raw, out_dir, runs,
+                               lambda: {"facts": facts, "runs": runs,
+                                        "paced_runs": paced_runs})
     elapsed = time.perf_counter() - start
     rows = summarize(runs)
     targets = python_targets(runs, rows)
+    paced_tables = paced.summary(paced_runs, list(CONFIGS), list(CODECS))
     with open(args.json, "w") as f:
         json.dump({"facts": facts, "args": vars(args), "elapsed_s": elapsed, "summary": rows,
-                   "python_targets": targets, "runs": runs}, f, indent=1)
-    write_markdown(args.md, rows, facts, args, args.frames, elapsed, targets)
+                   "python_targets": targets, "paced": paced_tables, "runs": runs},
+                  f, indent=1)
+    write_markdown(args.md, rows, facts, args, args.frames, elapsed, targets, paced_tables)
     if targets:
         print("\n".join(["", "Python package (zarrstream-python) against record and "
                          "acquire-zarr:", *python_targets_lines(targets), ""]))
+    if paced_tables:
+        print("\n".join(["", "Paced like a camera (--paced): time inside the per-frame "
+                         "call:", "", *paced.lines(paced_tables)]))
     print(f"done in {elapsed / 60:.1f} min: {args.md}, {args.json}")
     failed = any(not r.get("verified", False) or r["errors"] for r in rows)
+    failed |= any("error" in r or not r.get("ok") for r in paced_runs)
     return 1 if failed else 0
+
+
+def parse_loads(text: str) -> list[float]:
+    try:
+        loads = [float(x) for x in text.split(",") if x]
+    except ValueError:
+        raise SystemExit(f"--paced {text!r}: expected percentages such as 50,80,95") from None
+    if not loads or any(not 0 < x <= 100 for x in loads):
+        raise SystemExit(f"--paced {text!r}: every load must be in (0, 100]")
+    return loads
+
+
+def run_paced(loads: list[float], args, configs: list[str], codecs: list[str],
+              contenders: list[str], raw: str, out_dir: str, runs: list[dict],
+              document) -> list[dict]:
+    """The paced phase (paced.py): each contender at each load of its own closed-loop
+    rate from `runs`; loads in turn, contenders alternating within a load. `document()`
+    is what the JSON file holds while the phase runs."""
+    rates = paced.sustainable_fps(runs, FRAME_BYTES)
+    total = len(loads) * len(configs) * len(codecs) * len(contenders)
+    out: list[dict] = []
+    for load in loads:
+        for cfg in configs:
+            for codec in codecs:
+                for cont in contenders:
+                    rate = rates.get((cfg, codec, cont))
+                    head = {"contender": cont, "config": cfg, "codec": codec,
+                            "load_pct": load, "frames": args.paced_frames,
+                            "sustainable_fps": rate or 0.0,
+                            "target_fps": (rate or 0.0) * load / 100}
+                    if rate is None:
+                        res = {"error": "no closed-loop rate (every closed-loop run failed)"}
+                    else:
+                        job = {"contender": cont, "config": cfg, "codec": codec,
+                               "n": args.frames, "threads": args.threads, "raw": raw,
+                               "out": os.path.join(out_dir, f"paced-{cont}-{cfg}-{codec}.zarr"),
+                               "paced": {"fps": head["target_fps"],
+                                         "frames": args.paced_frames}}
+                        res = run_one(job, args.timeout + args.paced_frames / job["paced"]["fps"])
+                    out.append({**head, **res})
+                    if "error" in res:
+                        msg = "ERROR " + res["error"]
+                    else:
+                        lat = res["append_ms"]
+                        msg = (f"{res['achieved_fps']:6.1f} of {head['target_fps']:6.1f} fps  "
+                               f"late {res['late']:4}  dropped {res['dropped']:3}  append ms "
+                               f"p99 {lat['p99']:6.2f} p99.9 {lat['p999']:6.2f} "
+                               f"max {lat['max']:6.2f}  "
+                               f"{'ok' if res['ok'] else 'FAILED ' + res['note']}")
+                    print(f"[paced {len(out):3}/{total}] {cfg} {codec:4} {load:3g}% "
+                          f"{cont:17} {msg}", flush=True)
+                    with open(args.json, "w") as f:
+                        json.dump(document(), f, indent=1)
+    return out
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ CODEC = {"zstd": "zstd:1", "lz4": "lz4:1", "none": "none"}
 
 
 def write(frames, path, chunk, shard, codec, threads, lat) -> dict:
-    """Appends `frames` (an (n, H, W) uint16 array) one frame per call; returns the start
-    of the timed phase (perf_counter) and what the writer reports."""
+    """Appends `frames` (an (n, H, W) uint16 array, or the paced camera of paced.py) one
+    frame per call; returns the start of the timed phase (perf_counter) and what the
+    writer reports."""
     import zarrstream
 
     t_create = time.perf_counter()
@@ -64,5 +65,6 @@ def write(frames, path, chunk, shard, codec, threads, lat) -> dict:
         "sink": stats.sink,
         "writer_seconds": stats.seconds,
         "frames_written": stats.frames_written,
+        "frames_dropped": stats.frames_dropped,
         "pool_bytes": stats.pool_bytes,
     }

@@ -10,9 +10,10 @@
 //! One process renders the synthetic camera frames once; then, for each case and each
 //! thread count n (default 1, 2, 4, … up to all cores, and all cores), back to back:
 //! - the **encode ceiling** on n threads: the inner chunks cut from the frames encoded
-//!   memory to memory with our `ChunkEncoder` (as `throughput` measures it);
+//!   memory to memory with our `ChunkEncoder` (as `throughput` measures it), the fastest
+//!   of three passes;
 //! - the **memory-copy ceiling**: n threads each copying frames into a reused buffer
-//!   (once per n, before the cases), given per core;
+//!   (once per n, before the cases, the fastest of three passes), given per core;
 //! - the **writer**, per destination (tmpfs: the engine alone; the disk) and per push
 //!   path: `copy` pushes with `push_bytes` (the caller's copy inside `push`), `zero-copy`
 //!   with `buffer` + `push_buffer`, each pool buffer filled once when first lent and then
@@ -316,6 +317,15 @@ fn on_cpus<T>(cpus: Option<&[usize]>, n: usize, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Passes of each ceiling measurement, the fastest kept.
+const CEILING_PASSES: usize = 3;
+
+/// The highest of [`CEILING_PASSES`] rates `f` measures (the first pass pays for page
+/// faults of fresh buffers, and for writeback left by whatever ran before).
+fn best_of(f: impl Fn() -> f64) -> f64 {
+    (0..CEILING_PASSES).map(|_| f()).fold(0.0, f64::max)
+}
+
 /// Memory-copy ceiling on `n` threads, each copying every rendered frame once into its
 /// own reused buffer: aggregate MiB/s.
 fn copy_ceiling(frames: &[Vec<u8>], n: usize) -> f64 {
@@ -516,7 +526,7 @@ fn main() {
     let copy: Vec<(usize, f64)> = cfg
         .threads
         .iter()
-        .map(|&n| (n, on_cpus(cpus, n, || copy_ceiling(&pool, n))))
+        .map(|&n| (n, on_cpus(cpus, n, || best_of(|| copy_ceiling(&pool, n)))))
         .collect();
     for (n, c) in &copy {
         eprintln!(
@@ -541,8 +551,17 @@ fn main() {
         let chunks = support::cut_chunks(&case.workload, &pool);
         let chunk_raw: u64 = chunks.iter().map(|c| c.len() as u64).sum();
         for &n in &cfg.threads {
+            // The fastest of three passes: the first also pays for each thread's fresh
+            // output buffer and encoder, and any writeback left by what ran before.
             let (secs, stored) = on_cpus(cpus, n, || {
-                support::encode_all(&chunks, n, |c, out| support::ours_encode(codec, c, out))
+                (0..CEILING_PASSES)
+                    .map(|_| {
+                        support::encode_all(&chunks, n, |c, out| {
+                            support::ours_encode(codec, c, out)
+                        })
+                    })
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .expect("at least one pass")
             });
             let (e, r) = (mib(chunk_raw) / secs, chunk_raw as f64 / stored as f64);
             eprintln!(

@@ -4,9 +4,17 @@
 //! chunk is written into its fixed slot instead, as the mmap sink does, and finishing
 //! the shard compacts the slots in their order.
 //!
-//! No lock is taken per chunk: append positions come from an atomic bump ([`Bump`]),
-//! and each chunk's data and then its working-index entry are written with `pwrite`
-//! to ranges no other chunk uses.
+//! Append positions come from an atomic bump ([`Bump`]), and each chunk's data and then
+//! its working-index entry are written with `pwrite` to ranges no other chunk uses. The
+//! writes themselves take turns (`turn`): the kernel serialises buffered writes to one
+//! file on its inode lock anyway, and a worker that finds that lock taken spins in the
+//! kernel while the owner copies, taking the core from the caller's thread and the
+//! other workers. Waiting for the turn here sleeps instead. The turn guards no state:
+//! positions and entries are right without it (the loom model checks them without it).
+//! Measured (BENCHMARKS.md §20): without the turn, C1 with this sink fell to 0.78
+//! (`lz4:1`) and 0.91 (`none`) of the same build with it.
+
+use std::sync::Mutex;
 
 use crate::platform::FileExt;
 
@@ -20,6 +28,9 @@ pub(crate) struct PwriteSink {
     temp: TempShard,
     /// Where the next appended chunk goes, up to the end of the reserved slots.
     next: Bump,
+    /// Held while a chunk's data and entry are written, so that one worker at a time
+    /// is in the kernel's write path of this file (see the module's comment).
+    turn: Mutex<()>,
     /// `None`: chunks are appended; otherwise each goes into its slot in this order.
     slots: Option<SlotOrder>,
 }
@@ -38,6 +49,7 @@ impl PwriteSink {
             // end by the slots' end; the bound turns a bug into an error instead of a
             // chunk over the working index.
             next: Bump::new(data_start, l.data_start + l.n * l.slot_size),
+            turn: Mutex::new(()),
             slots: (order.order() != ChunkOrder::C).then_some(order),
         }
     }
@@ -54,10 +66,8 @@ impl PwriteSink {
     /// Appends one encoded chunk, given as consecutive `parts`, then its working-index
     /// entry; returns `(offset, nbytes)`.
     ///
-    /// The position is handed out before the write, so workers write one shard's
-    /// disjoint ranges at once (the kernel serialises buffered writes to one file on
-    /// its inode lock; an earlier version also serialised them here, with a lock that
-    /// handed out the position). A refused position moves nothing.
+    /// The position is handed out before the turn is taken, so the turn only orders the
+    /// writes (see the module's comment). A refused position moves nothing.
     ///
     /// In slot mode the chunk goes to its slot instead.
     fn append(&self, i: usize, parts: &[&[u8]]) -> Result<(u64, u64)> {
@@ -69,6 +79,8 @@ impl PwriteSink {
                 .reserve(n)
                 .map_err(|_| internal("pwrite sink: chunks exceed the shard's slots"))?,
         };
+        // A worker that panicked mid-write left nothing the turn guards.
+        let _turn = self.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut at = offset;
         for part in parts {
             self.write_at(part, at)?;

@@ -272,6 +272,13 @@ fn the_per_chunk_path_takes_no_lock() {
         "parking_lot",
         "flock",
     ];
+    // Where a lock is there on purpose, with why: none of these guards state.
+    const ALLOWED: &[(&str, &str, &str)] = &[(
+        "sink/pwrite.rs",
+        "Mutex",
+        "the writes' turn: the kernel serialises buffered writes to one file anyway, and \
+         waiting here sleeps where the kernel would spin (BENCHMARKS.md §20)",
+    )];
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
     for rel in PER_CHUNK {
@@ -283,7 +290,10 @@ fn the_per_chunk_path_takes_no_lock() {
         for (n, line) in code.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             for word in LOCKS {
-                if code.contains(word) {
+                let allowed = ALLOWED
+                    .iter()
+                    .any(|(file, w, _)| rel == file && (word == w || *word == ".lock()"));
+                if code.contains(word) && !allowed {
                     found.push(format!("src/{rel}:{}: {}", n + 1, line.trim()));
                 }
             }

@@ -80,7 +80,10 @@ impl PwriteSink {
                 .map_err(|_| internal("pwrite sink: chunks exceed the shard's slots"))?,
         };
         // A worker that panicked mid-write left nothing the turn guards.
-        let _turn = self.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _turn = self
+            .turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut at = offset;
         for part in parts {
             self.write_at(part, at)?;

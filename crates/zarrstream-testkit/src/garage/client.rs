@@ -33,7 +33,7 @@ impl Garage {
         &self.secret
     }
 
-    /// The bucket created at start-up ([`DEFAULT_BUCKET`]).
+    /// The bucket created at start-up ([`DEFAULT_BUCKET`](super::DEFAULT_BUCKET)).
     pub fn bucket(&self) -> &str {
         &self.bucket
     }

@@ -123,6 +123,7 @@ impl Recorder {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("start {:?}: {e}", cmd.get_program()));
+        // Invariant: the command's stderr is `Stdio::piped()` above.
         let stderr = child
             .stderr
             .take()
@@ -164,6 +165,7 @@ impl Recorder {
     /// and reads what it printed before it died. Returns its exit status (a signal 9 if
     /// the kill ended it, its own status if it had ended before).
     pub fn kill(mut self) -> (ExitStatus, Progress) {
+        // Invariant: `child` is `Some` until `kill` (which consumes self) or `Drop`.
         let mut child = self
             .child
             .take()

@@ -23,6 +23,8 @@ pub fn parse_index(
         IndexLocation::Start => &bytes[..size],
         other => return Err(format!("index location {other} not covered")),
     };
+    // Invariant: `index` is `16 n + 4` bytes (read with the layout's size), so the tail
+    // after the entries is exactly the 4-byte crc32c.
     let crc = u32::from_le_bytes(
         index[16 * n..]
             .try_into()

@@ -330,7 +330,8 @@ impl StoreReader {
     pub(crate) fn for_tests(root: &Path, spec: ArraySpec) -> StoreReader {
         StoreReader {
             root: root.to_path_buf(),
-            layout: ShardLayout::new(&spec).expect("test layout"),
+            // Invariant: the tests give specs `ArraySpec::new` accepted, which have a layout.
+            layout: ShardLayout::new(&spec).expect("a valid spec has a shard layout"),
             meta: StoreMetadata {
                 spec,
                 progress: Default::default(),

@@ -5,6 +5,7 @@
 //! cargo bench -p zarrstream --bench scaling -- [--threads 1,2,4] [--cases LIST]
 //!     [--paths copy,zero-copy] [--tmpfs DIR] [--no-tmpfs] [--disk DIR] [--no-disk]
 //!     [--frames N] [--seconds 2] [--quick] [--no-confine] [--out DIR] [--commit HASH]
+//!     [--durability shard|none|periodic:MS] [--sink auto|mmap|pwrite|direct] [--paired R]
 //! ```
 //!
 //! One process renders the synthetic camera frames once; then, for each case and each
@@ -32,6 +33,16 @@
 //! as many bytes as the largest disk cell stores (128 MiB to 4 GiB), the best of one
 //! file with one `fsync`, shard-sized files each `fsync`ed and `O_DIRECT` (as
 //! `throughput` does); a cell's disk ceiling is that times its compression ratio.
+//!
+//! The disk's throughput drifts (on a shared cloud disk by ±30 % within minutes), so a
+//! cell compared with a ceiling measured minutes before reads high or low by chance.
+//! The CPU's speed drifts too on a shared virtual machine. `--paired R` runs each cell R
+//! times, each run directly between two ceiling measurements (one encode pass on the
+//! cell's n CPUs and, on the disk, one write by the method that was fastest for the
+//! run's disk ceiling, of as many bytes as the cell stores, at most 1 GiB), compares
+//! each run with the mean of the two around it, and reports the run with the median
+//! fraction (all R fractions are listed). One pass each, since a run is one sample too:
+//! the best of several noisy passes against one run would favour the ceiling.
 //!
 //! Cases (`--cases`): `c1-lz4`, `c1-zstd`, `c1-none` (C1 with `lz4:1`, `zstd:1`, `none`),
 //! `c2-lz4` (C2, 16-frame chunks) and `rec-lz4` (one `Recording` of two C1 `lz4:1`
@@ -64,7 +75,9 @@ use std::time::Instant;
 use plotters::prelude::*;
 use serde_json::{Value, json};
 use support::{Args, Feed, Run, Workload, mib};
-use zarrstream::{ArrayConfig, Backpressure, Codec, Recording, WriterOptions};
+use zarrstream::{
+    ArrayConfig, Backpressure, Codec, Durability, Recording, SinkChoice, WriterOptions,
+};
 
 /// A measured workload: a layout and codec, in one array or in a two-array recording.
 #[derive(Debug, Clone, Copy)]
@@ -147,6 +160,9 @@ struct Cell {
     /// Filled once a series is complete.
     efficiency: f64,
     marginal: f64,
+    /// With `--paired R`: each repeat's fraction of its own ceiling, in run
+    /// order (the cell is the median one); empty otherwise.
+    repeats: Vec<f64>,
 }
 
 impl Cell {
@@ -174,6 +190,13 @@ struct Config {
     commit: String,
     /// The CPUs to confine each thread count to (its first n), unless `--no-confine`.
     cpus: Option<Vec<usize>>,
+    /// The writers' durability (`--durability`).
+    durability: Durability,
+    /// The writers' sink (`--sink`).
+    sink: SinkChoice,
+    /// `--paired R`: each disk cell runs R times, each run between two disk-ceiling
+    /// measurements of its own size (0: one run against the run's single disk ceiling).
+    paired: usize,
 }
 
 impl Config {
@@ -244,6 +267,13 @@ impl Config {
                 .unwrap_or("unknown")
                 .to_owned(),
             cpus: allowed.filter(|_| !args.flag("--no-confine")),
+            durability: durability_of(args.get("--durability").unwrap_or("shard")),
+            paired: args.num("--paired", 0usize),
+            sink: args
+                .get("--sink")
+                .unwrap_or("auto")
+                .parse()
+                .unwrap_or_else(|e| panic!("--sink: {e}")),
         }
     }
 
@@ -346,13 +376,39 @@ fn copy_ceiling(frames: &[Vec<u8>], n: usize) -> f64 {
     mib(bytes * n as u64) / t.elapsed().as_secs_f64()
 }
 
-/// Disk ceiling in stored MiB/s: the best of one file + `fsync`, shard-sized files each
-/// `fsync`ed, and `O_DIRECT` (as `throughput` measures it), writing `bytes` into `dir`.
-fn disk_ceiling(dir: &Path, bytes: u64, shard_bytes: u64, data: &[u8]) -> f64 {
-    let one = support::disk_write(dir, bytes, 1, data);
-    let per_shard = support::disk_write(dir, bytes, (bytes / shard_bytes).max(1), data);
-    let direct = support::disk_write_direct(dir, bytes, data).unwrap_or(f64::INFINITY);
-    mib(bytes) / one.min(per_shard).min(direct)
+/// The ways the disk ceiling writes (as `throughput` measures it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DiskMethod {
+    /// One file, one `fsync`.
+    OneFile,
+    /// Shard-sized files, each `fsync`ed.
+    PerShard,
+    /// `O_DIRECT` writes, several in flight, into one reserved file.
+    Direct,
+}
+
+/// Stored MiB/s of writing `bytes` into `dir` by `method` (0 where `O_DIRECT` is refused).
+fn disk_write(method: DiskMethod, dir: &Path, bytes: u64, shard_bytes: u64, data: &[u8]) -> f64 {
+    let secs = match method {
+        DiskMethod::OneFile => support::disk_write(dir, bytes, 1, data),
+        DiskMethod::PerShard => support::disk_write(dir, bytes, (bytes / shard_bytes).max(1), data),
+        DiskMethod::Direct => support::disk_write_direct(dir, bytes, data).unwrap_or(f64::INFINITY),
+    };
+    mib(bytes) / secs
+}
+
+/// Disk ceiling in stored MiB/s: the best of the three [`DiskMethod`]s, and which it was.
+fn disk_ceiling(dir: &Path, bytes: u64, shard_bytes: u64, data: &[u8]) -> (f64, DiskMethod) {
+    [
+        DiskMethod::OneFile,
+        DiskMethod::PerShard,
+        DiskMethod::Direct,
+    ]
+    .into_iter()
+    .map(|m| (disk_write(m, dir, bytes, shard_bytes, data), m))
+    .fold((0.0, DiskMethod::OneFile), |best, m| {
+        if m.0 > best.0 { m } else { best }
+    })
 }
 
 /// A cell's expected MiB/s, which sets its frame count: its ceiling, but no more than
@@ -394,11 +450,34 @@ fn expected_rate(
     }
 }
 
+/// The writers' durability (`--durability shard|none|periodic:MS`, default the
+/// writer's default), set once before the first cell.
+static DURABILITY: std::sync::OnceLock<Durability> = std::sync::OnceLock::new();
+
+/// The writers' sink (`--sink auto|mmap|pwrite|direct`, default `auto`), set once.
+static SINK: std::sync::OnceLock<SinkChoice> = std::sync::OnceLock::new();
+
+fn durability_of(arg: &str) -> Durability {
+    match arg.split_once(':') {
+        None if arg == "shard" => Durability::Shard,
+        None if arg == "none" => Durability::None,
+        Some(("periodic", ms)) => Durability::Periodic {
+            interval: std::time::Duration::from_millis(
+                ms.parse()
+                    .unwrap_or_else(|_| panic!("--durability: cannot parse {ms:?} ms")),
+            ),
+        },
+        _ => panic!("--durability: unknown {arg:?} (shard, none, periodic:MS)"),
+    }
+}
+
 fn options(threads: usize) -> WriterOptions {
     // Block: the benchmark measures throughput, so no frame may be dropped.
     WriterOptions::default()
         .threads(threads)
         .backpressure(Backpressure::Block)
+        .durability(DURABILITY.get().copied().unwrap_or_default())
+        .sink(SINK.get().copied().unwrap_or_default())
 }
 
 /// One cell of a single-array case.
@@ -496,6 +575,8 @@ fn main() {
     let args = Args::parse();
     let cfg = Config::from_args(&args);
     let cpus = cfg.cpus.as_deref();
+    let _ = DURABILITY.set(cfg.durability);
+    let _ = SINK.set(cfg.sink);
     for d in &cfg.dests {
         std::fs::create_dir_all(&d.dir)
             .unwrap_or_else(|e| panic!("create {}: {e}", d.dir.display()));
@@ -547,6 +628,8 @@ fn main() {
         .collect();
     // Encode ceilings first: they choose each cell's frame count.
     let mut encode: Vec<(&'static str, usize, f64, f64)> = Vec::new();
+    // With `--paired`, each case's chunks are kept for the passes around its cells.
+    let mut kept_chunks: Vec<(&'static str, Vec<Vec<u8>>)> = Vec::new();
     for (case, &codec) in cfg.cases.iter().zip(&codecs) {
         let chunks = support::cut_chunks(&case.workload, &pool);
         let chunk_raw: u64 = chunks.iter().map(|c| c.len() as u64).sum();
@@ -569,6 +652,9 @@ fn main() {
                 case.label
             );
             encode.push((case.key, n, e, r));
+        }
+        if cfg.paired > 0 {
+            kept_chunks.push((case.key, chunks));
         }
     }
     let ceiling_of = |key: &str, n: usize| {
@@ -593,12 +679,12 @@ fn main() {
             .fold(0.0, f64::max)
             .clamp((1u64 << 27) as f64, (1u64 << 32) as f64) as u64;
         let shard_bytes = support::C1.shard.iter().product::<u64>() * 2;
-        let rate = disk_ceiling(&d.dir, bytes, shard_bytes, &pool[0]);
+        let (rate, method) = disk_ceiling(&d.dir, bytes, shard_bytes, &pool[0]);
         eprintln!(
-            "disk ceiling: {rate:.0} MiB/s stored ({:.0} MiB written)",
+            "disk ceiling: {rate:.0} MiB/s stored ({:.0} MiB written, best by {method:?})",
             mib(bytes)
         );
-        (rate, bytes)
+        (rate, bytes, method)
     });
 
     let mut cells: Vec<Cell> = Vec::new();
@@ -607,7 +693,7 @@ fn main() {
             let (enc, est_ratio) = ceiling_of(case.key, n);
             for dest in &cfg.dests {
                 let disk_stored = match (dest.name, disk) {
-                    ("disk", Some((rate, _))) => rate,
+                    ("disk", Some((rate, ..))) => rate,
                     _ => f64::INFINITY,
                 };
                 for path in &cfg.paths {
@@ -620,12 +706,71 @@ fn main() {
                     } else {
                         run_array
                     };
-                    let (run, verdict) = on_cpus(cpus, n, || {
-                        run_cell(&dest.dir, case, codec, n, &pool, count, feed)
-                    });
-                    if dest.name == "disk" {
-                        rustix::fs::sync();
-                    }
+                    let run_once = || {
+                        let out = on_cpus(cpus, n, || {
+                            run_cell(&dest.dir, case, codec, n, &pool, count, feed)
+                        });
+                        if dest.name == "disk" {
+                            rustix::fs::sync();
+                        }
+                        out
+                    };
+                    let (run, verdict, enc, disk_stored, repeats) = if cfg.paired > 0 {
+                        // One pass of the encode ceiling and, on the disk, the disk
+                        // ceiling (as many bytes as the cell is expected to store, at most
+                        // 1 GiB), measured around each run.
+                        let chunks = kept_chunks
+                            .iter()
+                            .find(|k| k.0 == case.key)
+                            .map(|k| &k.1[..])
+                            .unwrap_or_default();
+                        let chunk_raw: u64 = chunks.iter().map(|c| c.len() as u64).sum();
+                        let bytes = ((count * case.workload.frame_bytes()) as f64 / est_ratio)
+                            .clamp((1u64 << 27) as f64, (1u64 << 30) as f64)
+                            as u64;
+                        let shard_bytes = case.workload.shard.iter().product::<u64>() * 2;
+                        let measure = || {
+                            let (secs, _) = on_cpus(cpus, n, || {
+                                support::encode_all(chunks, n, |c, out| {
+                                    support::ours_encode(codec, c, out)
+                                })
+                            });
+                            // One sample by the run's best method, as a run is one sample.
+                            let disk = match (dest.name, disk) {
+                                ("disk", Some((.., method))) => {
+                                    disk_write(method, &dest.dir, bytes, shard_bytes, &pool[0])
+                                }
+                                _ => f64::INFINITY,
+                            };
+                            (mib(chunk_raw) / secs, disk)
+                        };
+                        let mut before = measure();
+                        let mut runs = Vec::new();
+                        for _ in 0..cfg.paired {
+                            let (run, verdict) = run_once();
+                            let after = measure();
+                            let enc = (before.0 + after.0) / 2.0;
+                            let stored = (before.1 + after.1) / 2.0;
+                            let of = run.mib_s() / enc.min(stored * run.ratio());
+                            eprintln!(
+                                "  paired: encode {:.0} / {:.0}, disk {:.0} / {:.0} MiB/s stored, around {:.0} MiB/s: {of:.2}",
+                                before.0,
+                                after.0,
+                                before.1,
+                                after.1,
+                                run.mib_s()
+                            );
+                            runs.push((of, run, verdict, enc, stored));
+                            before = after;
+                        }
+                        let fractions: Vec<f64> = runs.iter().map(|r| r.0).collect();
+                        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+                        let (_, run, verdict, enc, stored) = runs.swap_remove(runs.len() / 2);
+                        (run, verdict, enc, stored, fractions)
+                    } else {
+                        let (run, verdict) = run_once();
+                        (run, verdict, enc, disk_stored, Vec::new())
+                    };
                     let cell = Cell {
                         case: *case,
                         path: path.clone(),
@@ -638,6 +783,7 @@ fn main() {
                         encode_ceiling: enc,
                         efficiency: f64::NAN,
                         marginal: f64::NAN,
+                        repeats,
                     };
                     match &cell.verdict {
                         Ok(()) => eprintln!(
@@ -664,10 +810,11 @@ fn main() {
     efficiencies(&mut cells);
 
     let wall = started.elapsed().as_secs_f64();
-    let md = report(&cfg, &cells, &copy, &encode, disk, wall);
+    let disk_report = disk.map(|(rate, bytes, _)| (rate, bytes));
+    let md = report(&cfg, &cells, &copy, &encode, disk_report, wall);
     println!("{md}");
     let failed = cells.iter().filter(|c| c.verdict.is_err()).count();
-    let json = to_json(&cfg, &cells, &copy, &encode, disk, wall);
+    let json = to_json(&cfg, &cells, &copy, &encode, disk_report, wall);
     let written = [
         write(&cfg.out.join("scaling.md"), md.as_bytes()),
         write(
@@ -742,12 +889,19 @@ fn report(
     let _ = writeln!(s, "### Scaling with encoding threads\n");
     let _ = writeln!(
         s,
-        "{} · commit {} · threads {:?} · {} · cells of about {} s · total wall time {wall:.0} s · `cargo bench -p zarrstream --bench scaling` (`tools/scaling/run`)\n",
+        "{} · commit {} · threads {:?} · {} · cells of about {} s · sink {} · durability {:?}{} · total wall time {wall:.0} s · `cargo bench -p zarrstream --bench scaling` (`tools/scaling/run`)\n",
         support::machine(),
         cfg.commit,
         cfg.threads,
         confinement(cfg),
-        cfg.seconds
+        cfg.seconds,
+        cfg.sink,
+        cfg.durability,
+        if cfg.paired > 0 {
+            format!(" · cells paired ×{}", cfg.paired)
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         s,
@@ -758,13 +912,14 @@ fn report(
     }) {
         let _ = writeln!(
             s,
-            "- {} {} {} threads: **{:.2}** of ceiling ({:.0} of {:.0} MiB/s)",
+            "- {} {} {} threads: **{:.2}** of ceiling ({:.0} of {:.0} MiB/s){}",
             c.case.label,
             c.dest,
             c.threads,
             c.of_ceiling(),
             c.run.mib_s(),
-            c.ceiling()
+            c.ceiling(),
+            repeats_note(&c.repeats)
         );
     }
     let _ = writeln!(s, "\n#### Ceilings\n");
@@ -836,6 +991,19 @@ fn report(
     s
 }
 
+/// `--paired` runs' fractions of their own ceilings, for the reports.
+fn repeats_note(repeats: &[f64]) -> String {
+    if repeats.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = repeats.iter().map(|f| format!("{f:.2}")).collect();
+    format!(
+        ", the median of {} paired runs: {}",
+        repeats.len(),
+        list.join(", ")
+    )
+}
+
 /// How the thread counts map to CPUs, for the reports.
 fn confinement(cfg: &Config) -> String {
     match &cfg.cpus {
@@ -889,6 +1057,7 @@ fn to_json(
                 "disk_ceiling_mib_s": finite(c.disk_ceiling),
                 "ceiling_mib_s": c.ceiling(),
                 "of_ceiling": c.of_ceiling(),
+                "paired_of_ceiling": c.repeats,
                 "extra_rss_bytes": c.run.extra_rss,
                 "stats": c.run.stats,
             })

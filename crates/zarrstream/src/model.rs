@@ -20,6 +20,9 @@
 //! the reader then sees every worker's stores up to where it stopped, as `recover`
 //! sees the page cache of a killed process.
 
+// The whole file is the model test: test-only, like its `mod` line in lib.rs.
+#![cfg(all(feature = "loom", test))]
+
 use std::cell::RefCell;
 
 use loom::sync::Arc;

@@ -21,19 +21,19 @@
 //!
 //! - `args.rs`: the options (clap) and what depends on several of them;
 //! - `acquire.rs`: the push loops (one writer, round robin, one thread per camera, plate);
+//! - `frames.rs`: the frames pushed (`--input`, or the synthetic camera);
+//! - `failure.rs`: why `record` failed (exit 2 or 1) and its messages;
 //! - `report.rs`: the JSON report and the summary; `measure.rs` and `os.rs` what they
 //!   measure.
 
 mod acquire;
 mod args;
+mod failure;
+mod frames;
 mod measure;
 mod os;
 mod report;
 
-use std::error::Error as StdError;
-use std::fmt;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -44,83 +44,13 @@ use zarrstream::{
     AcquisitionOrder, ArrayConfig, ArraySpec, MemoryEstimate, Ome, Omero, Plate, Recording, Writer,
     WriterOptions, estimate_memory, estimate_memory_ome,
 };
-use zarrstream_camera as camera;
 
 pub(crate) use args::Options;
-use args::{OmeArgs, UsageError, join};
-use measure::mib;
+use args::{OmeArgs, join};
 use report::Measured;
 
-/// Why `record` failed: bad options (exit 2) or a failure while running (exit 1).
-enum Failure {
-    Usage(String),
-    Run(Box<dyn StdError>),
-}
-
-impl From<UsageError> for Failure {
-    fn from(e: UsageError) -> Self {
-        Failure::Usage(e.0)
-    }
-}
-
-impl From<zarrstream::Error> for Failure {
-    fn from(e: zarrstream::Error) -> Self {
-        match e {
-            zarrstream::Error::Exists { path } => Failure::Usage(exists_message(&path)),
-            zarrstream::Error::Spec(s) => Failure::Usage(format!("invalid array: {s}")),
-            // What --resume found differs from the options, or cannot be continued.
-            e @ (zarrstream::Error::ResumeMismatch { .. }
-            | zarrstream::Error::ResumeUnsupported(_)
-            | zarrstream::Error::ConflictingOptions(..)
-            | zarrstream::Error::NotOwned { .. }
-            | zarrstream::Error::Plate(_)) => Failure::Usage(e.to_string()),
-            e => Failure::Run(Box::new(e)),
-        }
-    }
-}
-
-impl From<zarrstream::PlateError> for Failure {
-    fn from(e: zarrstream::PlateError) -> Self {
-        Failure::from(zarrstream::Error::from(e))
-    }
-}
-
-impl From<zarrstream::SpecError> for Failure {
-    fn from(e: zarrstream::SpecError) -> Self {
-        Failure::Usage(format!("invalid array: {e}"))
-    }
-}
-
-/// An I/O error with what was being done to which path.
-#[derive(Debug)]
-struct IoContext {
-    what: String,
-    source: std::io::Error,
-}
-
-impl fmt::Display for IoContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
-    }
-}
-
-impl StdError for IoContext {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(&self.source)
-    }
-}
-
-fn io_failure(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Failure {
-    let what = what.into();
-    move |source| Failure::Run(Box::new(IoContext { what, source }))
-}
-
-fn exists_message(path: &Path) -> String {
-    format!(
-        "{} already exists; pass --overwrite to replace it",
-        path.display()
-    )
-}
+use failure::{Failure, exists_message, io_failure};
+use frames::{load_input, open_input, render_frames, save_frames, synthetic_camera};
 
 /// Runs `zarrstream record` with the options clap parsed: exit status 0, 2 for invalid
 /// options (what clap could not check), 1 for a failure while running.
@@ -617,133 +547,4 @@ fn check_resumable(o: &Options) -> Result<(), Failure> {
             None => Ok(()),
         },
     }
-}
-
-/// An opened `--input` file holding `frames` whole frames of `frame_bytes`.
-struct Input {
-    path: PathBuf,
-    file: File,
-    frames: u64,
-    frame_bytes: usize,
-}
-
-fn open_input(o: &Options, spec: &ArraySpec) -> Result<Option<Input>, Failure> {
-    let Some(path) = &o.input else {
-        return Ok(None);
-    };
-    let fb = spec.frame_bytes();
-    let what = format!("open input {}", path.display());
-    let file = File::open(path).map_err(io_failure(what.clone()))?;
-    let len = file.metadata().map_err(io_failure(what))?.len();
-    if len == 0 || len % fb as u64 != 0 {
-        let rank = spec.rank();
-        return Err(Failure::Usage(format!(
-            "--input {}: {len} bytes is not a whole number of {} x {} {} frames ({fb} bytes each)",
-            path.display(),
-            spec.shape()[rank - 2],
-            spec.shape()[rank - 1],
-            spec.dtype()
-        )));
-    }
-    Ok(Some(Input {
-        path: path.clone(),
-        file,
-        frames: len / fb as u64,
-        frame_bytes: fb,
-    }))
-}
-
-/// Reads the first `min(frames, frames in the file)` frames; they are cycled if the file
-/// holds fewer than `frames`. Returns them and a description.
-fn load_input(mut input: Input, frames: u64) -> Result<(Vec<Vec<u8>>, String), Failure> {
-    let load = frames.min(input.frames);
-    let mut pool = Vec::with_capacity(load as usize);
-    for _ in 0..load {
-        let mut buf = vec![0u8; input.frame_bytes];
-        input
-            .file
-            .read_exact(&mut buf)
-            .map_err(io_failure(format!("read input {}", input.path.display())))?;
-        pool.push(buf);
-    }
-    if pool.is_empty() {
-        // `--frames 0`: nothing is pushed; one frame keeps the push loop uniform.
-        pool.push(vec![0u8; input.frame_bytes]);
-    }
-    let cycled = if frames > input.frames {
-        ", cycled"
-    } else {
-        ""
-    };
-    let desc = format!(
-        "{load} of {} frames of {}{cycled}",
-        input.frames,
-        input.path.display()
-    );
-    Ok((pool, desc))
-}
-
-/// The synthetic camera for the options' frame size and data type.
-fn synthetic_camera(o: &Options) -> Result<camera::Camera, Failure> {
-    let rank = o.shape.len();
-    let to_usize = |v: u64| {
-        usize::try_from(v).map_err(|_| Failure::Usage(format!("frame edge {v} is too large")))
-    };
-    let (height, width) = (to_usize(o.shape[rank - 2])?, to_usize(o.shape[rank - 1])?);
-    Ok(camera::Camera {
-        height,
-        width,
-        blobs: o
-            .blobs
-            .unwrap_or_else(|| camera::default_blobs(height, width)),
-        seed: o.seed,
-        dtype: o.dtype,
-    })
-}
-
-/// The synthetic camera's pool for a recording of `frames` frames from its frame
-/// `first` ([`camera::Camera::pool`]), and a description.
-fn render_frames(
-    o: &Options,
-    spec: &ArraySpec,
-    frames: u64,
-    first: u64,
-) -> Result<(Vec<Vec<u8>>, String), Failure> {
-    let cam = synthetic_camera(o)?;
-    let distinct = frames.clamp(1, cam.pool_period());
-    if !o.quiet {
-        eprintln!(
-            "record: rendering {distinct} synthetic {} x {} {} frame(s) ({:.0} MiB)...",
-            cam.height,
-            cam.width,
-            spec.dtype(),
-            mib(distinct * spec.frame_bytes() as u64)
-        );
-    }
-    let pool = cam.pool(frames, first);
-    let cycled = if frames > distinct { ", cycled" } else { "" };
-    let from = if first == 0 {
-        String::new()
-    } else {
-        format!(", from frame {first}")
-    };
-    let desc = format!(
-        "synthetic camera, seed {}, {} blobs{from}{cycled}",
-        cam.seed, cam.blobs
-    );
-    Ok((pool, desc))
-}
-
-/// `--save-frames`: the `frames` frames the recording would push, as raw bytes
-/// ([`camera::save_frames`]).
-fn save_frames(path: &Path, pool: &[Vec<u8>], frames: u64, quiet: bool) -> Result<(), Failure> {
-    let bytes = camera::save_frames(path, pool, frames).map_err(|e| Failure::Run(Box::new(e)))?;
-    if !quiet {
-        eprintln!(
-            "record: wrote {frames} frame(s), {:.1} MiB, to {}",
-            mib(bytes),
-            path.display()
-        );
-    }
-    Ok(())
 }

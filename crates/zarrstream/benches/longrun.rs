@@ -4,7 +4,7 @@
 //! ```text
 //! cargo bench --bench longrun -- [--frames 10000] [--size 512] [--chunk 1,128,128]
 //!     [--shard 32,512,512] [--codec lz4:1] [--sink auto]
-//!     [--durability shard|periodic|none] [--dir DIR] [--mover MS] [--md FILE]
+//!     [--durability shard|periodic:MS|none] [--dir DIR] [--mover MS] [--md FILE]
 //! ```
 //!
 //! C1's chunking scaled down to 512×512 frames: a chunk is a quarter of the frame edge,
@@ -68,13 +68,11 @@ fn main() {
         .parse()
         .expect("codec");
     let sink: SinkChoice = args.get("--sink").unwrap_or("auto").parse().expect("sink");
-    let durability = match args.get("--durability").unwrap_or("shard") {
-        "none" => Durability::None,
-        "periodic" => Durability::Periodic {
-            interval: Duration::from_secs(1),
-        },
-        _ => Durability::Shard,
-    };
+    let durability: Durability = args
+        .get("--durability")
+        .unwrap_or("shard")
+        .parse()
+        .unwrap_or_else(|e| panic!("--durability: {e}"));
     let mover_ms: Option<u64> = args.get("--mover").map(|m| m.parse().expect("--mover MS"));
     let md_path = args
         .get("--md")
@@ -298,7 +296,7 @@ fn report(s: &Summary) -> String {
     let _ = writeln!(md, "### Long run\n");
     let _ = writeln!(
         md,
-        "{} · {} frames {}×{} u16 ({:.2} GiB raw) · chunk {:?} shard {:?} · {} · sink {:?} · durability {:?}\n",
+        "{} · {} frames {}×{} u16 ({:.2} GiB raw) · chunk {:?} shard {:?} · {} · sink {} · durability {}\n",
         support::machine(),
         s.frames,
         s.size,

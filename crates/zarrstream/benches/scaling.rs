@@ -41,7 +41,7 @@
 //! cell's n CPUs and, on the disk, one write by the method that was fastest for the
 //! run's disk ceiling, of as many bytes as the cell stores, at most 1 GiB), compares
 //! each run with the mean of the two around it, and reports the run with the median
-//! fraction (all R fractions are listed). One pass each, since a run is one sample too:
+//! fraction (for an even R the lower of the two middle runs; all R fractions are listed). One pass each, since a run is one sample too:
 //! the best of several noisy passes against one run would favour the ceiling.
 //!
 //! Cases (`--cases`): `c1-lz4`, `c1-zstd`, `c1-none` (C1 with `lz4:1`, `zstd:1`, `none`),
@@ -267,7 +267,11 @@ impl Config {
                 .unwrap_or("unknown")
                 .to_owned(),
             cpus: allowed.filter(|_| !args.flag("--no-confine")),
-            durability: durability_of(args.get("--durability").unwrap_or("shard")),
+            durability: args
+                .get("--durability")
+                .unwrap_or("shard")
+                .parse()
+                .unwrap_or_else(|e| panic!("--durability: {e}")),
             paired: args.num("--paired", 0usize),
             sink: args
                 .get("--sink")
@@ -450,53 +454,50 @@ fn expected_rate(
     }
 }
 
-/// The writers' durability (`--durability shard|none|periodic:MS`, default the
-/// writer's default), set once before the first cell.
-static DURABILITY: std::sync::OnceLock<Durability> = std::sync::OnceLock::new();
-
-/// The writers' sink (`--sink auto|mmap|pwrite|direct`, default `auto`), set once.
-static SINK: std::sync::OnceLock<SinkChoice> = std::sync::OnceLock::new();
-
-fn durability_of(arg: &str) -> Durability {
-    match arg.split_once(':') {
-        None if arg == "shard" => Durability::Shard,
-        None if arg == "none" => Durability::None,
-        Some(("periodic", ms)) => Durability::Periodic {
-            interval: std::time::Duration::from_millis(
-                ms.parse()
-                    .unwrap_or_else(|_| panic!("--durability: cannot parse {ms:?} ms")),
-            ),
-        },
-        _ => panic!("--durability: unknown {arg:?} (shard, none, periodic:MS)"),
+impl Config {
+    /// The writers' options at `threads` threads: `--durability` and `--sink`, and
+    /// `Block`, since the benchmark measures throughput and may drop no frame.
+    fn options(&self, threads: usize) -> WriterOptions {
+        WriterOptions::default()
+            .threads(threads)
+            .backpressure(Backpressure::Block)
+            .durability(self.durability)
+            .sink(self.sink)
     }
 }
 
-fn options(threads: usize) -> WriterOptions {
-    // Block: the benchmark measures throughput, so no frame may be dropped.
-    WriterOptions::default()
-        .threads(threads)
-        .backpressure(Backpressure::Block)
-        .durability(DURABILITY.get().copied().unwrap_or_default())
-        .sink(SINK.get().copied().unwrap_or_default())
+/// What one run of a cell writes, and how.
+struct CellRun<'a> {
+    /// The destination directory (the store is made in it and removed after).
+    dir: &'a Path,
+    case: &'a Case,
+    codec: Codec,
+    options: WriterOptions,
+    /// The rendered frames, cycled.
+    frames: &'a [Vec<u8>],
+    /// Frames to push.
+    count: usize,
+    feed: Feed,
 }
 
 /// One cell of a single-array case.
-fn run_array(
-    dir: &Path,
-    case: &Case,
-    codec: Codec,
-    threads: usize,
-    frames: &[Vec<u8>],
-    count: usize,
-    feed: Feed,
-) -> (Run, Result<(), String>) {
+fn run_array(cell: &CellRun) -> (Run, Result<(), String>) {
+    let CellRun {
+        dir,
+        case,
+        codec,
+        frames,
+        count,
+        feed,
+        ..
+    } = *cell;
     let path = dir.join(format!("{}.zarr", case.key));
     let mut verdict = Err("not checked".to_owned());
     let run = support::run_writer_checked(
         &path,
         case.workload.spec(codec),
         None,
-        options(threads),
+        cell.options.clone(),
         frames,
         (count, 0.0),
         feed,
@@ -507,15 +508,16 @@ fn run_array(
 
 /// One cell of the recording case: `case.arrays` arrays of one `Recording`, each pushed
 /// `count / arrays` frames from a thread of its own.
-fn run_recording(
-    dir: &Path,
-    case: &Case,
-    codec: Codec,
-    threads: usize,
-    frames: &[Vec<u8>],
-    count: usize,
-    feed: Feed,
-) -> (Run, Result<(), String>) {
+fn run_recording(cell: &CellRun) -> (Run, Result<(), String>) {
+    let CellRun {
+        dir,
+        case,
+        codec,
+        frames,
+        count,
+        feed,
+        ..
+    } = *cell;
     let root = dir.join(format!("{}.zarr", case.key));
     let _ = std::fs::remove_dir_all(&root);
     let keys: Vec<String> = (0..case.arrays).map(|i| format!("camera{i}")).collect();
@@ -527,7 +529,7 @@ fn run_recording(
     let base = support::status_bytes("VmRSS");
     support::reset_peak();
     let cpu0 = support::cpu_seconds();
-    let rec = Recording::create(&root, arrays, options(threads)).expect("create the recording");
+    let rec = Recording::create(&root, arrays, cell.options.clone()).expect("create the recording");
     let t0 = Instant::now();
     let carried: Vec<Vec<Option<usize>>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..case.arrays)
@@ -575,8 +577,6 @@ fn main() {
     let args = Args::parse();
     let cfg = Config::from_args(&args);
     let cpus = cfg.cpus.as_deref();
-    let _ = DURABILITY.set(cfg.durability);
-    let _ = SINK.set(cfg.sink);
     for d in &cfg.dests {
         std::fs::create_dir_all(&d.dir)
             .unwrap_or_else(|e| panic!("create {}: {e}", d.dir.display()));
@@ -701,15 +701,22 @@ fn main() {
                     let ceiling = enc.min(disk_stored * est_ratio);
                     let rate = expected_rate(&cells, case, dest.name, path, n, ceiling);
                     let count = cfg.frames_for(case, rate);
-                    let run_cell = if case.arrays > 1 {
+                    let run_cell: fn(&CellRun) -> _ = if case.arrays > 1 {
                         run_recording
                     } else {
                         run_array
                     };
+                    let cell_run = CellRun {
+                        dir: &dest.dir,
+                        case,
+                        codec,
+                        options: cfg.options(n),
+                        frames: &pool,
+                        count,
+                        feed,
+                    };
                     let run_once = || {
-                        let out = on_cpus(cpus, n, || {
-                            run_cell(&dest.dir, case, codec, n, &pool, count, feed)
-                        });
+                        let out = on_cpus(cpus, n, || run_cell(&cell_run));
                         if dest.name == "disk" {
                             rustix::fs::sync();
                         }
@@ -744,29 +751,8 @@ fn main() {
                             };
                             (mib(chunk_raw) / secs, disk)
                         };
-                        let mut before = measure();
-                        let mut runs = Vec::new();
-                        for _ in 0..cfg.paired {
-                            let (run, verdict) = run_once();
-                            let after = measure();
-                            let enc = (before.0 + after.0) / 2.0;
-                            let stored = (before.1 + after.1) / 2.0;
-                            let of = run.mib_s() / enc.min(stored * run.ratio());
-                            eprintln!(
-                                "  paired: encode {:.0} / {:.0}, disk {:.0} / {:.0} MiB/s stored, around {:.0} MiB/s: {of:.2}",
-                                before.0,
-                                after.0,
-                                before.1,
-                                after.1,
-                                run.mib_s()
-                            );
-                            runs.push((of, run, verdict, enc, stored));
-                            before = after;
-                        }
-                        let fractions: Vec<f64> = runs.iter().map(|r| r.0).collect();
-                        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        let (_, run, verdict, enc, stored) = runs.swap_remove(runs.len() / 2);
-                        (run, verdict, enc, stored, fractions)
+                        let p = paired(cfg.paired, run_once, measure);
+                        (p.run, p.verdict, p.encode, p.disk_stored, p.fractions)
                     } else {
                         let (run, verdict) = run_once();
                         (run, verdict, enc, disk_stored, Vec::new())
@@ -842,6 +828,59 @@ fn main() {
     }
 }
 
+/// The run a `--paired` cell reports, with the ceilings around it.
+struct Paired {
+    run: Run,
+    verdict: Result<(), String>,
+    /// The mean of the encode-ceiling samples before and after the run (MiB/s raw).
+    encode: f64,
+    /// The mean of the disk-ceiling samples before and after it (MiB/s stored).
+    disk_stored: f64,
+    /// Every run's fraction of its ceilings, in run order.
+    fractions: Vec<f64>,
+}
+
+/// Runs a cell `repeats` times (at least once), each run between two samples of
+/// `measure` (encode ceiling MiB/s raw, disk ceiling MiB/s stored; each sample after a
+/// run is the sample before the next), compares each run with the mean of the two
+/// samples around it, and returns the run with the median fraction (with an even count,
+/// the lower of the two middle runs: the benchmark should not round in its own favour).
+fn paired(
+    repeats: usize,
+    mut run_once: impl FnMut() -> (Run, Result<(), String>),
+    mut measure: impl FnMut() -> (f64, f64),
+) -> Paired {
+    let mut before = measure();
+    let mut runs = Vec::new();
+    for _ in 0..repeats.max(1) {
+        let (run, verdict) = run_once();
+        let after = measure();
+        let encode = (before.0 + after.0) / 2.0;
+        let disk_stored = (before.1 + after.1) / 2.0;
+        let of = run.mib_s() / encode.min(disk_stored * run.ratio());
+        eprintln!(
+            "  paired: encode {:.0} / {:.0}, disk {:.0} / {:.0} MiB/s stored, around {:.0} MiB/s: {of:.2}",
+            before.0,
+            after.0,
+            before.1,
+            after.1,
+            run.mib_s()
+        );
+        runs.push((of, run, verdict, encode, disk_stored));
+        before = after;
+    }
+    let fractions: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (_, run, verdict, encode, disk_stored) = runs.swap_remove((runs.len() - 1) / 2);
+    Paired {
+        run,
+        verdict,
+        encode,
+        disk_stored,
+        fractions,
+    }
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -889,7 +928,7 @@ fn report(
     let _ = writeln!(s, "### Scaling with encoding threads\n");
     let _ = writeln!(
         s,
-        "{} · commit {} · threads {:?} · {} · cells of about {} s · sink {} · durability {:?}{} · total wall time {wall:.0} s · `cargo bench -p zarrstream --bench scaling` (`tools/scaling/run`)\n",
+        "{} · commit {} · threads {:?} · {} · cells of about {} s · sink {} · durability {}{} · total wall time {wall:.0} s · `cargo bench -p zarrstream --bench scaling` (`tools/scaling/run`)\n",
         support::machine(),
         cfg.commit,
         cfg.threads,
@@ -1069,6 +1108,9 @@ fn to_json(
         "threads": cfg.threads,
         "cpus": confinement(cfg),
         "seconds_per_cell": cfg.seconds,
+        "sink": cfg.sink.as_str(),
+        "durability": cfg.durability.to_string(),
+        "paired": cfg.paired,
         "wall_seconds": wall,
         "memory_copy": copy.iter().map(|(n, c)| json!({"threads": n, "mib_s": c, "per_core_mib_s": c / *n as f64})).collect::<Vec<_>>(),
         "encode": encode.iter().map(|(k, n, e, r)| json!({"case": k, "threads": n, "mib_s": e, "ratio": r})).collect::<Vec<_>>(),

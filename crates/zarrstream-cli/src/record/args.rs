@@ -599,11 +599,8 @@ fn sink(v: &str) -> Result<SinkChoice, String> {
 }
 
 fn backpressure(v: &str) -> Result<Backpressure, String> {
-    match v {
-        "block" => Ok(Backpressure::Block),
-        "drop" => Ok(Backpressure::Drop),
-        _ => Err("expected block or drop".into()),
-    }
+    v.parse()
+        .map_err(|e: zarrstream::ParseError| format!("expected {}", e.expected))
 }
 
 fn packing(v: &str) -> Result<Packing, String> {
@@ -615,17 +612,8 @@ fn chunk_order(v: &str) -> Result<ChunkOrder, String> {
 }
 
 fn durability(v: &str) -> Result<Durability, String> {
-    match v {
-        "shard" => Ok(Durability::Shard),
-        "none" => Ok(Durability::None),
-        _ => v
-            .strip_prefix("periodic:")
-            .and_then(|ms| ms.parse::<u64>().ok())
-            .map(|ms| Durability::Periodic {
-                interval: std::time::Duration::from_millis(ms),
-            })
-            .ok_or_else(|| "expected shard, periodic:MS or none".into()),
-    }
+    v.parse()
+        .map_err(|e: zarrstream::ParseError| format!("expected {}", e.expected))
 }
 
 fn plate(v: &str) -> Result<(usize, usize), String> {

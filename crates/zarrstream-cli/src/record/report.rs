@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use zarrstream::{Backpressure, Durability, MemoryEstimate, Stats};
+use zarrstream::{MemoryEstimate, Stats};
 
 use super::Options;
 use super::args::join;
@@ -83,18 +83,8 @@ pub(super) fn json(o: &Options, m: &Measured) -> Value {
         "index_location": o.index_location.as_str(),
         "packing": o.packing.to_string(),
         "chunk_order": o.chunk_order.as_str(),
-        "durability": match o.durability {
-            Durability::Shard => "shard",
-            Durability::None => "none",
-            Durability::Periodic { .. } => "periodic",
-            // The flags only make the modes above.
-            _ => "other",
-        },
-        "backpressure": match o.backpressure {
-            Backpressure::Block => "block",
-            Backpressure::Drop => "drop",
-            _ => "other",
-        },
+        "durability": o.durability.to_string(),
+        "backpressure": o.backpressure.as_str(),
         "fps": o.fps,
         "late_frames": m.late_frames,
         "max_lateness_us": round(m.max_lateness.as_secs_f64() * 1e6, 3),

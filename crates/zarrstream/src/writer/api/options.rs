@@ -1,13 +1,14 @@
 //! The options of a [`Writer`](crate::writer::Writer): threads, sink, buffers, back-pressure,
 //! durability, packing, chunk order.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::writer::api::order::AcquisitionOrder;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ParseError, Result};
 use crate::frame_meta::FrameMetaSpec;
 use crate::remote::{RemoteOptions, StagingLink};
 use crate::shard::{ChunkOrder, Packing};
@@ -65,6 +66,79 @@ pub enum Durability {
     /// temp file, fsync and rename): after a power loss, recently finished shards may be
     /// missing or empty although the metadata counts them.
     None,
+}
+
+impl Backpressure {
+    /// `block` or `drop`, as [`FromStr`](std::str::FromStr) accepts it and as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backpressure::Block => "block",
+            Backpressure::Drop => "drop",
+        }
+    }
+}
+
+impl std::str::FromStr for Backpressure {
+    type Err = ParseError;
+
+    /// Parses `block` or `drop`.
+    fn from_str(s: &str) -> std::result::Result<Self, ParseError> {
+        match s {
+            "block" => Ok(Backpressure::Block),
+            "drop" => Ok(Backpressure::Drop),
+            _ => Err(ParseError::new("back-pressure mode", s, "block, drop")),
+        }
+    }
+}
+
+impl fmt::Display for Backpressure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The forms [`Durability`]'s [`FromStr`](std::str::FromStr) accepts.
+const DURABILITY_FORMS: &str = "shard, none, periodic:MS with MS > 0";
+
+impl std::str::FromStr for Durability {
+    type Err = ParseError;
+
+    /// Parses `shard`, `none` or `periodic:MS` (a group commit every MS milliseconds,
+    /// MS > 0), the command-line form; [`Display`](fmt::Display) prints the same.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zarrstream::Durability;
+    /// let d: Durability = "periodic:250".parse()?;
+    /// assert_eq!(d, Durability::Periodic { interval: Duration::from_millis(250) });
+    /// assert_eq!(d.to_string(), "periodic:250");
+    /// assert!("periodic:0".parse::<Durability>().is_err());
+    /// # Ok::<(), zarrstream::ParseError>(())
+    /// ```
+    fn from_str(s: &str) -> std::result::Result<Self, ParseError> {
+        match s {
+            "shard" => Ok(Durability::Shard),
+            "none" => Ok(Durability::None),
+            _ => s
+                .strip_prefix("periodic:")
+                .and_then(|ms| ms.parse::<u64>().ok())
+                .filter(|&ms| ms > 0)
+                .map(|ms| Durability::Periodic {
+                    interval: Duration::from_millis(ms),
+                })
+                .ok_or_else(|| ParseError::new("durability", s, DURABILITY_FORMS)),
+        }
+    }
+}
+
+impl fmt::Display for Durability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Durability::Shard => f.write_str("shard"),
+            Durability::None => f.write_str("none"),
+            Durability::Periodic { interval } => write!(f, "periodic:{}", interval.as_millis()),
+        }
+    }
 }
 
 /// Options of a [`Writer`](crate::writer::Writer); `Default` gives the documented defaults.
@@ -438,6 +512,40 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "writer options chunk_order morton and sink direct cannot be combined"
+        );
+    }
+
+    #[test]
+    fn durability_and_backpressure_parse_what_they_print() {
+        let modes = [
+            Durability::Shard,
+            Durability::None,
+            Durability::Periodic {
+                interval: Duration::from_millis(20),
+            },
+        ];
+        for d in modes {
+            assert_eq!(d.to_string().parse::<Durability>(), Ok(d), "{d}");
+        }
+        for bad in [
+            "",
+            "periodic",
+            "periodic:",
+            "periodic:0",
+            "periodic:-5",
+            "Shard",
+        ] {
+            let e = bad.parse::<Durability>().unwrap_err();
+            assert_eq!((e.what, e.input.as_str()), ("durability", bad));
+            assert!(e.to_string().contains("periodic:MS"), "{e}");
+        }
+        for b in [Backpressure::Block, Backpressure::Drop] {
+            assert_eq!(b.to_string().parse::<Backpressure>(), Ok(b));
+        }
+        let e = "wait".parse::<Backpressure>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"wait\" is not a back-pressure mode (block, drop)"
         );
     }
 }

@@ -253,7 +253,7 @@ fn report(cfg: &Config, max_fps: f64, samples: &[f64], paced: &[Paced], secs: f6
         "## Latency: {} {}, sink {} ({}), {} frames per run\n\n\
          - max rate (closed loop, block): **{max_fps:.1} fps** = {:.0} MiB/s, median of {samples:.1?}\n\
          - frames fed by {}\n\
-         - paced runs: backpressure {}, threads {} (0 = one per core; the direct sink runs three workers on each), {} run(s) per load\n\
+         - paced runs: backpressure {}, threads {} (0 = one per core; the direct sink adds two write-behind threads to each), {} run(s) per load\n\
          - machine: {}\n\
          - benchmark time: {secs:.0} s\n\n",
         cfg.workload.name,

@@ -25,9 +25,9 @@
 //! At thread count n the whole process (the writer's workers, its finisher and preparer,
 //! the pushing threads, the ceilings' threads) is confined to the first n CPUs it may run
 //! on (`sched_setaffinity`), so that n is the number of cores: with the direct sink the
-//! writer starts three workers per thread (a direct write holds its worker), which
-//! unconfined would spread over three cores at `threads(1)`. `--no-confine` leaves the
-//! CPUs alone (then n is only the writer's `threads`).
+//! writer starts two write-behind threads per thread besides its worker (a direct write
+//! waits for the device), which unconfined would run on other cores at `threads(1)`.
+//! `--no-confine` leaves the CPUs alone (then n is only the writer's `threads`).
 //!
 //! The **disk ceiling** is measured once, after the encode ceilings: sequential writes of
 //! as many bytes as the largest disk cell stores (128 MiB to 4 GiB), the best of one

@@ -144,6 +144,19 @@ impl SlotSink for DirectSink {
         scratch: &mut Scratch,
         encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
     ) -> Result<(u64, u64)> {
+        let n = self.stage(scratch, encode)?;
+        self.write_staged(i, scratch, n)
+    }
+
+    fn writes_behind(&self) -> bool {
+        true
+    }
+
+    fn stage(
+        &self,
+        scratch: &mut Scratch,
+        encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
+    ) -> Result<usize> {
         let slot = self.temp.layout.slot_size as usize;
         let buf = scratch.get(slot)?;
         let n = encode(buf)?;
@@ -152,8 +165,19 @@ impl SlotSink for DirectSink {
             .get_mut(n..padded)
             .ok_or_else(|| internal("direct sink: chunk larger than its slot"))?;
         tail.fill(0);
-        let offset = self.reserve(padded as u64)?;
-        self.write_direct(&buf[..padded], offset)?;
+        Ok(n)
+    }
+
+    fn write_staged(&self, i: usize, scratch: &mut Scratch, n: usize) -> Result<(u64, u64)> {
+        let padded = align_up(n as u64);
+        // The scratch already holds the slot `stage` asked for, so this never reallocates
+        // (which would lose the chunk).
+        let buf = scratch.get(self.temp.layout.slot_size as usize)?;
+        let block = buf
+            .get(..padded as usize)
+            .ok_or_else(|| internal("direct sink: chunk larger than its slot"))?;
+        let offset = self.reserve(padded)?;
+        self.write_direct(block, offset)?;
         self.record(i, offset, n as u64)
     }
 

@@ -181,6 +181,30 @@ pub(crate) trait SlotSink: Send + Sync {
         None
     }
 
+    /// Whether this sink's writes may be handed to a writer thread: a worker encodes the
+    /// chunk into a scratch with [`stage`](Self::stage) and goes on encoding while
+    /// another thread writes it with [`write_staged`](Self::write_staged). The direct
+    /// sink's writes wait for the device; the others' return once the bytes are copied.
+    fn writes_behind(&self) -> bool {
+        false
+    }
+
+    /// Encodes a chunk with `encode` into `scratch`, ready for
+    /// [`write_staged`](Self::write_staged); returns its length in bytes.
+    fn stage(
+        &self,
+        _scratch: &mut Scratch,
+        _encode: &mut dyn FnMut(&mut [u8]) -> Result<usize>,
+    ) -> Result<usize> {
+        Err(internal("this sink writes each chunk as it is encoded"))
+    }
+
+    /// Writes the `n` bytes [`stage`](Self::stage) left in `scratch` as chunk `i`, then
+    /// records its working-index entry, as [`write_chunk`](Self::write_chunk) does.
+    fn write_staged(&self, _i: usize, _scratch: &mut Scratch, _n: usize) -> Result<(u64, u64)> {
+        Err(internal("this sink writes each chunk as it is encoded"))
+    }
+
     /// Whether chunks are written back to back (no slot gaps), so finishing the shard
     /// moves nothing ([`packed`](crate::shard::packed) instead of a compaction plan);
     /// otherwise each chunk is in its slot, in the shard's [`SlotOrder`].

@@ -261,6 +261,7 @@ fn the_per_chunk_path_takes_no_lock() {
         "codec/zstd.rs",
         "codec/raw.rs",
         "writer/threads/worker.rs",
+        "writer/threads/write_behind.rs",
         "writer/state/job.rs",
         "writer/state/pool.rs",
     ];

@@ -13,7 +13,7 @@ use crate::sink::{self, SinkChoice, SinkKind};
 use crate::spec::ArraySpec;
 use crate::writer::api::array::{ArrayConfig, check_arrays};
 use crate::writer::api::options::{Durability, WriterOptions};
-use crate::writer::level::start::{PoolSizes, pool_frames, thread_count, worker_count};
+use crate::writer::level::start::{PoolSizes, engine_shape, pool_frames, thread_count};
 use crate::writer::pyramid::chain;
 use crate::writer::state::grid::Grid;
 use crate::writer::threads::finisher::WRITEBACK_WINDOW;
@@ -412,10 +412,16 @@ trait Engines {
 struct OwnEngines;
 
 impl Engines for OwnEngines {
+    /// Each worker's encoder, and each worker's scratch or, with write-behind threads,
+    /// the pool's scratches (one per thread of either kind).
     fn level(&self, level: &LevelPlan, kind: SinkKind) -> Result<(u64, usize)> {
-        let workers = worker_count(thread_count(level.options.threads), kind);
+        let shape = engine_shape(thread_count(level.options.threads), kind);
         let (scratch, enc) = level.worker_bytes(kind)?;
-        Ok((workers as u64 * (scratch + enc.bytes), workers))
+        let scratches = shape.scratches().max(shape.workers);
+        Ok((
+            shape.workers as u64 * enc.bytes + scratches as u64 * scratch,
+            shape.threads(),
+        ))
     }
 }
 
@@ -433,7 +439,7 @@ impl SharedEngine {
             SinkChoice::Direct | SinkChoice::Auto => SinkKind::Direct,
             _ => SinkKind::Pwrite,
         };
-        let workers = worker_count(thread_count(options.threads), kind);
+        let shape = engine_shape(thread_count(options.threads), kind);
         let mut scratch = 0;
         let mut encoders: Vec<Encoder> = Vec::new();
         for level in images.iter().flat_map(|(plans, _)| plans) {
@@ -446,10 +452,13 @@ impl SharedEngine {
                 }
             }
         }
-        let per_worker = scratch + encoders.iter().map(|e| e.bytes).sum::<u64>();
+        // Every worker holds an encoder of each kind; the scratches are the workers' own
+        // or, with write-behind threads, the pool's.
+        let encoders = encoders.iter().map(|e| e.bytes).sum::<u64>();
+        let scratches = shape.scratches().max(shape.workers);
         Ok(SharedEngine {
-            workers,
-            bytes: workers as u64 * per_worker,
+            workers: shape.threads(),
+            bytes: shape.workers as u64 * encoders + scratches as u64 * scratch,
         })
     }
 }

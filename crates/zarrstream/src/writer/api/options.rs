@@ -163,10 +163,10 @@ impl fmt::Display for Durability {
 #[schemars(rename = "writer")]
 #[non_exhaustive]
 pub struct WriterOptions {
-    /// Encoding threads (0 = one per core). With the [direct](SinkChoice::Direct) sink
-    /// each is three worker threads, since a direct write holds its worker until the
-    /// device has the bytes (pinned like the others, worker `i` to core `i mod cores`:
-    /// with the default of one thread per core, three workers share each core).
+    /// Encoding threads (0 = one per core), worker `i` pinned to core `i mod cores`.
+    /// With the [direct](SinkChoice::Direct) sink each also has two write-behind
+    /// threads (not pinned): a direct write waits until the device has the bytes, so
+    /// the worker hands its encoded chunks to them and encodes on.
     pub threads: usize,
     /// Pin worker `i` to core `i mod cores`.
     pub pin_threads: bool,

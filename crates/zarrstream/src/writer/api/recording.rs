@@ -22,7 +22,7 @@ use crate::writer::api::array::{ArrayConfig, ArrayId, check_arrays};
 use crate::writer::api::memory::MemoryEstimate;
 use crate::writer::api::options::WriterOptions;
 use crate::writer::level::Level;
-use crate::writer::level::start::{Workers, pool_frames, thread_count, worker_count};
+use crate::writer::level::start::{Workers, engine_shape, pool_frames, thread_count};
 use crate::writer::pyramid::chain;
 use crate::writer::state::destination::Destination;
 use crate::writer::state::published::{self, OURS};
@@ -56,7 +56,8 @@ fn arrays_as_map<S: serde::Serializer>(
 
 /// Records frames into several arrays of one Zarr v3 group at once (several cameras,
 /// stage positions, …), with **one** set of encoding workers (`options.threads`, 0 = one
-/// per core; three per thread with the direct sink) and one memory budget shared by
+/// per core; with the direct sink two write-behind threads per thread besides) and one
+/// memory budget shared by
 /// all arrays.
 ///
 /// - `root/zarr.json` is a group marked as zarrstream's
@@ -397,7 +398,7 @@ impl Recording {
         };
         let meter = Meter::new();
         let engine = Engine::start(
-            worker_count(threads, kind),
+            engine_shape(threads, kind),
             options.pin_threads,
             options.background_nice,
             None,

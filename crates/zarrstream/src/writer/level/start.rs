@@ -23,16 +23,17 @@ use crate::writer::state::job::Link;
 use crate::writer::state::pool::Pool;
 use crate::writer::state::resume::{self, Start};
 use crate::writer::state::shared::{FinisherMsg, Shared};
-use crate::writer::threads::engine::Engine;
+use crate::writer::threads::engine::{Engine, EngineShape};
 use crate::writer::threads::finisher::{self, FinisherReport};
 use crate::writer::threads::preparer::{self, PreparedSet};
 use crate::writer::threads::priority;
 
-// Workers per `WriterOptions::threads` with the direct sink: a direct write holds its
-// worker until the device has the bytes, so the others on that core encode meanwhile.
-// One per thread left the device idle and lost to pwrite; three beat it, four gained
-// little more (BENCHMARKS.md §9).
-const DIRECT_WORKERS_PER_THREAD: usize = 3;
+// Write-behind threads per `WriterOptions::threads` with the direct sink: a direct write
+// waits for the device, so each thread's worker hands its chunks to these and encodes
+// on. Two, as the two extra workers per thread the direct sink had before (three workers
+// beat one and four gained little more, BENCHMARKS.md §9), so the same writes are in
+// flight, without three encoders taking turns on a core (§20).
+const WRITE_BEHIND_PER_THREAD: usize = 2;
 
 /// Encoding threads for the `threads` option (0 = one per core).
 pub(in crate::writer) fn thread_count(threads: usize) -> usize {
@@ -74,13 +75,15 @@ impl Workers {
     }
 }
 
-/// Encoding workers for `threads` with `sink`: three per thread with the direct sink.
-pub(in crate::writer) fn worker_count(threads: usize, sink: SinkKind) -> usize {
-    // A direct write holds its worker until the device has the bytes; the other
-    // workers of the thread's core encode meanwhile.
-    match sink {
-        SinkKind::Direct => DIRECT_WORKERS_PER_THREAD * threads,
-        _ => threads,
+/// The engine for `threads` with `sink`: one encoding worker per thread, and with the
+/// direct sink two write-behind threads per thread.
+pub(in crate::writer) fn engine_shape(threads: usize, sink: SinkKind) -> EngineShape {
+    EngineShape {
+        workers: threads,
+        write_behind: match sink {
+            SinkKind::Direct => WRITE_BEHIND_PER_THREAD * threads,
+            _ => 0,
+        },
     }
 }
 
@@ -109,7 +112,7 @@ impl Level {
                     .map_or(0, |p| p.bytes() / g.chunk_bytes.max(1))
                     + frame_pool.bytes() / shared.spec.frame_bytes.max(1) * g.tiles;
                 Some(Engine::start(
-                    worker_count(threads, shared.sink),
+                    engine_shape(threads, shared.sink),
                     options.pin_threads,
                     options.background_nice,
                     Some(pooled.max(1)),

@@ -1,5 +1,9 @@
 //! The encoding engine: a set of worker threads taking chunk jobs from one channel.
 //!
+//! With a sink whose writes wait for the device (direct), the engine also starts
+//! write-behind threads and a pool of scratches ([`write_behind`](super::write_behind)):
+//! workers encode, those threads write.
+//!
 //! A level owns one ([`Writer`](crate::writer::Writer): each level starts its own, as many
 //! workers as its options ask), or shares one with every level of every array of a
 //! [`Recording`](crate::writer::Recording). A job carries what its worker needs for its array
@@ -15,19 +19,26 @@ use crate::error::{Error, Result};
 use crate::meter::Meter;
 use crate::writer::state::job::Job;
 use crate::writer::threads::worker;
+use crate::writer::threads::write_behind::{self, WriteBehind};
 
 /// Encoding workers and the sending end of their jobs channel.
 pub(crate) struct Engine {
     jobs: Mutex<Option<Sender<Job>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Joined after the workers: they end once every worker (each holding a sender of
+    /// staged chunks) has.
+    write_behind: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Engine {
-    /// Starts `workers` threads `zarrstream-worker-i`, worker `i` pinned to core
-    /// `i mod cores` when `pin`, at niceness `nice`. `bound`: the jobs channel's
-    /// capacity (`None`: unbounded). The workers' scratch and encoders count in `meter`.
+    /// Starts `shape.workers` threads `zarrstream-worker-i`, worker `i` pinned to core
+    /// `i mod cores` when `pin`, and `shape.write_behind` threads
+    /// `zarrstream-behind-i` (not pinned: they mostly wait for the device) with a pool
+    /// of `shape.scratches()` scratches; all at niceness `nice`. `bound`: the jobs
+    /// channel's capacity (`None`: unbounded). The workers' scratch and encoders count
+    /// in `meter`.
     pub(crate) fn start(
-        workers: usize,
+        shape: EngineShape,
         pin: bool,
         nice: u8,
         bound: Option<usize>,
@@ -40,18 +51,39 @@ impl Engine {
         let cores = if pin { pin_cores() } else { Vec::new() };
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
-            workers: Mutex::new(Vec::with_capacity(workers)),
+            workers: Mutex::new(Vec::with_capacity(shape.workers)),
+            write_behind: Mutex::new(Vec::with_capacity(shape.write_behind)),
         });
-        for i in 0..workers {
+        let behind = (shape.write_behind > 0).then(|| WriteBehind::new(shape.scratches(), meter));
+        if let Some((_, ends)) = &behind {
+            for i in 0..shape.write_behind {
+                let ends = ends.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("zarrstream-behind-{i}"))
+                    .spawn(move || write_behind::run(ends, nice));
+                match spawned {
+                    Ok(h) => lock(&engine.write_behind).push(h),
+                    Err(e) => {
+                        drop(behind);
+                        let _ = engine.join();
+                        return Err(Error::io("spawn thread", "", e, 0));
+                    }
+                }
+            }
+        }
+        let workers_end = behind.map(|(w, _)| w);
+        for i in 0..shape.workers {
             let rx = rx.clone();
             let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
             let meter = Arc::clone(meter);
+            let ends = workers_end.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("zarrstream-worker-{i}"))
-                .spawn(move || worker::run(rx, core, nice, &meter));
+                .spawn(move || worker::run(rx, ends, core, nice, &meter));
             match spawned {
                 Ok(h) => lock(&engine.workers).push(h),
                 Err(e) => {
+                    drop(workers_end);
                     let _ = engine.join();
                     return Err(Error::io("spawn thread", "", e, 0));
                 }
@@ -67,20 +99,52 @@ impl Engine {
             .ok_or_else(|| Error::Internal("the encoding workers are gone".into()))
     }
 
-    /// Drops the engine's sender and joins the workers once every other sender is gone;
-    /// a worker that panicked outside a job is reported.
+    /// Drops the engine's sender and joins the workers once every other sender is gone,
+    /// then the write-behind threads (which end with the last worker); a thread that
+    /// panicked outside a job is reported.
     pub(crate) fn join(&self) -> Result<()> {
         lock(&self.jobs).take();
-        let handles: Vec<_> = lock(&self.workers).drain(..).collect();
+        let workers: Vec<_> = lock(&self.workers).drain(..).collect();
+        let behind: Vec<_> = lock(&self.write_behind).drain(..).collect();
         let mut first = Ok(());
-        for h in handles {
+        for (h, what) in workers
+            .into_iter()
+            .map(|h| (h, "a worker thread"))
+            .chain(behind.into_iter().map(|h| (h, "a write-behind thread")))
+        {
             if let Err(p) = h.join()
                 && first.is_ok()
             {
-                first = Err(Error::panicked("a worker thread", p.as_ref()));
+                first = Err(Error::panicked(what, p.as_ref()));
             }
         }
         first
+    }
+}
+
+/// How many threads of each kind an engine starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EngineShape {
+    /// Encoding workers.
+    pub(crate) workers: usize,
+    /// Write-behind threads (0: the workers write their chunks themselves).
+    pub(crate) write_behind: usize,
+}
+
+impl EngineShape {
+    /// Scratches in the write-behind pool: one per thread of either kind, so every
+    /// worker can encode while every write-behind thread writes.
+    pub(crate) fn scratches(&self) -> usize {
+        if self.write_behind == 0 {
+            0
+        } else {
+            self.workers + self.write_behind
+        }
+    }
+
+    /// Threads in all.
+    pub(crate) fn threads(&self) -> usize {
+        self.workers + self.write_behind
     }
 }
 

@@ -1,4 +1,6 @@
-//! Worker threads: encode one inner chunk per job straight into its shard slot.
+//! Worker threads: encode one inner chunk per job straight into its shard slot, or, for
+//! a sink whose writes wait for the device (direct), into a scratch from the engine's
+//! pool that a write-behind thread then writes ([`write_behind`](super::write_behind)).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -12,6 +14,7 @@ use crate::codec::{Checksum, ChunkEncoder, Codec};
 use crate::meter::{Held, Meter};
 use crate::sink::Scratch;
 use crate::writer::state::job::Job;
+use crate::writer::threads::write_behind::{Staged, WriteBehind};
 use crate::writer::state::shared::Shared;
 
 /// What makes two arrays' encoders interchangeable.
@@ -67,14 +70,14 @@ impl Encoders {
 /// The frame latencies this worker recorded for one array and has not yet merged into
 /// the array's histogram: recording a batch takes no lock, and the one lock a merge
 /// takes is taken when the worker goes idle or turns to another array, not per batch.
-struct Latency {
+pub(super) struct Latency {
     /// The array of the latencies in `hist`; `None` when there are none.
     array: Option<Arc<Shared>>,
     hist: Histogram<u64>,
 }
 
 impl Latency {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Latency {
             array: None,
             hist: crate::stats::histogram(),
@@ -82,7 +85,7 @@ impl Latency {
     }
 
     /// Whether latencies of `shared`'s array wait to be merged.
-    fn holds(&self, shared: &Arc<Shared>) -> bool {
+    pub(super) fn holds(&self, shared: &Arc<Shared>) -> bool {
         self.array.as_ref().is_some_and(|a| Arc::ptr_eq(a, shared))
     }
 
@@ -100,7 +103,7 @@ impl Latency {
 
     /// Merges what is recorded into its array's histogram; the histogram is kept (its
     /// buckets already sized) for the next array.
-    fn merge(&mut self) {
+    pub(super) fn merge(&mut self) {
         if let Some(array) = self.array.take() {
             array.merge_frame_latency(&self.hist);
             self.hist.reset();
@@ -110,6 +113,7 @@ impl Latency {
 
 pub(crate) fn run(
     jobs: Receiver<Job>,
+    behind: Option<WriteBehind>,
     core: Option<core_affinity::CoreId>,
     nice: u8,
     meter: &Arc<Meter>,
@@ -124,7 +128,7 @@ pub(crate) fn run(
     // job (a few additions), since they grow only while encoding.
     let encoders_held = Held::new(meter, 0);
     let mut latency = Latency::new();
-    // The job taken while looking ahead (see below).
+    // The job taken while looking ahead (see `complete`).
     let mut next: Option<Job> = None;
     loop {
         let job = match next.take() {
@@ -135,63 +139,114 @@ pub(crate) fn run(
             },
         };
         let shared = &*job.link.shared;
+        // A chunk for a sink that writes behind is encoded into a pooled scratch, taken
+        // before the job (the pool bounds the chunks waiting for their writes).
+        let mut pooled = behind
+            .as_ref()
+            .filter(|_| job.shard.sink.writes_behind() && !shared.failed())
+            .and_then(WriteBehind::take);
         // A panic (a bug, in an encoder or the reduction) must not take the job's
         // bookkeeping below with it: the shard would never be released and a pyramid
         // would wait forever for the tile's reduction. It fails the job's array like an
         // I/O error instead. The encoders and scratch it may have left half-updated are
         // replaced: other arrays of a recording share this worker.
         let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            encode(shared, &job, &mut encoders, &mut scratch);
+            let stage = pooled.is_some();
+            let into = pooled.as_mut().unwrap_or(&mut scratch);
+            encode(shared, &job, &mut encoders, into, stage)
         }));
-        if let Err(panic) = encoded {
-            shared.fail(Error::panicked("a worker thread", panic.as_ref()));
-            encoders = Encoders::default();
-            scratch = Scratch::counted(meter);
-        }
+        let staged = match encoded {
+            Ok(staged) => staged,
+            Err(panic) => {
+                shared.fail(Error::panicked("a worker thread", panic.as_ref()));
+                encoders = Encoders::default();
+                scratch = Scratch::counted(meter);
+                pooled = pooled.map(|_| Scratch::counted(meter));
+                None
+            }
+        };
         encoders_held.set(encoders.held_bytes());
-        if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            if let Some(r) = &job.batch.reduction {
-                r.finished();
+        let next_is_of = |array: &Arc<Shared>, next: &mut Option<Job>| {
+            *next = jobs.try_recv().ok();
+            next.as_ref()
+                .is_some_and(|n| Arc::ptr_eq(&n.link.shared, array))
+        };
+        match (staged, pooled, &behind) {
+            (Some(n), Some(scratch), Some(b)) => {
+                // A write-behind thread writes it and does the job's bookkeeping. A send
+                // fails only once those threads are gone, which the engine's shutdown
+                // order rules out while a worker runs.
+                if let Err(Staged { job, .. }) = b.send(Staged { job, scratch, n }) {
+                    let e = Error::Internal("the write-behind threads are gone".into());
+                    job.link.shared.fail(e);
+                    complete(job, &mut latency, |a| next_is_of(a, &mut next));
+                }
             }
-            if !shared.failed() {
-                let n = job.batch.times.len() as u64;
-                shared.frames_encoded.fetch_add(n, Ordering::Release);
-            }
-            let now = Instant::now();
-            latency.record(&job.link.shared, &job.batch.times, now);
-            if let Some(image) = shared.image.get() {
-                image.offer(&shared.grid, &job.batch, now);
-            }
-        }
-        // This job's link may be the last one of its array, after which the array's
-        // finisher ends and `finish` reads its latency: merge first, unless the next job
-        // (taken now, without waiting) is of the same array and holds it open.
-        if latency.holds(&job.link.shared) {
-            next = jobs.try_recv().ok();
-            if !next
-                .as_ref()
-                .is_some_and(|n| Arc::ptr_eq(&n.link.shared, &job.link.shared))
-            {
-                latency.merge();
+            (_, pooled, _) => {
+                if let (Some(s), Some(b)) = (pooled, &behind) {
+                    b.put(s);
+                }
+                complete(job, &mut latency, |a| next_is_of(a, &mut next));
             }
         }
-        let Job {
-            batch, shard, link, ..
-        } = job;
-        drop(batch);
-        shard.release(&link.finisher);
     }
     latency.merge();
 }
 
+/// The bookkeeping once `job`'s chunk is written (or skipped after a failure): counts
+/// the batch's frames as encoded when this was its last chunk, records their latency,
+/// offers them to the image's display windows, and releases the shard to the finisher.
+///
+/// This job's link may be the last one of its array, after which the array's finisher
+/// ends and `finish` reads its latency: so the latency is merged first, unless
+/// `next_is_of` (which may take the next job, without waiting) says that the next job is
+/// of the same array and holds it open.
+pub(super) fn complete(
+    job: Job,
+    latency: &mut Latency,
+    next_is_of: impl FnOnce(&Arc<Shared>) -> bool,
+) {
+    let shared = &*job.link.shared;
+    if job.batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if let Some(r) = &job.batch.reduction {
+            r.finished();
+        }
+        if !shared.failed() {
+            let n = job.batch.times.len() as u64;
+            shared.frames_encoded.fetch_add(n, Ordering::Release);
+        }
+        let now = Instant::now();
+        latency.record(&job.link.shared, &job.batch.times, now);
+        if let Some(image) = shared.image.get() {
+            image.offer(&shared.grid, &job.batch, now);
+        }
+    }
+    if latency.holds(&job.link.shared) && !next_is_of(&job.link.shared) {
+        latency.merge();
+    }
+    let Job {
+        batch, shard, link, ..
+    } = job;
+    drop(batch);
+    shard.release(&link.finisher);
+}
+
 /// Encodes `job`'s chunk into its shard and reduces it into the next pyramid level,
-/// unless the writer has failed.
-fn encode(shared: &Shared, job: &Job, encoders: &mut Encoders, scratch: &mut Scratch) {
+/// unless the writer has failed. With `stage`, the chunk is encoded into `scratch` for a
+/// write-behind thread and its length returned; otherwise it is written here.
+fn encode(
+    shared: &Shared,
+    job: &Job,
+    encoders: &mut Encoders,
+    scratch: &mut Scratch,
+    stage: bool,
+) -> Option<usize> {
     #[cfg(test)]
     test_hooks::maybe_panic(shared);
     let mut reduced = (job.batch.reduction.as_ref())
         .filter(|_| !shared.failed())
         .map(|r| r.tile(shared, &job.batch.buf, job.tile));
+    let mut staged = None;
     if let Some(enc) = (!shared.failed()).then(|| encoders.get(shared)).flatten() {
         let src = job.batch.source(&shared.grid, job.tile);
         let sink = &job.shard.sink;
@@ -202,25 +257,32 @@ fn encode(shared: &Shared, job: &Job, encoders: &mut Encoders, scratch: &mut Scr
             let tail = crc.as_ref().map_or(&[][..], |c| &c[..]);
             sink.write_encoded(job.slot, data, tail, scratch)
         });
+        // The next pyramid level is reduced from the rows the encoder just read.
+        let mut encode = |out: &mut [u8]| {
+            enc.encode_observed(&src, out, &mut |read| {
+                if let Some(l) = reduced.as_mut() {
+                    l.read_to(read.end);
+                }
+            })
+        };
         let written = match direct {
-            Some(r) => r,
-            None => sink.write_chunk(job.slot, scratch, &mut |out| {
-                // The next pyramid level is reduced from the rows the encoder just read.
-                enc.encode_observed(&src, out, &mut |read| {
-                    if let Some(l) = reduced.as_mut() {
-                        l.read_to(read.end);
-                    }
-                })
+            Some(r) => r.map(Some),
+            None if stage => sink.stage(scratch, &mut encode).map(|n| {
+                staged = Some(n);
+                None
             }),
+            None => sink.write_chunk(job.slot, scratch, &mut encode).map(Some),
         };
         match written {
-            Ok((offset, n)) => job.shard.entries.set(job.slot, offset, n),
+            Ok(Some((offset, n))) => job.shard.entries.set(job.slot, offset, n),
+            Ok(None) => {}
             Err(e) => shared.fail(e),
         }
     }
     if let Some(mut l) = reduced {
         l.finish();
     }
+    staged
 }
 
 /// Makes a worker panic on demand, for the tests of how the writer survives it.

@@ -413,11 +413,12 @@ struct OwnEngines;
 
 impl Engines for OwnEngines {
     /// Each worker's encoder, and each worker's scratch or, with write-behind threads,
-    /// the pool's scratches (one per thread of either kind).
+    /// the pool's scratches.
     fn level(&self, level: &LevelPlan, kind: SinkKind) -> Result<(u64, usize)> {
-        let shape = engine_shape(thread_count(level.options.threads), kind);
+        let threads = thread_count(level.options.threads);
+        let shape = engine_shape(threads, kind, level.grid.chunk_bytes);
         let (scratch, enc) = level.worker_bytes(kind)?;
-        let scratches = shape.scratches().max(shape.workers);
+        let scratches = shape.scratches.max(shape.workers);
         Ok((
             shape.workers as u64 * enc.bytes + scratches as u64 * scratch,
             shape.threads(),
@@ -439,7 +440,16 @@ impl SharedEngine {
             SinkChoice::Direct | SinkChoice::Auto => SinkKind::Direct,
             _ => SinkKind::Pwrite,
         };
-        let shape = engine_shape(thread_count(options.threads), kind);
+        let chunk_bytes = images
+            .iter()
+            .flat_map(|(plans, _)| plans)
+            .map(|level| level.grid.chunk_bytes)
+            .max();
+        let shape = engine_shape(
+            thread_count(options.threads),
+            kind,
+            chunk_bytes.unwrap_or(0),
+        );
         let mut scratch = 0;
         let mut encoders: Vec<Encoder> = Vec::new();
         for level in images.iter().flat_map(|(plans, _)| plans) {
@@ -455,7 +465,7 @@ impl SharedEngine {
         // Every worker holds an encoder of each kind; the scratches are the workers' own
         // or, with write-behind threads, the pool's.
         let encoders = encoders.iter().map(|e| e.bytes).sum::<u64>();
-        let scratches = shape.scratches().max(shape.workers);
+        let scratches = shape.scratches.max(shape.workers);
         Ok(SharedEngine {
             workers: shape.threads(),
             bytes: shape.workers as u64 * encoders + scratches as u64 * scratch,

@@ -397,8 +397,10 @@ impl Recording {
             _ => SinkKind::Pwrite,
         };
         let meter = Meter::new();
+        // Every level of an image has its level 0's chunk shape.
+        let chunk_bytes = arrays.iter().map(|a| a.spec.chunk_bytes()).max();
         let engine = Engine::start(
-            engine_shape(threads, kind),
+            engine_shape(threads, kind, chunk_bytes.unwrap_or(0)),
             options.pin_threads,
             options.background_nice,
             None,

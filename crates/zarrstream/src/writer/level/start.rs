@@ -35,6 +35,16 @@ use crate::writer::threads::priority;
 // flight, without three encoders taking turns on a core (§20).
 const WRITE_BEHIND_PER_THREAD: usize = 2;
 
+// Raw chunk bytes per thread that the write-behind pool holds encoded and not yet
+// written. A cache flush stalls this host's disk for 25–155 ms (BENCHMARKS.md §20), and
+// while it lasts the workers encode on into the pool: 8 MiB is about 50 ms of `zstd:1`
+// per core. One scratch per thread of either kind (3) left the CPUs in iowait 7 % of a
+// `zstd:1` recording; 16 per thread (C1's 512 KiB chunks) 3 %, and 6 % more MiB/s. Only
+// the encoded bytes of a scratch are touched, so its resident cost is the compressed size.
+const WRITE_BEHIND_BYTES_PER_THREAD: usize = 8 << 20;
+// The pool's size per thread at most, for tiny chunks.
+const WRITE_BEHIND_MAX_PER_THREAD: usize = 64;
+
 /// Encoding threads for the `threads` option (0 = one per core).
 pub(in crate::writer) fn thread_count(threads: usize) -> usize {
     if threads == 0 {
@@ -75,14 +85,31 @@ impl Workers {
     }
 }
 
-/// The engine for `threads` with `sink`: one encoding worker per thread, and with the
-/// direct sink two write-behind threads per thread.
-pub(in crate::writer) fn engine_shape(threads: usize, sink: SinkKind) -> EngineShape {
-    EngineShape {
-        workers: threads,
-        write_behind: match sink {
-            SinkKind::Direct => WRITE_BEHIND_PER_THREAD * threads,
-            _ => 0,
+/// The engine for `threads` with `sink`, for chunks of at most `chunk_bytes` raw bytes:
+/// one encoding worker per thread, and with the direct sink two write-behind threads
+/// per thread and a pool of scratches holding about 8 MiB of raw chunks per thread
+/// (never fewer than one per thread of either kind, so that every worker can encode
+/// while every write-behind thread writes).
+pub(in crate::writer) fn engine_shape(
+    threads: usize,
+    sink: SinkKind,
+    chunk_bytes: usize,
+) -> EngineShape {
+    match sink {
+        SinkKind::Direct => {
+            let least = 1 + WRITE_BEHIND_PER_THREAD;
+            let per_thread = (WRITE_BEHIND_BYTES_PER_THREAD / chunk_bytes.max(1))
+                .clamp(least, WRITE_BEHIND_MAX_PER_THREAD);
+            EngineShape {
+                workers: threads,
+                write_behind: WRITE_BEHIND_PER_THREAD * threads,
+                scratches: per_thread * threads,
+            }
+        }
+        _ => EngineShape {
+            workers: threads,
+            write_behind: 0,
+            scratches: 0,
         },
     }
 }
@@ -112,7 +139,7 @@ impl Level {
                     .map_or(0, |p| p.bytes() / g.chunk_bytes.max(1))
                     + frame_pool.bytes() / shared.spec.frame_bytes.max(1) * g.tiles;
                 Some(Engine::start(
-                    engine_shape(threads, shared.sink),
+                    engine_shape(threads, shared.sink, shared.grid.chunk_bytes),
                     options.pin_threads,
                     options.background_nice,
                     Some(pooled.max(1)),

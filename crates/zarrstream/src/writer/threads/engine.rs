@@ -34,7 +34,7 @@ impl Engine {
     /// Starts `shape.workers` threads `zarrstream-worker-i`, worker `i` pinned to core
     /// `i mod cores` when `pin`, and `shape.write_behind` threads
     /// `zarrstream-behind-i` (not pinned: they mostly wait for the device) with a pool
-    /// of `shape.scratches()` scratches; all at niceness `nice`. `bound`: the jobs
+    /// of `shape.scratches` scratches; all at niceness `nice`. `bound`: the jobs
     /// channel's capacity (`None`: unbounded). The workers' scratch and encoders count
     /// in `meter`.
     pub(crate) fn start(
@@ -54,7 +54,7 @@ impl Engine {
             workers: Mutex::new(Vec::with_capacity(shape.workers)),
             write_behind: Mutex::new(Vec::with_capacity(shape.write_behind)),
         });
-        let behind = (shape.write_behind > 0).then(|| WriteBehind::new(shape.scratches(), meter));
+        let behind = (shape.write_behind > 0).then(|| WriteBehind::new(shape.scratches, meter));
         if let Some((_, ends)) = &behind {
             for i in 0..shape.write_behind {
                 let ends = ends.clone();
@@ -129,19 +129,12 @@ pub(crate) struct EngineShape {
     pub(crate) workers: usize,
     /// Write-behind threads (0: the workers write their chunks themselves).
     pub(crate) write_behind: usize,
+    /// Scratches in the write-behind pool (0 without write-behind threads): the chunks
+    /// encoded and not yet written, at most.
+    pub(crate) scratches: usize,
 }
 
 impl EngineShape {
-    /// Scratches in the write-behind pool: one per thread of either kind, so every
-    /// worker can encode while every write-behind thread writes.
-    pub(crate) fn scratches(&self) -> usize {
-        if self.write_behind == 0 {
-            0
-        } else {
-            self.workers + self.write_behind
-        }
-    }
-
     /// Threads in all.
     pub(crate) fn threads(&self) -> usize {
         self.workers + self.write_behind

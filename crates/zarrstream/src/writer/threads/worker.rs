@@ -14,8 +14,8 @@ use crate::codec::{Checksum, ChunkEncoder, Codec};
 use crate::meter::{Held, Meter};
 use crate::sink::Scratch;
 use crate::writer::state::job::Job;
-use crate::writer::threads::write_behind::{Staged, WriteBehind};
 use crate::writer::state::shared::Shared;
+use crate::writer::threads::write_behind::{Staged, WriteBehind};
 
 /// What makes two arrays' encoders interchangeable.
 #[derive(Clone, Copy, PartialEq, Eq)]

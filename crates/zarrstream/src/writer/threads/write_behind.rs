@@ -10,8 +10,9 @@
 //! §20). Now an engine with a direct sink has one worker per thread, which encodes each
 //! chunk into a scratch from a pool and hands it here, and two write-behind threads per
 //! thread, which write it, record its entry and do the job's bookkeeping. The pool holds
-//! as many scratches as the three workers per thread had, so memory and the writes in
-//! flight are as before.
+//! about 8 MiB of raw chunks per thread (`engine_shape`), so the workers encode on
+//! through a device's stall (a cache flush holds this host's disk for 25–155 ms) instead
+//! of waiting with the writes in flight.
 //!
 //! Nothing is locked per chunk: the pool and the channel are crossbeam channels, and
 //! the write is the sink's, as a worker did it.

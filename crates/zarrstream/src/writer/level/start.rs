@@ -334,3 +334,28 @@ fn spawn(
         .map_err(|e| Error::io("spawn thread", "", e, 0))?;
     Ok((preparer, finisher))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_behind_pool_holds_about_8_mib_of_chunks_per_thread() {
+        // C1's 512 KiB chunks: 16 per thread, beside one worker and two write-behind
+        // threads per thread.
+        let c1 = engine_shape(2, SinkKind::Direct, 512 << 10);
+        assert_eq!((c1.workers, c1.write_behind, c1.scratches), (2, 4, 32));
+        assert_eq!(c1.threads(), 6);
+        // Deep chunks: never fewer scratches than threads of either kind.
+        let deep = engine_shape(4, SinkKind::Direct, 16 << 20);
+        assert_eq!(deep.scratches, 12);
+        // Tiny chunks: capped.
+        let tiny = engine_shape(1, SinkKind::Direct, 4 << 10);
+        assert_eq!(tiny.scratches, WRITE_BEHIND_MAX_PER_THREAD);
+        // A sink whose writes return at once: the workers write their own chunks.
+        for sink in [SinkKind::Pwrite, SinkKind::Mmap] {
+            let own = engine_shape(3, sink, 512 << 10);
+            assert_eq!((own.workers, own.write_behind, own.scratches), (3, 0, 0));
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! The C API as a Windows DLL, cross-built here and run under Wine.
 //!
-//! `tools/windows/cargo build -p zarrstream-capi` (the dev profile) gives `zarrstream.dll`,
+//! `tools/windows/cargo build -p zarrstream-capi` (the `wine` profile: dev's, with
+//! dependencies at opt-level 1) gives `zarrstream.dll`,
 //! its mingw import library `libzarrstream.dll.a` and the static `libzarrstream.a`;
 //! `examples/c/Makefile` with `TARGET=windows` compiles the C examples against them with
 //! `x86_64-w64-mingw32-gcc` (`*_shared.exe` beside a copy of the DLL, `record_static.exe`
@@ -97,7 +98,7 @@ fn build(win: Win) -> Built {
         "windows_dll: tools/windows/cargo build -p zarrstream-capi took {:.1?}",
         started.elapsed()
     ));
-    let libdir = win.profile_dir(false);
+    let libdir = win.profile_dir();
     let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-c-windows");
     let mut make = Command::new("make");
     make.arg("-C")
@@ -428,7 +429,8 @@ fn c_plate_under_wine_read_back_by_ome_zarr_readers() {
 
 /// A panic inside the DLL comes back as ZS_E_INTERNAL (then ZS_E_CLOSED), never
 /// unwinding into C: on Windows the unwinder is SEH's, not the DWARF one of Linux. The
-/// Windows build is the dev profile, where ZARRSTREAM_CAPI_INJECT_PANIC is read.
+/// Windows build is the `wine` profile, with dev's debug assertions, where
+/// ZARRSTREAM_CAPI_INJECT_PANIC is read.
 #[test]
 fn c_panics_come_back_as_internal_under_wine() {
     let Some(b) = built("windows_dll panics") else {

@@ -81,10 +81,10 @@ impl Tools {
         }
     }
 
-    /// `zarrstream.exe`, built (dev profile) for Windows.
+    /// `zarrstream.exe`, built for Windows (`tools/windows/cargo`'s `wine` profile).
     fn windows(win: windows::Win) -> Tools {
         win.build(&["-p", "zarrstream-cli", "--bin", "zarrstream"]);
-        let dir = win.profile_dir(false);
+        let dir = win.profile_dir();
         Tools {
             zarrstream: dir.join("zarrstream.exe"),
             win: Some(win),

@@ -45,8 +45,8 @@ fn build_wheel(win: &windows::Win, py: &Path, out: &Path) -> PathBuf {
     let _ = std::fs::remove_dir_all(out);
     let mut cmd = Command::new(py);
     cmd.args(["-m", "maturin", "build", "--target", windows::TARGET])
-        // As pytest.rs: the dev profile, which the library's Windows tests build too.
-        .args(["--profile", "dev", "--out"])
+        // The profile the library's Windows tests build (`tools/windows/cargo`'s).
+        .args(["--profile", win.profile(), "--out"])
         .arg(out)
         .arg("--manifest-path")
         .arg(crate_dir().join("Cargo.toml"))

@@ -35,11 +35,17 @@ pub struct Win {
 }
 
 impl Win {
-    /// Where `cargo build` (dev profile) puts the Windows binaries.
-    pub fn profile_dir(&self, release: bool) -> PathBuf {
+    /// The profile `tools/windows/cargo` builds with unless told otherwise (`wine`:
+    /// Cargo.toml's dev profile with dependencies at opt-level 1).
+    pub fn profile(&self) -> &str {
+        &self.env["ZARRSTREAM_WINDOWS_PROFILE"]
+    }
+
+    /// Where `tools/windows/cargo build` puts the Windows binaries.
+    pub fn profile_dir(&self) -> PathBuf {
         PathBuf::from(&self.env["CARGO_TARGET_DIR"])
             .join(TARGET)
-            .join(if release { "release" } else { "debug" })
+            .join(self.profile())
     }
 
     /// Wine's runner (`/usr/lib/wine/wine64`).
@@ -144,6 +150,7 @@ fn setup() -> Result<Win, String> {
         "ZARRSTREAM_WINE",
         "WINEPREFIX",
         "WINEDEBUG",
+        "ZARRSTREAM_WINDOWS_PROFILE",
     ] {
         if !env.contains_key(k) {
             return Err(format!("tools/windows/cargo --env did not set {k}"));

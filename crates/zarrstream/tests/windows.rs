@@ -45,14 +45,14 @@ const GEOMETRY: [&str; 8] = [
 ];
 const PLANE: usize = 512 * 512;
 
-/// `zarrstream.exe` (the CLI, whose `record` runs here), built once per process (dev
-/// profile).
+/// `zarrstream.exe` (the CLI, whose `record` runs here), built once per process (the
+/// `wine` profile).
 fn zarrstream_exe(win: &Win) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             win.build(&["-p", "zarrstream-cli", "--bin", "zarrstream"]);
-            win.profile_dir(false).join("zarrstream.exe")
+            win.profile_dir().join("zarrstream.exe")
         })
         .clone()
 }

@@ -3,7 +3,7 @@
 (``crates/zarrstream-testkit/src/garage/``) sets up its single node.
 
 The binary is ``$ZARRSTREAM_GARAGE``, else ``${ZARRSTREAM_CACHE:-$HOME/.cache/zarrstream}/
-garage-2.5.0/bin/garage`` (the harness's rule). ``cargo test -p zarrstream-python``
+garage-VERSION/bin/garage`` (``tools/garage/build``'s rule). ``cargo test -p zarrstream-python``
 (``tests/pytest.rs``) makes sure it exists through the harness, building it when missing,
 and passes its path in ``ZARRSTREAM_GARAGE``; a plain ``pytest`` run uses what is there.
 """
@@ -21,7 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-VERSION = "2.5.0"
+#: The release the tests are written against: the one ``tools/garage/build`` builds.
+VERSION = (Path(__file__).resolve().parents[4] / "tools" / "garage" / "VERSION").read_text(
+    encoding="utf-8").strip()
 REGION = "garage"
 BUCKET = "zarrstream-test"
 #: How long the node may take to come up: the tests share two cores with compilers.

@@ -1,33 +1,18 @@
-//! The `garage` binary: `$ZARRSTREAM_GARAGE` as it is, else the cache's build (made with
-//! `cargo install` when missing, once per machine), checked with `garage --version`.
+//! The `garage` binary: `$ZARRSTREAM_GARAGE` as it is, else the one `tools/garage/build`
+//! builds into the cache (once per machine; the script holds the recipe and the lock),
+//! checked with `garage --version`.
 
-use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::{VERSION, in_ci, shout, tail};
+use super::{VERSION, in_ci, shout};
+use crate::windows::wait_output;
 
-/// Where the Garage binary is expected: `$ZARRSTREAM_GARAGE`, else the cache's build.
-pub fn garage_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("ZARRSTREAM_GARAGE").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    cache_root().join("bin/garage")
-}
-
-/// `${ZARRSTREAM_CACHE:-$HOME/.cache/zarrstream}/garage-2.5.0`: the `cargo install` root.
-fn cache_root() -> PathBuf {
-    let cache = std::env::var_os("ZARRSTREAM_CACHE")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
-            PathBuf::from(home).join(".cache/zarrstream")
-        });
-    cache.join(format!("garage-{VERSION}"))
-}
+/// How long `tools/garage/build` may take: a cold build is 10 to 15 minutes on two idle
+/// cores, and the tests share them with compilers.
+const BUILD_DEADLINE: Duration = Duration::from_secs(60 * 60);
 
 /// The Garage binary, built first if it is missing (see the module docs), and checked with
 /// `garage --version`. Worked out once per process; the error says why it cannot be had.
@@ -53,83 +38,52 @@ pub fn require(what: &str) -> Option<PathBuf> {
 }
 
 fn find_or_build() -> Result<PathBuf, String> {
-    let bin = garage_path();
-    if std::env::var_os("ZARRSTREAM_GARAGE").is_some_and(|p| !p.is_empty()) {
+    if let Some(bin) = std::env::var_os("ZARRSTREAM_GARAGE").filter(|p| !p.is_empty()) {
         // A binary the user named is used as it is, never built over.
+        let bin = PathBuf::from(bin);
         return check_version(&bin).map(|()| bin);
     }
-    if !bin.exists() {
-        let root = cache_root();
-        let parent = root.parent().ok_or("no cache directory")?;
-        fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
-        // Concurrent test binaries wait here for the one that builds; the lock goes with the
-        // file descriptor when this function returns (or the process dies).
-        let lock_path = parent.join(format!("garage-{VERSION}.lock"));
-        let lock =
-            File::create(&lock_path).map_err(|e| format!("create {}: {e}", lock_path.display()))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
-        if !bin.exists() {
-            build(&root)?;
-        }
-    }
+    let bin = build()?;
     check_version(&bin).map(|()| bin)
 }
 
-/// `cargo install garage --locked --version 2.5.0 --root ROOT`, its output in a log beside.
-fn build(root: &Path) -> Result<(), String> {
-    // Beside the root, not inside it: `cargo install` owns the root's contents.
-    let beside = |what: &str| root.with_file_name(format!("garage-{VERSION}.{what}"));
-    let (log_path, scratch) = (beside("build.log"), beside("build-target"));
-    shout(&format!(
-        "\n{bar}\nBUILDING Garage {VERSION} (the S3 server of the object-store tests) into {}\n\
-         with `cargo install`: about 9 minutes on 2 cores, once per machine. Log: {}\n\
-         (Set ZARRSTREAM_GARAGE=/path/to/garage to use a binary you have.)\n{bar}\n",
-        root.display(),
-        log_path.display(),
-        bar = "=".repeat(78)
-    ));
-    let log = File::create(&log_path).map_err(|e| format!("create {}: {e}", log_path.display()))?;
-    let log2 = log
-        .try_clone()
-        .map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let started = Instant::now();
-    let status = Command::new(&cargo)
-        .args([
-            "install",
-            "garage",
-            "--locked",
-            "--version",
-            VERSION,
-            "--root",
-        ])
-        .arg(root)
-        .arg("--target-dir")
-        .arg(&scratch)
-        // The running `cargo test` holds its own target directory's lock: a nested cargo
-        // pointed there would wait for it forever.
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET_DIR")
+/// `tools/garage/build`: the binary's path, built first when missing (the script holds the
+/// recipe and the lock that makes concurrent callers wait for one build).
+fn build() -> Result<PathBuf, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/garage/build");
+    let mut cmd = Command::new(&script);
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        cmd.env("CARGO", cargo);
+    }
+    // Its banner and progress (stderr) go straight to the terminal, where a build of
+    // minutes is worth seeing as it starts.
+    let child = cmd
         .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2)
-        .status()
-        .map_err(|e| format!("cannot run {} ({e}); install Rust's cargo", cargo.display()));
-    let _ = fs::remove_dir_all(&scratch);
-    let status = status?;
-    if !status.success() {
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run {} ({e})", script.display()))?;
+    let started = Instant::now();
+    let ran = wait_output(child, BUILD_DEADLINE).map_err(|_| {
+        format!(
+            "{} ran past its deadline of {BUILD_DEADLINE:?} and was killed",
+            script.display()
+        )
+    })?;
+    if !ran.status.success() {
         return Err(format!(
-            "`cargo install garage --version {VERSION}` failed ({status}); the end of {}:\n{}",
-            log_path.display(),
-            tail(&log_path, 30)
+            "{} failed ({}) after {:.0?}; its log is named above",
+            script.display(),
+            ran.status,
+            started.elapsed()
         ));
     }
-    shout(&format!(
-        "Garage {VERSION} built in {:.0} s.",
-        started.elapsed().as_secs_f64()
-    ));
-    Ok(())
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    let bin = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
+    if bin.as_os_str().is_empty() {
+        return Err(format!("{} printed no path", script.display()));
+    }
+    Ok(bin)
 }
 
 fn check_version(bin: &Path) -> Result<(), String> {

@@ -60,21 +60,8 @@ fn build_wheel(win: &windows::Win, py: &Path, out: &Path) -> PathBuf {
         "CARGO_BUILD_RUSTFLAGS",
         "RUSTC_WRAPPER",
         "RUSTC_WORKSPACE_WRAPPER",
-        // What cargo test sets for this binary (as tools/windows/cargo leaves it out):
-        // another environment than the Windows tests' builds would rebuild every unit.
-        "CARGO_MANIFEST_DIR",
-        "CARGO_MANIFEST_PATH",
-        "LD_LIBRARY_PATH",
-        "RUSTUP_HOME",
-        "RUSTUP_TOOLCHAIN_SOURCE",
-        "RUST_RECURSION_COUNT",
     ] {
         cmd.env_remove(k);
-    }
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("CARGO_PKG_") {
-            cmd.env_remove(k);
-        }
     }
     for (k, v) in &win.env {
         cmd.env(k, v);

@@ -44,7 +44,8 @@ def _garage_binary_or_skip() -> Path:
     bin = garage.binary()
     if not bin.exists():
         why = (f"no Garage S3 server at {bin}: `cargo test -p zarrstream-python` builds it "
-               "(tools/garage/build: 10 to 15 minutes, once), or set ZARRSTREAM_GARAGE=/path/to/garage")
+               "(tools/garage/build: 10 to 15 minutes, once), "
+               "or set ZARRSTREAM_GARAGE=/path/to/garage")
         if garage.in_ci():
             pytest.fail(why)
         print(f"\n{'!' * 78}\nOBJECT-STORE TESTS SKIPPED: {why}\n{'!' * 78}", file=sys.stderr)

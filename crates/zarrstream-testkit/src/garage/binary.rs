@@ -52,9 +52,6 @@ fn find_or_build() -> Result<PathBuf, String> {
 fn build() -> Result<PathBuf, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/garage/build");
     let mut cmd = Command::new(&script);
-    if let Some(cargo) = std::env::var_os("CARGO") {
-        cmd.env("CARGO", cargo);
-    }
     // Its banner and progress (stderr) go straight to the terminal, where a build of
     // minutes is worth seeing as it starts.
     let child = cmd

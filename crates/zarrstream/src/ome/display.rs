@@ -21,7 +21,7 @@ pub const DISPLAY_LOW_QUANTILE: f64 = 0.001;
 /// cosmic rays) saturate rather than darken everything else.
 pub const DISPLAY_HIGH_QUANTILE: f64 = 0.999;
 /// How often, at most, a channel's frames are sampled (the first frame of each channel
-/// always is).
+/// a worker finishes always is; with several workers that need not be frame 0).
 pub const DISPLAY_SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Pixels read from one sampled frame or staging group.

@@ -1,7 +1,7 @@
 //! The C API as a Windows DLL, cross-built here and run under Wine.
 //!
-//! `tools/windows/cargo build -p zarrstream-capi` (the `wine` profile: dev's, with
-//! dependencies at opt-level 1) gives `zarrstream.dll`,
+//! `tools/windows/cargo build --suite` (the `wine` profile: dev's, with dependencies at
+//! opt-level 1) gives `zarrstream.dll`,
 //! its mingw import library `libzarrstream.dll.a` and the static `libzarrstream.a`;
 //! `examples/c/Makefile` with `TARGET=windows` compiles the C examples against them with
 //! `x86_64-w64-mingw32-gcc` (`*_shared.exe` beside a copy of the DLL, `record_static.exe`
@@ -93,9 +93,9 @@ fn built(test: &str) -> Option<&'static Built> {
 
 fn build(win: Win) -> Built {
     let started = std::time::Instant::now();
-    win.build(&["-p", "zarrstream-capi"]);
+    win.build_suite();
     windows::shout(&format!(
-        "windows_dll: tools/windows/cargo build -p zarrstream-capi took {:.1?}",
+        "windows_dll: tools/windows/cargo build --suite took {:.1?}",
         started.elapsed()
     ));
     let libdir = win.profile_dir();

@@ -64,15 +64,16 @@ impl Win {
         )
     }
 
-    /// Builds `args` (cargo build arguments) for Windows, panicking with cargo's output
-    /// on failure.
-    pub fn build(&self, args: &[&str]) {
-        let mut all = vec!["build", "--locked", "--quiet"];
-        all.extend_from_slice(args);
-        let out = self.cargo(&all, BUILD_DEADLINE);
+    /// Builds the Windows suite (`tools/windows/cargo build --suite`: `zarrstream.exe`,
+    /// `zarrstream.dll` and the test binaries, into [`profile_dir`](Self::profile_dir)),
+    /// panicking with cargo's output on failure. Every test builds all of it, never a part:
+    /// a part alone resolves other features of the shared dependencies and would build
+    /// them again.
+    pub fn build_suite(&self) {
+        let out = self.cargo(&["build", "--locked", "--quiet", "--suite"], BUILD_DEADLINE);
         assert!(
             out.status.success(),
-            "Windows build {args:?} failed ({}):\n{}",
+            "tools/windows/cargo build --suite failed ({}):\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );

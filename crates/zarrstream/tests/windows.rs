@@ -51,7 +51,7 @@ fn zarrstream_exe(win: &Win) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            win.build(&["-p", "zarrstream-cli", "--bin", "zarrstream"]);
+            win.build_suite();
             win.profile_dir().join("zarrstream.exe")
         })
         .clone()
@@ -101,62 +101,45 @@ fn record_cmd(win: &Win, out: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// The library's tests, built for Windows and run under Wine (the test files that need
-/// Linux compile to nothing there, each saying why). Counts are printed; any failure
-/// fails this test with the Wine run's output.
+/// The unit and integration tests of the library, the CLI and the C API, built for Windows
+/// and run under Wine (`tools/windows/cargo test --suite`; the test files that need Linux
+/// compile to nothing there, each saying why). Counts are printed; any failure fails this
+/// test with the Wine run's output.
 #[test]
 fn the_library_tests_pass_under_wine() {
     let Some(win) = windows::require("WINDOWS LIBRARY TESTS") else {
         return;
     };
-    let mut total = (0, 0, 0, 0);
-    for args in [
-        &["test", "--locked", "-p", "zarrstream", "--no-fail-fast"][..],
-        &[
-            "test",
-            "--locked",
-            "-p",
-            "zarrstream-cli",
-            "--bins",
-            "--no-fail-fast",
-        ][..],
-    ] {
-        let out = win.cargo(args, windows::BUILD_DEADLINE);
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let counts = windows::test_counts(&text);
-        // Linux's clippy never sees the Windows-only code: the Windows build must at
-        // least compile it without a warning.
-        let warnings: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with("warning") && l.contains("zarrstream"))
-            .collect();
-        assert!(
-            warnings.is_empty(),
-            "the Windows build warns: {warnings:#?}\n{text}"
-        );
-        assert!(
-            out.status.success() && counts.1 == 0,
-            "tools/windows/cargo {} failed ({}): {counts:?}\n{text}",
-            args.join(" "),
-            out.status
-        );
-        total = (
-            total.0 + counts.0,
-            total.1 + counts.1,
-            total.2 + counts.2,
-            total.3 + counts.3,
-        );
-    }
+    let args = ["test", "--locked", "--suite", "--no-fail-fast"];
+    let out = win.cargo(&args, windows::BUILD_DEADLINE);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counts = windows::test_counts(&text);
+    // Linux's clippy never sees the Windows-only code: the Windows build must at least
+    // compile it without a warning.
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("warning") && l.contains("zarrstream"))
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "the Windows build warns: {warnings:#?}\n{text}"
+    );
+    assert!(
+        out.status.success() && counts.1 == 0,
+        "tools/windows/cargo {} failed ({}): {counts:?}\n{text}",
+        args.join(" "),
+        out.status
+    );
     windows::shout(&format!(
         "Windows build under Wine: {} tests passed, {} failed, {} ignored, in {} test \
-         binaries (zarrstream and zarrstream-cli)",
-        total.0, total.1, total.2, total.3
+         binaries (zarrstream, zarrstream-cli and zarrstream-capi)",
+        counts.0, counts.1, counts.2, counts.3
     ));
-    assert!(total.0 >= 300, "too few tests ran under Wine: {total:?}");
+    assert!(counts.0 >= 300, "too few tests ran under Wine: {counts:?}");
 }
 
 /// `zarrstream.exe record` through each sink (mmap, pwrite, unbuffered direct) and codec: the

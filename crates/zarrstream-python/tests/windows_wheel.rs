@@ -2,9 +2,10 @@
 //!
 //! maturin (the pinned one of `target/python-venv`, as in `pytest.rs`) builds the wheel
 //! with `--target x86_64-pc-windows-gnu` through Debian's cargo with the environment of
-//! `tools/windows/cargo --env` (Debian's rustc-web with `-Z build-std`, mingw-w64's
-//! linker, the Windows target directory). PyO3 links the stable-ABI `python3.dll`
-//! through `raw-dylib`, so no Windows Python and no import library is needed to build.
+//! `tools/windows/cargo` (`--wheel`: Debian's rustc-web with `-Z build-std`, mingw-w64's
+//! linker, the `wine` profile and target directory of the Windows tests). PyO3 links the
+//! stable-ABI `python3.dll` through `raw-dylib`, so no Windows Python and no import
+//! library is needed to build.
 //!
 //! What is checked, on the files alone: the wheel is a valid zip whose `RECORD` hashes and
 //! sizes match every member (`check_wheel.py`, with Python's standard library); its
@@ -40,35 +41,12 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Builds the Windows wheel into `out` with the venv's maturin; the wheel.
+/// Builds the Windows wheel into `out` with the venv's maturin (`tools/windows/cargo
+/// --wheel`); the wheel.
 fn build_wheel(win: &windows::Win, py: &Path, out: &Path) -> PathBuf {
-    let _ = std::fs::remove_dir_all(out);
-    let mut cmd = Command::new(py);
-    cmd.args(["-m", "maturin", "build", "--target", windows::TARGET])
-        // The profile the library's Windows tests build (`tools/windows/cargo`'s).
-        .args(["--profile", win.profile(), "--out"])
-        .arg(out)
-        .arg("--manifest-path")
-        .arg(crate_dir().join("Cargo.toml"))
-        .current_dir(crate_dir());
-    // What this test runs under (cargo test: rustup's cargo and its flags) must not leak
-    // into the Windows build: it is Debian's cargo and rustc with the wrapper's settings.
-    for k in [
-        "RUSTUP_TOOLCHAIN",
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
-        cmd.env_remove(k);
-    }
-    for (k, v) in &win.env {
-        cmd.env(k, v);
-    }
-    cmd.env("CARGO", "/usr/bin/cargo");
+    let utf8 = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
     let started = Instant::now();
-    let o = windows::run(&mut cmd, windows::BUILD_DEADLINE, "maturin build (Windows)");
+    let o = win.cargo(&["--wheel", &utf8(py), &utf8(out)], windows::BUILD_DEADLINE);
     assert!(
         o.status.success(),
         "maturin build --target {} failed ({}):\n{}\n{}",

@@ -155,6 +155,9 @@ fn main() {
     let cpus = cpu_sets(&args).unwrap_or_else(|e| fail(2, &e));
     let layouts = aqz_layouts(&args).unwrap_or_else(|e| fail(2, &e));
 
+    // The server's speed is part of what is measured: Garage as released, not the
+    // tests' build.
+    garage::use_release_build();
     if let Err(e) = garage::garage_binary() {
         if let Some(named) = std::env::var_os("ZARRSTREAM_GARAGE").filter(|p| !p.is_empty()) {
             // A binary named on purpose (a machine without network): a run that cannot

@@ -3,7 +3,7 @@
 (``crates/zarrstream-testkit/src/garage/``) sets up its single node.
 
 The binary is ``$ZARRSTREAM_GARAGE``, else ``${ZARRSTREAM_CACHE:-$HOME/.cache/zarrstream}/
-garage-VERSION/bin/garage`` (``tools/garage/build``'s rule). ``cargo test -p zarrstream-python``
+garage-VERSION-o1/bin/garage`` (``tools/garage/build``'s rule). ``cargo test -p zarrstream-python``
 (``tests/pytest.rs``) makes sure it exists through the harness, building it when missing,
 and passes its path in ``ZARRSTREAM_GARAGE``; a plain ``pytest`` run uses what is there.
 """
@@ -37,7 +37,7 @@ def binary() -> Path:
         return Path(named)
     cache = os.environ.get("ZARRSTREAM_CACHE") or os.path.join(
         os.environ.get("HOME", "/tmp"), ".cache", "zarrstream")
-    return Path(cache) / f"garage-{VERSION}" / "bin" / "garage"
+    return Path(cache) / f"garage-{VERSION}-o1" / "bin" / "garage"
 
 
 def in_ci() -> bool:

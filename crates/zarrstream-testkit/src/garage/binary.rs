@@ -1,10 +1,12 @@
 //! The `garage` binary: `$ZARRSTREAM_GARAGE` as it is, else the one `tools/garage/build`
 //! builds into the cache (once per machine; the script holds the recipe and the lock),
-//! checked with `garage --version`.
+//! checked with `garage --version`. The tests run the script's default build (opt-level
+//! 1); the object-store benchmark asks for the release build with [`use_release_build`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{VERSION, in_ci, shout};
@@ -13,6 +15,16 @@ use crate::windows::wait_output;
 /// How long `tools/garage/build` may take: a cold build is 10 to 15 minutes on two idle
 /// cores, and the tests share them with compilers.
 const BUILD_DEADLINE: Duration = Duration::from_secs(60 * 60);
+
+/// Set by [`use_release_build`].
+static RELEASE: AtomicBool = AtomicBool::new(false);
+
+/// Makes this process run Garage as released (`tools/garage/build --release`) rather than
+/// the tests' build at opt-level 1: for a benchmark, whose figures depend on the server.
+/// Takes effect when called before the first [`garage_binary`].
+pub fn use_release_build() {
+    RELEASE.store(true, Ordering::Relaxed);
+}
 
 /// The Garage binary, built first if it is missing (see the module docs), and checked with
 /// `garage --version`. Worked out once per process; the error says why it cannot be had.
@@ -52,6 +64,9 @@ fn find_or_build() -> Result<PathBuf, String> {
 fn build() -> Result<PathBuf, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/garage/build");
     let mut cmd = Command::new(&script);
+    if RELEASE.load(Ordering::Relaxed) {
+        cmd.arg("--release");
+    }
     // Its banner and progress (stderr) go straight to the terminal, where a build of
     // minutes is worth seeing as it starts.
     let child = cmd

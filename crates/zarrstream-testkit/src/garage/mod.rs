@@ -11,10 +11,10 @@
 //! ```
 //!
 //! The binary is `$ZARRSTREAM_GARAGE`, else `${ZARRSTREAM_CACHE:-$HOME/.cache/zarrstream}/
-//! garage-2.5.0/bin/garage`, built there by `tools/garage/build` when missing (`cargo
-//! install` with the features the tests use, 10 to 15 minutes on two cores; once per
-//! machine, serialised across test binaries and `.ci/run`'s background installs by a lock
-//! file).
+//! garage-2.5.0-o1/bin/garage` (`garage-2.5.0` for the benchmark: [`use_release_build`]),
+//! built there by `tools/garage/build` when missing (`cargo install` with the features the
+//! tests use; once per machine, serialised across test binaries and `.ci/run`'s background
+//! installs by a lock file).
 //! Outside CI a binary that cannot be had skips the test loudly; with `CI=true` it panics.
 //!
 //! Facts about Garage the tests rely on: path-style addressing, region `garage`, no
@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
 
-pub use binary::{garage_binary, require};
+pub use binary::{garage_binary, require, use_release_build};
 pub use client::{npy, s3_read};
 
 /// The Garage release the tests are written against (`tools/garage/VERSION`, which

@@ -142,9 +142,8 @@ impl fmt::Debug for LatencySummary {
 }
 
 pub(crate) fn histogram() -> Histogram<u64> {
-    // Invariant: `new` fails only for more than 5 significant digits.
-    #[allow(clippy::expect_used)]
     // Invariant: hdrhistogram accepts 0..=5 significant digits, so 3 cannot fail.
+    #[allow(clippy::expect_used)]
     let mut h = Histogram::new(3).expect("3 significant digits are valid");
     h.auto(true);
     h

@@ -106,8 +106,8 @@ fn record_cmd(win: &Win, out: &Path, args: &[&str]) -> Command {
 /// compile to nothing there, each saying why). Counts are printed; any failure fails this
 /// test with the Wine run's output.
 #[test]
-fn the_library_tests_pass_under_wine() {
-    let Some(win) = windows::require("WINDOWS LIBRARY TESTS") else {
+fn the_windows_suite_passes_under_wine() {
+    let Some(win) = windows::require("WINDOWS SUITE TESTS") else {
         return;
     };
     let args = ["test", "--locked", "--suite", "--no-fail-fast"];
